@@ -1,0 +1,92 @@
+// Package scrape is the input side of the pipeline: it fetches a target's
+// /metrics, parses the exposition with Prometheus's own parser, keeps only the
+// families an engine profile names, and stores the cumulative values in a
+// per-target history that answers window questions exactly at scrape times.
+//
+// It never computes SLO numbers (that is package slo) and never serves anything
+// (that is package exporter).
+package scrape
+
+import (
+	"time"
+
+	"github.com/vllm-slo-exporter/vllm-slo-exporter/slo"
+)
+
+// Family is a logical metric family, independent of any engine's naming.
+type Family string
+
+// The logical families a profile can map. Latency histograms reuse the slo
+// metric names so that the history can hand them to slo unchanged.
+const (
+	TTFT      = Family(slo.TTFT)
+	TPOT      = Family(slo.TPOT)
+	ITL       = Family(slo.ITL)
+	E2E       = Family(slo.E2E)
+	Queue     = Family(slo.Queue)
+	Prefill   = Family(slo.Prefill)
+	Decode    = Family(slo.Decode)
+	Inference = Family(slo.Inference)
+
+	PromptTokensHist     Family = "prompt_tokens_per_request"     // histogram, observed at finish
+	GenerationTokensHist Family = "generation_tokens_per_request" // histogram, observed at finish
+	PromptTokens         Family = "prompt_tokens"                 // counter
+	GenerationTokens     Family = "generation_tokens"             // counter
+	RequestSuccess       Family = "request_success"               // counter, summed over finished_reason
+	Running              Family = "running"                       // gauge
+	Waiting              Family = "waiting"                       // gauge
+	KVCacheUsage         Family = "kv_cache_usage"                // gauge, 0..1
+)
+
+// Kind is the Prometheus type a family must have.
+type Kind int
+
+// The kinds of family a profile can name.
+const (
+	KindHistogram Kind = iota
+	KindCounter
+	KindGauge
+)
+
+// String returns the kind's Prometheus type name.
+func (k Kind) String() string {
+	switch k {
+	case KindHistogram:
+		return "histogram"
+	case KindCounter:
+		return "counter"
+	default:
+		return "gauge"
+	}
+}
+
+// Snapshot is one successful scrape of one target, reduced to the families of
+// its profile, per model_name (engines summed, pid-labelled gauges aggregated).
+type Snapshot struct {
+	// Time is when the scrape was taken (recorded time in replay).
+	Time time.Time
+	// Models maps model_name to that model's values.
+	Models map[string]*ModelSample
+	// Found maps each logical family present to the exposed family name it was
+	// read from (so an operator can see which vLLM generation was found).
+	Found map[Family]string
+	// Missing lists the profile's families absent from the exposition, in profile order.
+	Missing []Family
+}
+
+// ModelSample holds one model's cumulative values at one scrape.
+type ModelSample struct {
+	// Histograms holds each histogram family, summed over engines. All engines
+	// of a model must share one bucket layout; a mismatch is a parse error.
+	Histograms map[Family]slo.Histogram
+	// Counters holds each counter family, summed over engines and other labels.
+	Counters map[Family]float64
+	// Gauges holds each gauge family: summed over engines; over pid labels of
+	// one engine the maximum is taken (vLLM's multi-process "mostrecent" mode
+	// writes the same value from every process).
+	Gauges map[Family]float64
+	// Created is the largest `_created` value among this model's counters and
+	// histograms (the process start, in Unix seconds), 0 when absent. A new value
+	// means vLLM restarted.
+	Created float64
+}

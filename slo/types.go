@@ -1,0 +1,139 @@
+// Package slo turns the increases of vLLM's cumulative histograms and counters
+// over a window into the numbers operators act on: latency quantiles with the
+// bracket that certainly holds them, SLO attainment, joint attainment and
+// goodput with honest bounds, Little's-Law concurrency, burn rates, error budget
+// and cost.
+//
+// It is pure: no I/O, no clock, no goroutines; time arrives inside the inputs.
+// It imports nothing of this module, so every other package may depend on it.
+// Every estimate that is not exact comes with a lower and an upper bound that the
+// true value cannot leave.
+package slo
+
+import (
+	"math"
+	"time"
+)
+
+// Metric names one of the latency histograms vLLM exposes.
+type Metric string
+
+// The latency metrics, in the order they are reported.
+const (
+	TTFT      Metric = "ttft"      // time to first token, observed at the first token
+	TPOT      Metric = "tpot"      // per-request mean inter-token gap, observed at finish
+	ITL       Metric = "itl"       // each inter-token gap, observed as the token is produced
+	E2E       Metric = "e2e"       // arrival to last token, observed at finish
+	Queue     Metric = "queue"     // waiting before first scheduled, observed at finish
+	Prefill   Metric = "prefill"   // first scheduled to first token, observed at finish
+	Decode    Metric = "decode"    // first token to last token, observed at finish
+	Inference Metric = "inference" // first scheduled to last token, observed at finish
+)
+
+// Metrics lists every latency metric in report order.
+var Metrics = []Metric{TTFT, TPOT, ITL, E2E, Queue, Prefill, Decode, Inference}
+
+// ObservedAtFinish reports whether the metric's histogram is observed once per
+// request when the request finishes, so that its population is the set of
+// requests that finished in a window. TTFT and ITL are observed earlier.
+func (m Metric) ObservedAtFinish() bool {
+	return m != TTFT && m != ITL
+}
+
+// Histogram is a classic (bucketed) histogram: cumulative counts at ascending
+// upper edges, the last edge being +Inf. It holds either a cumulative state as
+// scraped or the increase of that state over a window; the math is the same.
+type Histogram struct {
+	// Edges are the bucket upper bounds (`le`), strictly ascending, the last +Inf.
+	Edges []float64
+	// Counts[i] is the number of observations <= Edges[i]; non-decreasing.
+	Counts []float64
+	// Sum is the sum of all observed values.
+	Sum float64
+}
+
+// Total is the number of observations: the count of the +Inf bucket.
+func (h Histogram) Total() float64 {
+	if len(h.Counts) == 0 {
+		return 0
+	}
+	return h.Counts[len(h.Counts)-1]
+}
+
+// Valid reports whether the histogram has matching, ascending edges ending in
+// +Inf and non-negative counts. Inputs that are not valid yield empty results.
+func (h Histogram) Valid() bool {
+	n := len(h.Edges)
+	if n == 0 || n != len(h.Counts) || !math.IsInf(h.Edges[n-1], 1) {
+		return false
+	}
+	for i := range h.Edges {
+		if math.IsNaN(h.Edges[i]) || math.IsNaN(h.Counts[i]) || h.Counts[i] < 0 {
+			return false
+		}
+		if i > 0 && h.Edges[i] <= h.Edges[i-1] {
+			return false
+		}
+	}
+	return true
+}
+
+// Gauge summarises a gauge (vLLM's running or waiting requests) over a window.
+type Gauge struct {
+	// Known is false when the target did not expose the gauge in the window.
+	Known bool
+	// AtStart and AtEnd are the values at the scrapes that bound the window.
+	AtStart, AtEnd float64
+	// Mean is the time-average over the window of the value sampled at scrapes
+	// (each sample holds until the next scrape).
+	Mean float64
+	// Max is the largest value sampled at any scrape in the window, edges included.
+	Max float64
+}
+
+// Window is everything a history knows about one model over one window
+// (Start, End]: the increases of the cumulative series and the gauges. It is
+// the only input of the window math.
+type Window struct {
+	// Start and End are the times of the scrapes that bound the window; End-Start
+	// may differ from the nominal window length when scrapes are missing or when
+	// the history keeps coarser points for old data.
+	Start, End time.Time
+	// Nominal is the configured window length ("5m"), used for labels only.
+	Nominal time.Duration
+	// Latency holds the increase of each latency histogram the target exposes.
+	Latency map[Metric]Histogram
+	// PromptTokens and GenerationTokens are the increases of the per-request
+	// token-count histograms (observed at finish); Valid() is false when absent.
+	PromptTokens, GenerationTokens Histogram
+	// PromptTokensTotal and GenerationTokensTotal are the increases of the token
+	// counters; HasTokenCounters is false when the target lacks them.
+	PromptTokensTotal, GenerationTokensTotal float64
+	HasTokenCounters                         bool
+	// RequestSuccess is the increase of the finished-request counter, all reasons.
+	RequestSuccess    float64
+	HasRequestSuccess bool
+	// Running and Waiting are vLLM's in-flight gauges over the window.
+	Running, Waiting Gauge
+}
+
+// Seconds is the window's actual length in seconds.
+func (w Window) Seconds() float64 {
+	return w.End.Sub(w.Start).Seconds()
+}
+
+// Bounded is an estimate with bounds that the true value cannot leave.
+// Lower <= Estimate <= Upper always; exact values have all three equal.
+type Bounded struct {
+	Estimate, Lower, Upper float64
+}
+
+// Exact returns a Bounded whose bounds equal the value.
+func Exact(v float64) Bounded {
+	return Bounded{Estimate: v, Lower: v, Upper: v}
+}
+
+// IsExact reports whether the bounds coincide.
+func (b Bounded) IsExact() bool {
+	return b.Lower == b.Upper
+}

@@ -1,0 +1,24 @@
+# `make test` is the whole suite: it installs what the tests need when missing,
+# then checks formatting, vets, and runs every test with the race detector.
+GO ?= go
+
+.PHONY: test deps fmt-check vet build fuzz bench
+
+test: deps fmt-check vet
+	$(GO) test -race -timeout 20m ./...
+
+deps:
+	./scripts/install-test-deps.sh
+
+fmt-check:
+	@out="$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go'))"; \
+	if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
+
+vet:
+	$(GO) vet ./...
+
+build:
+	CGO_ENABLED=0 $(GO) build -o vllm-slo-exporter ./cmd/vllm-slo-exporter
+
+bench:
+	$(GO) test -run '^$$' -bench . -benchmem ./...

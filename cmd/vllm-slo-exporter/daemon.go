@@ -1,0 +1,295 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"os"
+	"os/signal"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/exporter-toolkit/web"
+
+	"github.com/vllm-slo-exporter/vllm-slo-exporter/config"
+	"github.com/vllm-slo-exporter/vllm-slo-exporter/exporter"
+	"github.com/vllm-slo-exporter/vllm-slo-exporter/pipeline"
+	"github.com/vllm-slo-exporter/vllm-slo-exporter/scrape"
+)
+
+// daemon wires the scrape loops, the pipeline, the evaluation ticker and the
+// HTTP endpoint together, and applies reloads.
+type daemon struct {
+	logger     *slog.Logger
+	configFile string
+	now        func() time.Time
+
+	mu     sync.Mutex // guards cfg, loops and errs
+	cfg    *config.Config
+	loops  map[string]*runningLoop
+	errs   map[string]string // last logged error per target, to log changes only
+	pipe   *pipeline.Pipeline
+	report atomic.Pointer[pipeline.Report]
+	ctx    context.Context
+	wg     sync.WaitGroup
+
+	self          *prometheus.Registry
+	reloadOK      prometheus.Gauge
+	reloadSuccess prometheus.Gauge
+}
+
+type runningLoop struct {
+	key    string // global settings that must stay equal for the loop to keep running
+	target config.Target
+	cancel context.CancelFunc
+	tried  atomic.Bool
+}
+
+func newDaemon(logger *slog.Logger, configFile string, cfg *config.Config) *daemon {
+	d := &daemon{
+		logger:     logger,
+		configFile: configFile,
+		now:        time.Now,
+		cfg:        cfg,
+		loops:      map[string]*runningLoop{},
+		errs:       map[string]string{},
+		pipe:       pipeline.New(specFromConfig(cfg)),
+		self:       exporter.NewSelfRegistry(),
+		reloadOK: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: exporter.Namespace + "_exporter_config_last_reload_successful",
+			Help: "1 if the last configuration reload succeeded.",
+		}),
+		reloadSuccess: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: exporter.Namespace + "_exporter_config_last_reload_success_timestamp_seconds",
+			Help: "Time of the last successful configuration reload.",
+		}),
+	}
+	d.self.MustRegister(d.reloadOK, d.reloadSuccess)
+	d.reloadOK.Set(1)
+	d.reloadSuccess.SetToCurrentTime()
+	return d
+}
+
+// runDaemon is the `run` command.
+func runDaemon(logger *slog.Logger, configFile string, webFlags *web.FlagConfig) int {
+	cfg, err := config.Load(configFile)
+	if err != nil {
+		return fail(logger, "load configuration", err)
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	d := newDaemon(logger, configFile, cfg)
+	return d.serve(ctx, webFlags, nil)
+}
+
+// serve runs until ctx ends; ready, when not nil, is closed once the HTTP
+// server is listening (demo uses it to print URLs).
+func (d *daemon) serve(ctx context.Context, webFlags *web.FlagConfig, ready chan<- struct{}) int {
+	loopsCtx, stopLoops := context.WithCancel(context.Background())
+	d.ctx = loopsCtx
+	d.mu.Lock()
+	d.startLoops()
+	d.mu.Unlock()
+
+	d.wg.Add(1)
+	go d.evaluateEvery(loopsCtx)
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	defer signal.Stop(hup)
+	go func() {
+		for {
+			select {
+			case <-loopsCtx.Done():
+				return
+			case <-hup:
+				if err := d.reload(); err != nil {
+					d.logger.Error("reload failed, keeping the old configuration", "err", err)
+				}
+			}
+		}
+	}()
+
+	srv := &http.Server{Handler: d.handler(), ReadHeaderTimeout: 10 * time.Second}
+	srvErr := make(chan error, 1)
+	go func() { srvErr <- web.ListenAndServe(srv, webFlags, d.logger) }()
+	if ready != nil {
+		close(ready)
+	}
+	code := 0
+	select {
+	case <-ctx.Done():
+		d.logger.Info("shutting down")
+	case err := <-srvErr:
+		if !errors.Is(err, http.ErrServerClosed) {
+			d.logger.Error("HTTP server failed", "err", err)
+			code = 1
+		}
+	}
+	stopLoops()
+	d.wg.Wait()
+	shutdownCtx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := srv.Shutdown(shutdownCtx); err != nil {
+		d.logger.Error("HTTP shutdown", "err", err)
+	}
+	return code
+}
+
+func (d *daemon) handler() http.Handler {
+	return exporter.NewHandler(exporter.Endpoints{
+		Report: d.report.Load,
+		Ready:  d.ready,
+		Reload: func(context.Context) error { return d.reload() },
+		ConfigYAML: func() ([]byte, error) {
+			d.mu.Lock()
+			defer d.mu.Unlock()
+			return d.cfg.Redacted()
+		},
+		Self:           d.self,
+		RefreshSeconds: int(time.Duration(d.cfg.Global.ScrapeInterval).Seconds()),
+	})
+}
+
+// ready is true once every configured target has been tried.
+func (d *daemon) ready() bool {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	for _, l := range d.loops {
+		if !l.tried.Load() {
+			return false
+		}
+	}
+	return true
+}
+
+// startLoops starts a scrape loop for every target that has none running
+// with the same settings, and stops loops of targets that are gone or changed.
+// d.mu must be held.
+func (d *daemon) startLoops() {
+	want := map[string]config.Target{}
+	for _, t := range d.cfg.Targets {
+		want[t.Name] = t
+	}
+	for name, l := range d.loops {
+		t, ok := want[name]
+		if !ok || l.key != loopKey(t, d.cfg) || !l.target.Equal(t) {
+			l.cancel()
+			delete(d.loops, name)
+		}
+	}
+	for _, t := range d.cfg.Targets {
+		if _, ok := d.loops[t.Name]; ok {
+			continue
+		}
+		if err := d.startLoop(t); err != nil {
+			d.logger.Error("target not started", "target", t.Name, "err", err)
+		}
+	}
+}
+
+// loopKey is what must stay equal for a running loop to be kept on reload;
+// the target's own settings are compared with config.Target.Equal.
+func loopKey(t config.Target, cfg *config.Config) string {
+	return fmt.Sprintf("%v|%v|%d", t.Interval(cfg.Global), t.Timeout(cfg.Global), int64(cfg.Global.BodySizeLimit))
+}
+
+func (d *daemon) startLoop(t config.Target) error {
+	profile, err := scrape.LookupProfile(t.Profile)
+	if err != nil {
+		return err
+	}
+	g := d.cfg.Global
+	f, err := scrape.NewFetcher(t.Name, t.URL, t.HTTPClientConfig, t.Timeout(g), int64(g.BodySizeLimit))
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithCancel(d.ctx)
+	rl := &runningLoop{key: loopKey(t, d.cfg), target: t, cancel: cancel}
+	d.loops[t.Name] = rl
+	loop := &scrape.Loop{Target: t.Name, Fetcher: f, Profile: profile, Interval: t.Interval(g), Timeout: t.Timeout(g), Now: d.now}
+	d.wg.Add(1)
+	go func() {
+		defer d.wg.Done()
+		loop.Run(ctx, func(r scrape.Result) {
+			if ctx.Err() != nil {
+				return // stopped mid-scrape: the result is not a failure of the target
+			}
+			d.ingest(r)
+			rl.tried.Store(true)
+		})
+	}()
+	return nil
+}
+
+// ingest hands a scrape result to the pipeline and logs a target's error only
+// when it changes, so a target that stays down does not flood the log.
+func (d *daemon) ingest(r scrape.Result) {
+	var err error
+	if r.Err != nil {
+		err = r.Err
+		d.pipe.RecordFailure(r.Target, scrape.FailureReason(r.Err), r.Err, r.Time, r.Duration)
+	} else {
+		err = d.pipe.Ingest(r.Target, r.Snapshot, r.Duration)
+	}
+	msg := ""
+	if err != nil {
+		msg = err.Error()
+	}
+	d.mu.Lock()
+	prev := d.errs[r.Target]
+	d.errs[r.Target] = msg
+	d.mu.Unlock()
+	switch {
+	case msg != "" && msg != prev:
+		d.logger.Warn("scrape failed", "target", r.Target, "reason", scrape.FailureReason(err), "err", err)
+	case msg == "" && prev != "":
+		d.logger.Info("scrape recovered", "target", r.Target)
+	}
+}
+
+// evaluateEvery publishes a new report at every evaluation interval.
+func (d *daemon) evaluateEvery(ctx context.Context) {
+	defer d.wg.Done()
+	d.mu.Lock()
+	interval := time.Duration(d.cfg.Global.EvaluationInterval)
+	d.mu.Unlock()
+	tick := time.NewTicker(interval)
+	defer tick.Stop()
+	for {
+		d.evaluate()
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+	}
+}
+
+func (d *daemon) evaluate() {
+	d.report.Store(d.pipe.Evaluate(d.now()))
+}
+
+// reload reads the configuration file again and applies it only when it is
+// valid; otherwise the running configuration stays.
+func (d *daemon) reload() error {
+	cfg, err := config.Load(d.configFile)
+	if err != nil {
+		d.reloadOK.Set(0)
+		return err
+	}
+	d.mu.Lock()
+	d.cfg = cfg
+	d.pipe.Reconfigure(specFromConfig(cfg))
+	d.startLoops()
+	d.mu.Unlock()
+	d.reloadOK.Set(1)
+	d.reloadSuccess.SetToCurrentTime()
+	d.logger.Info("configuration reloaded", "file", d.configFile)
+	d.evaluate()
+	return nil
+}

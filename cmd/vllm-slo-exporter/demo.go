@@ -1,0 +1,85 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"syscall"
+	"time"
+
+	"github.com/prometheus/exporter-toolkit/web"
+
+	"github.com/vllm-slo-exporter/vllm-slo-exporter/config"
+	"github.com/vllm-slo-exporter/vllm-slo-exporter/sim"
+)
+
+// demoConfig is the daemon configuration of the demo: short windows so that
+// the periodic overload shows within minutes.
+const demoConfig = `global:
+  scrape_interval: 5s
+  scrape_timeout: 4s
+  windows: [1m, 5m, 15m]
+targets:
+  - name: demo
+    url: http://%s/metrics
+    labels: {gpu: simulated}
+slos:
+  - name: interactive
+    objectives: {ttft: 500ms, tpot: 50ms}
+    goal: 0.99
+    period: 1d
+cost:
+  gpu_hourly_cost: 2.0
+  currency: USD
+`
+
+// runDemo starts the simulator and the daemon against it on loopback, prints
+// the URLs, and runs until interrupted.
+func runDemo(logger *slog.Logger, webAddr, simAddr string) int {
+	cfg := sim.DemoConfig(1, time.Now())
+	cfg.DiscardTruth = true
+	s, err := sim.New(cfg)
+	if err != nil {
+		return fail(logger, "simulator", err)
+	}
+	simBound, stopSim, err := startSimulator(s, simAddr)
+	if err != nil {
+		return fail(logger, "demo", err)
+	}
+	defer stopSim()
+
+	dir, err := os.MkdirTemp("", "vllm-slo-exporter-demo-")
+	if err != nil {
+		return fail(logger, "demo", err)
+	}
+	defer os.RemoveAll(dir)
+	file := filepath.Join(dir, "config.yaml")
+	if err := os.WriteFile(file, []byte(fmt.Sprintf(demoConfig, simBound)), 0o600); err != nil {
+		return fail(logger, "demo", err)
+	}
+	dcfg, err := config.Load(file)
+	if err != nil {
+		return fail(logger, "demo configuration", err)
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	d := newDaemon(logger, file, dcfg)
+	addrs := []string{webAddr}
+	systemd := false
+	configFile := ""
+	flags := &web.FlagConfig{WebListenAddresses: &addrs, WebSystemdSocket: &systemd, WebConfigFile: &configFile}
+	ready := make(chan struct{})
+	go func() {
+		<-ready
+		fmt.Printf("\nvllm-slo-exporter demo\n")
+		fmt.Printf("  simulated vLLM:  http://%s/metrics  (model %s, 2 engines, overload %v of every %v)\n", simBound, sim.DemoModel, sim.DemoOverload, sim.DemoPeriod)
+		fmt.Printf("  landing page:    http://%s/\n", webAddr)
+		fmt.Printf("  SLO series:      http://%s/metrics\n", webAddr)
+		fmt.Printf("  configuration:   http://%s/config\n", webAddr)
+		fmt.Printf("Windows fill within minutes; the first overload starts %v after the start. Ctrl-C stops.\n\n", sim.DemoPeriod-sim.DemoOverload)
+	}()
+	return d.serve(ctx, flags, ready)
+}

@@ -1,0 +1,98 @@
+// Command vllm-slo-exporter is a sidecar for vLLM: it scrapes vLLM's /metrics
+// and serves SLO series (latency quantiles with honest bounds, attainment,
+// goodput, Little's-Law concurrency, burn rates, error budget, cost).
+//
+// This package only wires flags, subcommands and signals to the packages that
+// do the work.
+package main
+
+import (
+	"fmt"
+	"log/slog"
+	"os"
+
+	"github.com/alecthomas/kingpin/v2"
+	"github.com/prometheus/common/promslog"
+	promslogflag "github.com/prometheus/common/promslog/flag"
+	"github.com/prometheus/common/version"
+	"github.com/prometheus/exporter-toolkit/web/kingpinflag"
+)
+
+// defaultListenAddress is outside 9100-9999, which Prometheus's default port
+// allocation list has fully handed out.
+const defaultListenAddress = ":10042"
+
+const programName = "vllm-slo-exporter"
+
+func main() {
+	os.Exit(run(os.Args[1:]))
+}
+
+// run parses the command line and runs the chosen subcommand; it returns the
+// process exit code.
+func run(args []string) int {
+	app := kingpin.New(programName, "SLO, goodput and latency-bound exporter for vLLM.")
+	app.Version(version.Print(programName))
+	app.HelpFlag.Short('h')
+	logCfg := &promslog.Config{}
+	promslogflag.AddFlags(app, logCfg)
+
+	runCmd := app.Command("run", "Run the daemon (the default command).").Default()
+	runConfig := runCmd.Flag("config.file", "Configuration file.").Default("config.yaml").String()
+	runWeb := kingpinflag.AddFlags(runCmd, defaultListenAddress)
+
+	demoCmd := app.Command("demo", "Run the built-in vLLM simulator and the daemon against it, on loopback.")
+	demoWeb := demoCmd.Flag("web.listen-address", "Address of the daemon's endpoint.").Default("127.0.0.1:10042").String()
+	demoSim := demoCmd.Flag("simulator.listen-address", "Address of the simulated vLLM.").Default("127.0.0.1:18000").String()
+
+	checkCmd := app.Command("check-config", "Validate a configuration file.")
+	checkConfig := checkCmd.Flag("config.file", "Configuration file.").Default("config.yaml").String()
+
+	recordCmd := app.Command("record", "Save timestamped scrapes of a target as JSON Lines.")
+	recordURL := recordCmd.Flag("url", "The target's /metrics URL.").Required().String()
+	recordTarget := recordCmd.Flag("target", "Target name written into the recording.").Default("target").String()
+	recordDuration := recordCmd.Flag("duration", "How long to record.").Default("5m").Duration()
+	recordInterval := recordCmd.Flag("interval", "Time between scrapes.").Default("15s").Duration()
+	recordTimeout := recordCmd.Flag("timeout", "Timeout of one scrape.").Default("10s").Duration()
+	recordOut := recordCmd.Flag("out", "Output file (gzip if it ends in .gz).").Required().String()
+
+	replayCmd := app.Command("replay", "Run the pipeline over a recording and print the exposition at the last scrape.")
+	replayConfig := replayCmd.Flag("config.file", "Configuration file.").Default("config.yaml").String()
+	replayRecording := replayCmd.Flag("recording", "Recording file.").Required().String()
+	replayStep := replayCmd.Flag("step", "Print the exposition after every scrape.").Bool()
+
+	simCmd := app.Command("simulate", "Serve the built-in vLLM simulator.")
+	simListen := simCmd.Flag("web.listen-address", "Address to serve /metrics on.").Default("127.0.0.1:8000").String()
+	simTruth := simCmd.Flag("truth", "Write the per-request ground truth (JSON Lines) to this file.").String()
+	simSeed := simCmd.Flag("seed", "Random seed.").Default("1").Uint64()
+
+	cmd, err := app.Parse(args)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "%s: %v\n", programName, err)
+		return 2
+	}
+	logger := promslog.New(logCfg)
+	switch cmd {
+	case runCmd.FullCommand():
+		return runDaemon(logger, *runConfig, runWeb)
+	case demoCmd.FullCommand():
+		return runDemo(logger, *demoWeb, *demoSim)
+	case checkCmd.FullCommand():
+		return checkConfigFile(os.Stdout, os.Stderr, *checkConfig)
+	case recordCmd.FullCommand():
+		return runRecord(logger, recordOptions{url: *recordURL, target: *recordTarget, duration: *recordDuration,
+			interval: *recordInterval, timeout: *recordTimeout, out: *recordOut})
+	case replayCmd.FullCommand():
+		return runReplay(os.Stdout, logger, *replayConfig, *replayRecording, *replayStep)
+	case simCmd.FullCommand():
+		return runSimulate(logger, *simListen, *simTruth, *simSeed)
+	}
+	logger.Error("unknown command", "command", cmd)
+	return 2
+}
+
+// fail logs an error and returns exit code 1.
+func fail(logger *slog.Logger, msg string, err error) int {
+	logger.Error(msg, "err", err)
+	return 1
+}

@@ -1,0 +1,72 @@
+package main
+
+import (
+	"context"
+	"log/slog"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	commoncfg "github.com/prometheus/common/config"
+
+	"github.com/vllm-slo-exporter/vllm-slo-exporter/recording"
+	"github.com/vllm-slo-exporter/vllm-slo-exporter/scrape"
+)
+
+type recordOptions struct {
+	url, target, out            string
+	duration, interval, timeout time.Duration
+}
+
+// runRecord scrapes one URL at an interval for a duration and saves every
+// scrape, failures included, with its time. Ctrl-C ends it early and keeps
+// what was recorded.
+func runRecord(logger *slog.Logger, o recordOptions) int {
+	f, err := scrape.NewFetcher(o.target, o.url, commoncfg.DefaultHTTPClientConfig, o.timeout, 64<<20)
+	if err != nil {
+		return fail(logger, "record", err)
+	}
+	w, err := recording.Create(o.out)
+	if err != nil {
+		return fail(logger, "record", err)
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	ctx, cancel := context.WithTimeout(ctx, o.duration)
+	defer cancel()
+	tick := time.NewTicker(o.interval)
+	defer tick.Stop()
+	n := 0
+	for {
+		if err := w.Write(recordOnce(ctx, f, o)); err != nil {
+			w.Close()
+			return fail(logger, "record", err)
+		}
+		n++
+		select {
+		case <-ctx.Done():
+			if err := w.Close(); err != nil {
+				return fail(logger, "record", err)
+			}
+			logger.Info("recording written", "file", o.out, "scrapes", n)
+			return 0
+		case <-tick.C:
+		}
+	}
+}
+
+func recordOnce(ctx context.Context, f *scrape.Fetcher, o recordOptions) recording.Entry {
+	sctx, cancel := context.WithTimeout(ctx, o.timeout)
+	defer cancel()
+	at := time.Now()
+	resp, err := f.Fetch(sctx)
+	e := recording.Entry{Time: at, Target: o.target, Status: resp.Status}
+	if err != nil {
+		e.Error = err.Error()
+		return e
+	}
+	e.ContentType = resp.ContentType
+	e.Body = string(resp.Body)
+	return e
+}

@@ -1,0 +1,104 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/common/expfmt"
+
+	"github.com/vllm-slo-exporter/vllm-slo-exporter/config"
+	"github.com/vllm-slo-exporter/vllm-slo-exporter/exporter"
+	"github.com/vllm-slo-exporter/vllm-slo-exporter/pipeline"
+	"github.com/vllm-slo-exporter/vllm-slo-exporter/recording"
+	"github.com/vllm-slo-exporter/vllm-slo-exporter/scrape"
+)
+
+// runReplay drives the daemon's pipeline with a recording's scrapes and their
+// recorded times, then prints our exposition as it was at the last scrape.
+func runReplay(out io.Writer, logger *slog.Logger, configFile, recordingFile string, step bool) int {
+	cfg, err := config.Load(configFile)
+	if err != nil {
+		return fail(logger, "load configuration", err)
+	}
+	r, err := recording.Open(recordingFile)
+	if err != nil {
+		return fail(logger, "open recording", err)
+	}
+	defer r.Close()
+	p := pipeline.New(specFromConfig(cfg))
+	var last *pipeline.Report
+	for {
+		e, err := r.Next()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return fail(logger, "read recording", err)
+		}
+		if err := ingestEntry(p, e); err != nil {
+			logger.Warn("recorded scrape not used", "target", e.Target, "time", e.Time, "err", err)
+		}
+		if step {
+			last = p.Evaluate(e.Time)
+			fmt.Fprintf(out, "# scrape of %s at %s\n", e.Target, e.Time.Format(time.RFC3339Nano))
+			if err := writeExposition(out, last); err != nil {
+				return fail(logger, "render exposition", err)
+			}
+		} else {
+			last = &pipeline.Report{Time: e.Time}
+		}
+	}
+	if last == nil {
+		return fail(logger, "replay", fmt.Errorf("recording %s holds no scrape", recordingFile))
+	}
+	if !step {
+		if err := writeExposition(out, p.Evaluate(last.Time)); err != nil {
+			return fail(logger, "render exposition", err)
+		}
+	}
+	return 0
+}
+
+// ingestEntry feeds one recorded scrape to the pipeline exactly as the daemon
+// feeds a live one.
+func ingestEntry(p *pipeline.Pipeline, e recording.Entry) error {
+	profile, err := p.Profile(e.Target)
+	if err != nil {
+		return err
+	}
+	if e.Error != "" {
+		err := errors.New(e.Error)
+		p.RecordFailure(e.Target, "recorded_error", err, e.Time, 0)
+		return err
+	}
+	snap, err := scrape.Parse([]byte(e.Body), e.ContentType, profile, e.Time)
+	if err != nil {
+		p.RecordFailure(e.Target, scrape.FailureReason(err), err, e.Time, 0)
+		return err
+	}
+	return p.Ingest(e.Target, snap, 0)
+}
+
+// writeExposition renders a report as Prometheus text through the same
+// collector the daemon serves.
+func writeExposition(out io.Writer, rep *pipeline.Report) error {
+	reg := prometheus.NewRegistry()
+	if err := reg.Register(exporter.NewCollector(func() *pipeline.Report { return rep })); err != nil {
+		return err
+	}
+	mfs, err := reg.Gather()
+	if err != nil {
+		return err
+	}
+	enc := expfmt.NewEncoder(out, expfmt.NewFormat(expfmt.TypeTextPlain))
+	for _, mf := range mfs {
+		if err := enc.Encode(mf); err != nil {
+			return err
+		}
+	}
+	return nil
+}

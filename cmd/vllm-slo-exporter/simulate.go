@@ -1,0 +1,71 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/vllm-slo-exporter/vllm-slo-exporter/sim"
+)
+
+// startSimulator serves a simulator on addr with the wall clock; it returns the
+// listener's address and a function that stops the server.
+func startSimulator(s *sim.Sim, addr string) (string, func(), error) {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return "", nil, fmt.Errorf("simulator: %w", err)
+	}
+	srv := &http.Server{Handler: s.Handler(time.Now), ReadHeaderTimeout: 10 * time.Second}
+	go srv.Serve(ln)
+	stop := func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		srv.Shutdown(ctx)
+	}
+	return ln.Addr().String(), stop, nil
+}
+
+// runSimulate is the simulate command: the demo workload on its own, with the
+// ground truth written at exit when asked for.
+func runSimulate(logger *slog.Logger, addr, truthFile string, seed uint64) int {
+	cfg := sim.DemoConfig(seed, time.Now())
+	cfg.DiscardTruth = truthFile == ""
+	s, err := sim.New(cfg)
+	if err != nil {
+		return fail(logger, "simulator", err)
+	}
+	bound, stop, err := startSimulator(s, addr)
+	if err != nil {
+		return fail(logger, "simulator", err)
+	}
+	logger.Info("simulated vLLM serving", "metrics", "http://"+bound+"/metrics", "model", sim.DemoModel)
+	ctx, cancel := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer cancel()
+	<-ctx.Done()
+	stop()
+	if truthFile == "" {
+		return 0
+	}
+	if err := writeTruth(s, truthFile); err != nil {
+		return fail(logger, "write truth", err)
+	}
+	logger.Info("ground truth written", "file", truthFile)
+	return 0
+}
+
+func writeTruth(s *sim.Sim, path string) (err error) {
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	defer func() { err = errors.Join(err, f.Close()) }()
+	s.AdvanceTo(time.Now())
+	return s.WriteTruth(f)
+}

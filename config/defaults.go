@@ -1,0 +1,128 @@
+package config
+
+import (
+	"time"
+
+	"github.com/alecthomas/units"
+	commoncfg "github.com/prometheus/common/config"
+	"github.com/prometheus/common/model"
+)
+
+// The defaults of single settings. Lists and policies have functions instead,
+// so that no caller can change a shared default.
+const (
+	DefaultScrapeInterval      = model.Duration(15 * time.Second)
+	DefaultScrapeTimeout       = model.Duration(10 * time.Second)
+	DefaultBodySizeLimit       = 10 * units.MiB
+	DefaultStateSaveInterval   = model.Duration(time.Minute)
+	DefaultMaxModelsPerTarget  = 100
+	DefaultProfile             = "vllm"
+	DefaultPeriod              = model.Duration(30 * 24 * time.Hour)
+	DefaultCurrency            = "USD"
+	DefaultResendDelay         = model.Duration(time.Minute)
+	DefaultAlertmanagerTimeout = model.Duration(10 * time.Second)
+)
+
+// DefaultWindows returns the rolling windows used when none are configured.
+func DefaultWindows() []model.Duration {
+	return []model.Duration{
+		model.Duration(time.Minute),
+		model.Duration(5 * time.Minute),
+		model.Duration(30 * time.Minute),
+		model.Duration(time.Hour),
+	}
+}
+
+// DefaultQuantiles returns the quantiles reported when none are configured.
+func DefaultQuantiles() []float64 {
+	return []float64{0.5, 0.9, 0.95, 0.99}
+}
+
+// DefaultAlertPolicy returns the burn-rate alerts of the Google SRE workbook
+// (ch. 5, "multiwindow, multi-burn-rate alerts"): page when 2% of the budget
+// goes in 1h or 5% in 6h, open a ticket when 10% goes in 3d. For a 30d period
+// the burn factors are 14.4, 6 and 1.
+func DefaultAlertPolicy() []AlertPolicy {
+	return []AlertPolicy{
+		{Severity: "page", LongWindow: model.Duration(time.Hour), ShortWindow: model.Duration(5 * time.Minute), BudgetConsumed: 0.02, For: model.Duration(2 * time.Minute)},
+		{Severity: "page", LongWindow: model.Duration(6 * time.Hour), ShortWindow: model.Duration(30 * time.Minute), BudgetConsumed: 0.05, For: model.Duration(15 * time.Minute)},
+		{Severity: "ticket", LongWindow: model.Duration(3 * 24 * time.Hour), ShortWindow: model.Duration(6 * time.Hour), BudgetConsumed: 0.10, For: model.Duration(time.Hour)},
+	}
+}
+
+// defaultAlertPolicyFor returns the default policy entries whose long window
+// fits in the period: a 1d SLO cannot burn 10% of its budget over 3d.
+func defaultAlertPolicyFor(period model.Duration) []AlertPolicy {
+	var out []AlertPolicy
+	for _, a := range DefaultAlertPolicy() {
+		if a.LongWindow <= period {
+			out = append(out, a)
+		}
+	}
+	return out
+}
+
+// applyDefaults fills every unset setting. present reports whether a field
+// path appeared in the file, which tells an absent http_client_config (that
+// must get prometheus/common's defaults) from an explicit one.
+func applyDefaults(c *Config, present func(path string) bool) {
+	g := &c.Global
+	if g.ScrapeInterval == 0 {
+		g.ScrapeInterval = DefaultScrapeInterval
+	}
+	if g.ScrapeTimeout == 0 {
+		// As Prometheus does: an unset timeout never exceeds the interval.
+		g.ScrapeTimeout = min(DefaultScrapeTimeout, g.ScrapeInterval)
+	}
+	if g.BodySizeLimit == 0 {
+		g.BodySizeLimit = DefaultBodySizeLimit
+	}
+	if g.Windows == nil {
+		g.Windows = DefaultWindows()
+	}
+	if g.Quantiles == nil {
+		g.Quantiles = DefaultQuantiles()
+	}
+	if g.EvaluationInterval == 0 {
+		g.EvaluationInterval = g.ScrapeInterval
+	}
+	if g.StateSaveInterval == 0 {
+		g.StateSaveInterval = DefaultStateSaveInterval
+	}
+	if g.MaxModelsPerTarget == 0 {
+		g.MaxModelsPerTarget = DefaultMaxModelsPerTarget
+	}
+	for i := range c.Targets {
+		t := &c.Targets[i]
+		if t.Profile == "" {
+			t.Profile = DefaultProfile
+		}
+		if !present(indexPath("targets", i) + ".http_client_config") {
+			t.HTTPClientConfig = commoncfg.DefaultHTTPClientConfig
+		}
+	}
+	for i := range c.SLOs {
+		s := &c.SLOs[i]
+		if s.Period == 0 {
+			s.Period = DefaultPeriod
+		}
+		if s.Alerts == nil {
+			s.Alerts = defaultAlertPolicyFor(s.Period)
+		}
+	}
+	if c.Cost.Currency == "" {
+		c.Cost.Currency = DefaultCurrency
+	}
+	if c.Alerting.ResendDelay == 0 {
+		c.Alerting.ResendDelay = DefaultResendDelay
+	}
+	for i := range c.Alerting.Alertmanagers {
+		am := &c.Alerting.Alertmanagers[i]
+		if am.Timeout == 0 {
+			am.Timeout = DefaultAlertmanagerTimeout
+		}
+		if !present(indexPath("alerting.alertmanagers", i) + ".http_client_config") {
+			am.HTTPClientConfig = commoncfg.DefaultHTTPClientConfig
+		}
+	}
+}

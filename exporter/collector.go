@@ -1,0 +1,242 @@
+// Package exporter is the output side: it renders the pipeline's latest
+// Report as Prometheus series (SPEC §6), serves them with the landing page and
+// the operational endpoints, and pushes alerts to Alertmanager.
+//
+// It never scrapes and never computes SLO numbers; it only shows what a Report
+// holds, so that everything it prints is exactly what the pipeline computed.
+package exporter
+
+import (
+	"maps"
+	"math"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/common/model"
+
+	"github.com/vllm-slo-exporter/vllm-slo-exporter/pipeline"
+	"github.com/vllm-slo-exporter/vllm-slo-exporter/slo"
+)
+
+// Namespace prefixes every series this program exports.
+const Namespace = "vllm_slo"
+
+// ReportSource returns the latest report, or nil before the first evaluation.
+type ReportSource func() *pipeline.Report
+
+// Collector renders the latest Report as const metrics on every scrape: a
+// series that stops existing in the report disappears from /metrics.
+type Collector struct {
+	source ReportSource
+
+	mu    sync.Mutex
+	descs map[string]*descSet // by the joined extra label names
+}
+
+// NewCollector returns a collector that renders the report source.
+func NewCollector(source ReportSource) *Collector {
+	return &Collector{source: source, descs: map[string]*descSet{}}
+}
+
+// Describe sends nothing: the label names depend on the targets' extra labels,
+// so the collector is unchecked, as node_exporter's textfile collector is.
+func (c *Collector) Describe(chan<- *prometheus.Desc) {}
+
+// Collect renders the latest report.
+func (c *Collector) Collect(ch chan<- prometheus.Metric) {
+	rep := c.source()
+	if rep == nil {
+		return
+	}
+	extra := extraLabelNames(rep)
+	d := c.descSet(extra)
+	for _, t := range rep.Targets {
+		base := append([]string{t.Name}, extraValues(extra, t.Labels)...)
+		r := renderer{ch: ch, d: d, base: base, currency: rep.Currency, hourly: t.HourlyCost}
+		r.target(t)
+		for _, m := range t.Models {
+			r.model(m)
+		}
+	}
+}
+
+func (c *Collector) descSet(extra []string) *descSet {
+	key := strings.Join(extra, ",")
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if d, ok := c.descs[key]; ok {
+		return d
+	}
+	d := newDescSet(extra)
+	c.descs[key] = d
+	return d
+}
+
+// extraLabelNames is the union of all targets' extra label names, sorted; a
+// target without one of them gets an empty value (an absent label).
+func extraLabelNames(rep *pipeline.Report) []string {
+	set := map[string]bool{}
+	for _, t := range rep.Targets {
+		for k := range t.Labels {
+			set[k] = true
+		}
+	}
+	return slices.Sorted(maps.Keys(set))
+}
+
+func extraValues(names []string, labels map[string]string) []string {
+	out := make([]string, len(names))
+	for i, n := range names {
+		out[i] = labels[n]
+	}
+	return out
+}
+
+// renderer emits the series of one target.
+type renderer struct {
+	ch       chan<- prometheus.Metric
+	d        *descSet
+	base     []string // target, extra labels
+	models   []string // target, extra labels, model_name
+	currency string
+	hourly   float64
+}
+
+func (r *renderer) emit(desc *prometheus.Desc, vt prometheus.ValueType, v float64, labels []string, more ...string) {
+	values := make([]string, 0, len(labels)+len(more))
+	values = append(values, labels...)
+	values = append(values, more...)
+	m, err := prometheus.NewConstMetric(desc, vt, v, values...)
+	if err != nil {
+		// Only a label value that is not valid UTF-8 gets here; such a series
+		// cannot be exposed, and one bad model name must not hide the rest.
+		return
+	}
+	r.ch <- m
+}
+
+func (r *renderer) gauge(desc *prometheus.Desc, v float64, labels []string, more ...string) {
+	r.emit(desc, prometheus.GaugeValue, v, labels, more...)
+}
+
+func (r *renderer) bounded(ds boundedDescs, b slo.Bounded, labels []string, more ...string) {
+	r.gauge(ds.estimate, b.Estimate, labels, more...)
+	r.gauge(ds.lower, b.Lower, labels, more...)
+	r.gauge(ds.upper, b.Upper, labels, more...)
+}
+
+func (r *renderer) target(t pipeline.TargetReport) {
+	d := r.d
+	if !t.Tried {
+		return
+	}
+	r.gauge(d.up, boolFloat(t.Up), r.base)
+	r.gauge(d.scrapeDuration, t.ScrapeDuration, r.base)
+	for _, reason := range slices.Sorted(maps.Keys(t.Failures)) {
+		r.emit(d.failures, prometheus.CounterValue, t.Failures[reason], r.base, reason)
+	}
+	r.emit(d.resets, prometheus.CounterValue, t.Resets, r.base)
+	r.emit(d.modelsDropped, prometheus.CounterValue, t.ModelsDropped, r.base)
+	for _, f := range t.Missing {
+		r.gauge(d.missing, 1, r.base, f)
+	}
+	for _, f := range slices.Sorted(maps.Keys(t.Found)) {
+		r.gauge(d.missing, 0, r.base, f)
+	}
+}
+
+func (r *renderer) model(m pipeline.ModelReport) {
+	r.models = append(slices.Clone(r.base), m.Name)
+	for _, w := range m.Windows {
+		r.window(w)
+	}
+	for _, b := range m.Budgets {
+		if b.Known {
+			r.bounded(r.d.budget, b.Remaining, r.models, b.SLO)
+		}
+	}
+	for _, g := range m.GoodRequests {
+		r.emit(r.d.goodTotal, prometheus.CounterValue, g.Value, r.models, g.SLO, g.Objective)
+	}
+}
+
+func (r *renderer) window(w slo.WindowReport) {
+	d := r.d
+	win := FormatWindow(w.Window.Nominal)
+	for _, metric := range slo.Metrics {
+		n, ok := w.Requests[metric]
+		if !ok {
+			continue
+		}
+		r.gauge(d.windowRequests, n, r.models, string(metric), win)
+		for _, q := range w.Quantiles[metric] {
+			r.bounded(d.latency, q.Bounded, r.models, string(metric), win, FormatQuantile(q.Q))
+		}
+	}
+	if w.HasThroughput {
+		r.gauge(d.throughput, w.GenerationTokensPerSecond, r.models, win, "generation")
+		r.gauge(d.throughput, w.PromptTokensPerSecond, r.models, win, "prompt")
+		r.costs(win, "throughput", "", slo.Exact(w.GenerationTokensPerSecond))
+	}
+	if w.HasRequestRate {
+		r.gauge(d.requestRate, w.RequestsPerSecond, r.models, win)
+	}
+	for _, stage := range slices.Sorted(maps.Keys(w.Concurrency)) {
+		c := w.Concurrency[stage]
+		r.gauge(d.predicted, c.Predicted, r.models, win, string(stage))
+		if c.HasObserved {
+			r.gauge(d.observed, c.Observed, r.models, win, string(stage))
+		}
+	}
+	for _, s := range w.SLOs {
+		for _, obj := range slices.Sorted(maps.Keys(s.Objectives)) {
+			r.bounded(d.attainment, s.Objectives[obj], r.models, s.Name, obj, win)
+		}
+		if _, ok := s.Objectives[slo.AllKey]; !ok {
+			continue
+		}
+		r.bounded(d.goodputRequests, s.GoodputRequestsPerSecond, r.models, s.Name, win)
+		if s.HasGoodputTokens {
+			r.bounded(d.goodputTokens, s.GoodputTokensPerSecond, r.models, s.Name, win)
+			r.costs(win, "goodput", s.Name, s.GoodputTokensPerSecond)
+		}
+		if s.HasBurnRate {
+			r.bounded(d.burnRate, s.BurnRate, r.models, s.Name, win)
+		}
+	}
+}
+
+func (r *renderer) costs(win, basis, sloName string, tokensPerSecond slo.Bounded) {
+	if r.hourly <= 0 {
+		return
+	}
+	c, ok := slo.CostPerMillion(r.hourly, tokensPerSecond)
+	if !ok {
+		return
+	}
+	r.bounded(r.d.cost, c, r.models, win, basis, sloName, r.currency)
+}
+
+func boolFloat(b bool) float64 {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// FormatWindow renders a window length as a Prometheus duration ("5m", "1h").
+func FormatWindow(d time.Duration) string {
+	return model.Duration(d).String()
+}
+
+// FormatQuantile renders a quantile label in Go's shortest float form ("0.99").
+func FormatQuantile(q float64) string {
+	return strconv.FormatFloat(q, 'f', -1, 64)
+}
+
+// finite reports whether v is a number that is neither NaN nor infinite.
+func finite(v float64) bool { return !math.IsNaN(v) && !math.IsInf(v, 0) }

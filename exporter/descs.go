@@ -1,0 +1,71 @@
+package exporter
+
+import (
+	"strings"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// boundedDescs describes an estimate and its two bounds.
+type boundedDescs struct {
+	estimate, lower, upper *prometheus.Desc
+}
+
+// descSet holds every descriptor for one set of extra label names.
+type descSet struct {
+	up, scrapeDuration, failures, resets, modelsDropped, missing *prometheus.Desc
+
+	windowRequests, throughput, requestRate, predicted, observed, goodTotal *prometheus.Desc
+
+	latency, attainment, goodputTokens, goodputRequests, burnRate, budget, cost boundedDescs
+}
+
+func newDescSet(extra []string) *descSet {
+	target := append([]string{"target"}, extra...)
+	model := append(append([]string{}, target...), "model_name")
+	with := func(base []string, more ...string) []string {
+		return append(append([]string{}, base...), more...)
+	}
+	desc := func(name, help string, labels []string) *prometheus.Desc {
+		return prometheus.NewDesc(Namespace+"_"+name, help, labels, nil)
+	}
+	bounded := func(prefix, suffix, help string, labels []string) boundedDescs {
+		name := func(parts ...string) string {
+			var kept []string
+			for _, p := range parts {
+				if p != "" {
+					kept = append(kept, p)
+				}
+			}
+			return strings.Join(kept, "_")
+		}
+		return boundedDescs{
+			estimate: desc(name(prefix, suffix), "Estimate of the "+help, labels),
+			lower:    desc(name(prefix, "lower", suffix), "Lower bound, which the true value cannot be below, of the "+help, labels),
+			upper:    desc(name(prefix, "upper", suffix), "Upper bound, which the true value cannot exceed, of the "+help, labels),
+		}
+	}
+	return &descSet{
+		up:             desc("target_up", "1 if the last scrape of the target succeeded, 0 otherwise.", target),
+		scrapeDuration: desc("target_scrape_duration_seconds", "Duration of the last scrape of the target.", target),
+		failures:       desc("target_scrape_failures_total", "Failed scrapes of the target by reason.", with(target, "reason")),
+		resets:         desc("target_resets_total", "Counter resets seen on the target (vLLM restarts).", target),
+		modelsDropped:  desc("target_models_dropped_total", "Snapshots' model_name values refused by the per-target model cap.", target),
+		missing:        desc("target_metric_missing", "1 when a family the profile needs is absent from the target's last good scrape (renamed by an upgrade, or --disable-log-stats), 0 when present.", with(target, "metric")),
+
+		windowRequests: desc("window_requests", "Observations of the latency metric in the window.", with(model, "metric", "window")),
+		throughput:     desc("throughput_tokens_per_second", "Tokens processed per second over the window, exact from vLLM's counters.", with(model, "window", "kind")),
+		requestRate:    desc("requests_per_second", "Finished requests per second over the window, exact.", with(model, "window")),
+		predicted:      desc("concurrency_predicted", "Little's Law concurrency λ·W over the window (exact: increase of the latency sum / window).", with(model, "window", "stage")),
+		observed:       desc("concurrency_observed", "Time-average over the window of vLLM's running/waiting gauges sampled at scrapes.", with(model, "window", "stage")),
+		goodTotal:      desc("good_requests_total", "Estimated requests that met the objective (objective=\"all\": every objective), summed over scrape intervals; merge across a fleet with sum(rate()).", with(model, "slo", "objective")),
+
+		latency:         bounded("latency", "seconds", "latency quantile estimate over the window; the bounds are the bucket that certainly holds the quantile (nearest rank).", with(model, "metric", "window", "quantile")),
+		attainment:      bounded("attainment", "ratio", "share of requests meeting the objective over the window.", with(model, "slo", "objective", "window")),
+		goodputTokens:   bounded("goodput", "tokens_per_second", "generated tokens per second of requests that finished in the window meeting every objective.", with(model, "slo", "window")),
+		goodputRequests: bounded("goodput", "requests_per_second", "requests per second that finished in the window meeting every objective.", with(model, "slo", "window")),
+		burnRate:        bounded("burn_rate", "", "error-budget burn rate over the window: (1 - attainment of all objectives) / (1 - goal); page on the upper bound.", with(model, "slo", "window")),
+		budget:          bounded("error_budget_remaining", "ratio", "share of the SLO period's error budget not yet spent; negative when overspent.", with(model, "slo")),
+		cost:            bounded("cost", "per_million_tokens", "GPU cost per million generated tokens over the window, on the throughput basis or on the goodput basis (tokens of requests within the SLO).", with(model, "window", "basis", "slo", "currency")),
+	}
+}

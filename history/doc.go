@@ -1,0 +1,18 @@
+// Package history keeps, per target, a bounded time-ordered record of the
+// cumulative values scraped from a vLLM server and answers window questions
+// with them: how much did every histogram and counter of a model increase
+// over (start, end], and what did the running/waiting gauges do meanwhile.
+//
+// Storage is reset-aware and segment-based. A segment is one run of a model's
+// process: a new one starts when any cumulative value decreases, when the
+// model's `_created` start time changes, or when a histogram's bucket layout
+// changes. Values of a new segment count from zero (everything in them
+// happened after the restart), so windows spanning restarts stay exact, with
+// Prometheus increase() semantics. Old points are thinned into coarser tiers
+// (see Retention) while every segment's last point is kept, so reads stay
+// exact at every retained point and memory stays bounded however long the
+// daemon runs.
+//
+// The package does no I/O, reads no clock (time arrives with the snapshots and
+// queries) and computes no SLO numbers: that is package slo's job.
+package history

@@ -1,0 +1,369 @@
+package history
+
+import (
+	"math"
+	"slices"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/vllm-slo-exporter/vllm-slo-exporter/scrape"
+)
+
+// key names one stored cumulative family: a histogram or a counter.
+type key struct {
+	kind scrape.Kind
+	fam  scrape.Family
+}
+
+// entry places one family inside a segment's flat value vector.
+type entry struct {
+	key
+	// off is the first index of the family's values.
+	off int
+	// edges are a histogram's bucket upper bounds; its counts sit at
+	// off..off+len(edges)-1 and its sum at off+len(edges). Nil for counters.
+	edges []float64
+}
+
+// size is the number of values the entry occupies.
+func (e *entry) size() int {
+	if e.kind == scrape.KindHistogram {
+		return len(e.edges) + 1
+	}
+	return 1
+}
+
+// end is the index just past the entry's values.
+func (e *entry) end() int { return e.off + e.size() }
+
+// segment is one run of a model's process, within which every cumulative
+// value only grows. Its layout only grows too: a family first seen mid-segment
+// is appended, so every point's value vector is a prefix of the layout.
+type segment struct {
+	entries []entry
+	index   map[key]int
+	size    int
+	// created is the model's `_created` time (Unix seconds), 0 when unknown.
+	created float64
+	// start is the time of the segment's first point (Unix ns).
+	start int64
+	// observed is true when the segment began with a restart seen by this
+	// history (not merely with the first scrape of the model).
+	observed bool
+}
+
+func newSegment(start int64, observed bool) *segment {
+	return &segment{index: map[key]int{}, start: start, observed: observed}
+}
+
+// add appends an entry for k to the layout and returns it.
+func (sg *segment) add(k key, edges []float64) *entry {
+	e := entry{key: k, off: sg.size}
+	if k.kind == scrape.KindHistogram {
+		e.edges = slices.Clone(edges)
+	}
+	sg.entries = append(sg.entries, e)
+	sg.index[k] = len(sg.entries) - 1
+	sg.size += e.size()
+	return &sg.entries[len(sg.entries)-1]
+}
+
+// lookup returns the entry for k, or nil.
+func (sg *segment) lookup(k key) *entry {
+	if i, ok := sg.index[k]; ok {
+		return &sg.entries[i]
+	}
+	return nil
+}
+
+// The gauges a window reports, by index into point.gauges.
+const (
+	gaugeRunning = iota
+	gaugeWaiting
+	numGauges
+)
+
+// gaugeFamily maps a gauge index to its family.
+func gaugeFamily(i int) scrape.Family {
+	if i == gaugeRunning {
+		return scrape.Running
+	}
+	return scrape.Waiting
+}
+
+// gaugeState is one gauge at one point, with running aggregates that make
+// window means and maxima exact at every retained point.
+type gaugeState struct {
+	// v is the value sampled at this point; NaN when the target lacked it.
+	v float64
+	// integral is ∫ held value dt (value·seconds) from the model's first point
+	// to this point, each sample holding until the next; known is the number of
+	// seconds of that span whose held value was known.
+	integral, known float64
+	// max is the largest sample in (previous retained point, this point];
+	// NaN when none was known.
+	max float64
+}
+
+// point is one scrape of one model.
+type point struct {
+	t    int64 // Unix ns
+	seg  *segment
+	vals []float64
+	g    [numGauges]gaugeState
+}
+
+// series is one model's history: points in tiers, tiers[0] the newest and
+// finest. Globally, points are ordered tiers[n-1]..., tiers[0], oldest first.
+type series struct {
+	tiers   [][]point
+	resets  int
+	latest  *scrape.ModelSample
+	latestT int64
+}
+
+func newSeries(nTiers int) *series {
+	return &series{tiers: make([][]point, nTiers)}
+}
+
+// len is the number of points held.
+func (s *series) len() int {
+	n := 0
+	for _, t := range s.tiers {
+		n += len(t)
+	}
+	return n
+}
+
+// at returns the i-th point, oldest first.
+func (s *series) at(i int) *point {
+	for k := len(s.tiers) - 1; k >= 0; k-- {
+		if i < len(s.tiers[k]) {
+			return &s.tiers[k][i]
+		}
+		i -= len(s.tiers[k])
+	}
+	return nil
+}
+
+// last returns the newest point, or nil.
+func (s *series) last() *point {
+	for k := range s.tiers {
+		if n := len(s.tiers[k]); n > 0 {
+			return &s.tiers[k][n-1]
+		}
+	}
+	return nil
+}
+
+// first returns the oldest point, or nil.
+func (s *series) first() *point {
+	for k := len(s.tiers) - 1; k >= 0; k-- {
+		if len(s.tiers[k]) > 0 {
+			return &s.tiers[k][0]
+		}
+	}
+	return nil
+}
+
+// lastAtOrBefore returns the index of the newest point with time <= t, or -1.
+func (s *series) lastAtOrBefore(t int64) int {
+	return sort.Search(s.len(), func(i int) bool { return s.at(i).t > t }) - 1
+}
+
+// firstAtOrAfter returns the index of the oldest point with time >= t
+// (len when none).
+func (s *series) firstAtOrAfter(t int64) int {
+	return sort.Search(s.len(), func(i int) bool { return s.at(i).t >= t })
+}
+
+// createdTolerance is how much the `_created` start time must move to mean a
+// restart. Families of one process are created microseconds apart, so the
+// largest of them may shift slightly when a family comes or goes; a real
+// restart moves it by at least the model's load time, seconds.
+const createdTolerance = 1.0
+
+// needsNewSegment reports whether ms cannot continue prev's segment: the
+// process start changed, a histogram's buckets changed, or a value decreased.
+func needsNewSegment(prev *point, ms *scrape.ModelSample) bool {
+	sg := prev.seg
+	if ms.Created != 0 && sg.created != 0 && math.Abs(ms.Created-sg.created) >= createdTolerance {
+		return true
+	}
+	for f, h := range ms.Histograms {
+		e := sg.lookup(key{scrape.KindHistogram, f})
+		if e == nil {
+			continue
+		}
+		if !slices.Equal(e.edges, h.Edges) {
+			return true
+		}
+		old := prev.vals[e.off:e.end()]
+		for i, c := range h.Counts {
+			if c < old[i] {
+				return true
+			}
+		}
+		if h.Sum < old[len(h.Counts)] {
+			return true
+		}
+	}
+	for f, v := range ms.Counters {
+		if e := sg.lookup(key{scrape.KindCounter, f}); e != nil && v < prev.vals[e.off] {
+			return true
+		}
+	}
+	return false
+}
+
+// add appends a validated sample taken at t and reports whether it started a
+// new segment after an earlier one (a reset).
+func (s *series) add(t int64, ms *scrape.ModelSample) bool {
+	prev := s.last()
+	reset := prev != nil && needsNewSegment(prev, ms)
+	var sg *segment
+	if prev == nil || reset {
+		sg = newSegment(t, reset)
+	} else {
+		sg = prev.seg
+	}
+	if sg.created == 0 {
+		sg.created = ms.Created
+	}
+
+	// Grow the layout by the families this segment has not seen, in a fixed
+	// order so that equal inputs give equal layouts.
+	var fresh []key
+	for f := range ms.Histograms {
+		if k := (key{scrape.KindHistogram, f}); sg.lookup(k) == nil {
+			fresh = append(fresh, k)
+		}
+	}
+	for f := range ms.Counters {
+		if k := (key{scrape.KindCounter, f}); sg.lookup(k) == nil {
+			fresh = append(fresh, k)
+		}
+	}
+	slices.SortFunc(fresh, func(a, b key) int {
+		if a.kind != b.kind {
+			return int(a.kind) - int(b.kind)
+		}
+		return strings.Compare(string(a.fam), string(b.fam))
+	})
+	for _, k := range fresh {
+		sg.add(k, ms.Histograms[k.fam].Edges)
+	}
+
+	// Values: carried forward from the previous point of the segment for
+	// families absent from this scrape, overwritten by those present.
+	vals := make([]float64, sg.size)
+	if prev != nil && prev.seg == sg {
+		copy(vals, prev.vals)
+	}
+	for f, h := range ms.Histograms {
+		e := sg.lookup(key{scrape.KindHistogram, f})
+		copy(vals[e.off:], h.Counts)
+		vals[e.off+len(h.Counts)] = h.Sum
+	}
+	for f, v := range ms.Counters {
+		vals[sg.lookup(key{scrape.KindCounter, f}).off] = v
+	}
+
+	p := point{t: t, seg: sg, vals: vals}
+	for i := range p.g {
+		v, ok := ms.Gauges[gaugeFamily(i)]
+		if !ok || math.IsInf(v, 0) {
+			v = math.NaN()
+		}
+		g := gaugeState{v: v, max: v}
+		if prev != nil {
+			pg := prev.g[i]
+			g.integral, g.known = pg.integral, pg.known
+			if !math.IsNaN(pg.v) {
+				dt := float64(t-prev.t) / 1e9
+				g.integral += pg.v * dt
+				g.known += dt
+			}
+		}
+		p.g[i] = g
+	}
+	s.tiers[0] = append(s.tiers[0], p)
+	if reset {
+		s.resets++
+	}
+	return reset
+}
+
+// frontFrom returns the oldest point of tiers k, k-1, ..., 0: the point that
+// follows tier k's front once that front is removed. Nil when none.
+func (s *series) frontFrom(k int) *point {
+	for ; k >= 0; k-- {
+		if len(s.tiers[k]) > 0 {
+			return &s.tiers[k][0]
+		}
+	}
+	return nil
+}
+
+// backFrom returns the newest point of tiers k, k+1, ...: the retained point
+// just before anything entering tier k. Nil when none.
+func (s *series) backFrom(k int) *point {
+	for ; k < len(s.tiers); k++ {
+		if n := len(s.tiers[k]); n > 0 {
+			return &s.tiers[k][n-1]
+		}
+	}
+	return nil
+}
+
+// compact moves points that aged out of each tier into the next one, keeping
+// a point only when it is the first of its Step bucket or the last of its
+// segment, and drops points older than the last tier. A dropped point's gauge
+// maximum folds into the next point so window maxima stay exact.
+func (s *series) compact(now int64, tiers []Tier) {
+	for k := range s.tiers {
+		limit := now - tiers[k].Keep.Nanoseconds()
+		for len(s.tiers[k]) > 0 && s.tiers[k][0].t < limit {
+			p := s.tiers[k][0]
+			s.tiers[k][0] = point{}
+			s.tiers[k] = s.tiers[k][1:]
+			next := s.frontFrom(k)
+			if k+1 < len(s.tiers) && (s.firstInBucket(k+1, p.t, tiers[k+1].Step)) {
+				s.tiers[k+1] = append(s.tiers[k+1], p)
+				continue
+			}
+			if next != nil {
+				for i := range next.g {
+					next.g[i].max = maxKnown(next.g[i].max, p.g[i].max)
+				}
+			}
+		}
+	}
+	for k := range s.tiers {
+		if len(s.tiers[k]) == 0 {
+			s.tiers[k] = nil // release the backing array of an emptied tier
+		}
+	}
+}
+
+// firstInBucket reports whether a point at t entering tier k would be the
+// first retained point of its Step bucket.
+func (s *series) firstInBucket(k int, t int64, step time.Duration) bool {
+	if step <= 0 {
+		return true
+	}
+	prev := s.backFrom(k)
+	return prev == nil || prev.t/int64(step) != t/int64(step)
+}
+
+// maxKnown is the larger of a and b, ignoring NaN (unknown) values.
+func maxKnown(a, b float64) float64 {
+	switch {
+	case math.IsNaN(a):
+		return b
+	case math.IsNaN(b):
+		return a
+	}
+	return max(a, b)
+}

@@ -1,0 +1,285 @@
+package history
+
+import (
+	"math"
+	"time"
+
+	"github.com/vllm-slo-exporter/vllm-slo-exporter/scrape"
+	"github.com/vllm-slo-exporter/vllm-slo-exporter/slo"
+)
+
+// Options tunes a window query.
+type Options struct {
+	// Warmup, when positive, keeps the first Warmup after each segment start
+	// out of the window's increases (not out of its gauges). A segment starts
+	// at the model's `_created` time when the target exposes it, else at the
+	// segment's first point if that segment began with a restart seen by this
+	// history; the first segment of a model without `_created` has no known
+	// start and no warm-up. A segment's increase is then counted from its first
+	// retained point at or after start+Warmup (or from the window's start
+	// point when that is later) instead of from zero; a segment with no such
+	// point within the window contributes nothing. Where old points were
+	// thinned, the first retained point may be later than the first scrape
+	// after start+Warmup, so slightly more is excluded, never less.
+	Warmup time.Duration
+}
+
+// piece is the part of one segment inside a window: the increase from point
+// index from (or from zero when from < 0) to point index to.
+type piece struct {
+	seg      *segment
+	from, to int
+	first    int // the segment's first point index within the window walk
+}
+
+// Window answers what happened to one model over the window ending at end
+// and nominally length long. The window is (p0, p1]: p1 is the last point at
+// or before end and p0 the latest retained point at or before end-length, or
+// the oldest point when the history is shorter (the returned Start says so).
+// In coarse tiers p0 snaps to the retained point, so the window may be
+// longer than nominal; it is always exact between Start and End.
+//
+// The increases are reset-aware: within a segment p1-p0; across segments the
+// rest of p0's segment, every later segment counted from zero to its last
+// point, and p1's segment from zero to p1. Histograms whose bucket layouts
+// differ between the segments are summed on their common edges (+Inf always
+// included), which is coarser but never invented. Families absent from every
+// segment in the window are absent from the result. It returns false when
+// the model is unknown or the window holds fewer than two points.
+func (h *History) Window(model string, end time.Time, length time.Duration, opts Options) (slo.Window, bool) {
+	h.mu.RLock()
+	defer h.mu.RUnlock()
+	sr := h.models[model]
+	if sr == nil {
+		return slo.Window{}, false
+	}
+	i1 := sr.lastAtOrBefore(clampNanos(end))
+	if i1 < 0 {
+		return slo.Window{}, false
+	}
+	i0 := max(sr.lastAtOrBefore(clampNanos(end.Add(-length))), 0)
+	if i0 >= i1 {
+		return slo.Window{}, false
+	}
+	p0, p1 := sr.at(i0), sr.at(i1)
+
+	// Walk the window's points: split it into per-segment pieces and fold the
+	// gauge maxima of every point after p0.
+	var maxes [numGauges]float64
+	for g := range maxes {
+		maxes[g] = p0.g[g].v
+	}
+	pieces := []piece{{seg: p0.seg, from: i0, to: i0, first: i0}}
+	for i := i0 + 1; i <= i1; i++ {
+		p := sr.at(i)
+		for g := range maxes {
+			maxes[g] = maxKnown(maxes[g], p.g[g].max)
+		}
+		if cur := &pieces[len(pieces)-1]; p.seg == cur.seg {
+			cur.to = i
+		} else {
+			pieces = append(pieces, piece{seg: p.seg, from: -1, to: i, first: i})
+		}
+	}
+	if opts.Warmup > 0 {
+		for i := range pieces {
+			sr.skipWarmup(&pieces[i], opts.Warmup)
+		}
+	}
+
+	w := slo.Window{
+		Start:   fromNanos(p0.t),
+		End:     fromNanos(p1.t),
+		Nominal: length,
+		Latency: map[slo.Metric]slo.Histogram{},
+	}
+	inc := sr.increases(pieces)
+	for k, v := range inc.hists {
+		switch k.fam {
+		case scrape.PromptTokensHist:
+			w.PromptTokens = v
+		case scrape.GenerationTokensHist:
+			w.GenerationTokens = v
+		default:
+			if isLatency(k.fam) {
+				w.Latency[slo.Metric(k.fam)] = v
+			}
+		}
+	}
+	prompt, okP := inc.counters[scrape.PromptTokens]
+	gen, okG := inc.counters[scrape.GenerationTokens]
+	if okP && okG {
+		w.PromptTokensTotal, w.GenerationTokensTotal, w.HasTokenCounters = prompt, gen, true
+	}
+	w.RequestSuccess, w.HasRequestSuccess = inc.counters[scrape.RequestSuccess]
+
+	for g := range maxes {
+		a, b := p0.g[g], p1.g[g]
+		gauge := slo.Gauge{}
+		if d := b.known - a.known; !math.IsNaN(a.v) && !math.IsNaN(b.v) && d > 0 {
+			gauge = slo.Gauge{Known: true, AtStart: a.v, AtEnd: b.v, Max: maxes[g]}
+			gauge.Mean = min((b.integral-a.integral)/d, gauge.Max)
+		}
+		if g == gaugeRunning {
+			w.Running = gauge
+		} else {
+			w.Waiting = gauge
+		}
+	}
+	return w, true
+}
+
+// isLatency reports whether a family is one of slo's latency metrics.
+func isLatency(f scrape.Family) bool {
+	for _, m := range slo.Metrics {
+		if scrape.Family(m) == f {
+			return true
+		}
+	}
+	return false
+}
+
+// warmupStart returns the segment's start for warm-up purposes (Unix ns),
+// false when unknown.
+func (sg *segment) warmupStart() (int64, bool) {
+	if sg.created > 0 {
+		ns := sg.created * 1e9
+		if ns >= math.MaxInt64 {
+			return math.MaxInt64, true
+		}
+		return int64(ns), true
+	}
+	return sg.start, sg.observed
+}
+
+// skipWarmup moves a piece's baseline to its segment's first point at or
+// after the end of warm-up, emptying the piece when there is none.
+func (s *series) skipWarmup(pc *piece, warmup time.Duration) {
+	start, ok := pc.seg.warmupStart()
+	if !ok {
+		return
+	}
+	ready := start + int64(warmup)
+	if ready < start { // overflow: warm-up never ends
+		ready = math.MaxInt64
+	}
+	b := max(s.firstAtOrAfter(ready), pc.first)
+	switch {
+	case pc.from >= 0 && b <= pc.from:
+		// the window starts after warm-up: nothing to skip
+	case b <= pc.to:
+		pc.from = b
+	default:
+		pc.from = pc.to
+	}
+}
+
+// increases holds a window's summed increases per family.
+type increases struct {
+	hists    map[key]slo.Histogram
+	counters map[scrape.Family]float64
+}
+
+// part is one segment's increase of one histogram.
+type part struct {
+	edges  []float64
+	counts []float64
+	sum    float64
+}
+
+// increases sums the pieces' increases. A piece with from == to adds nothing
+// but still makes its families present (with its layout, when no piece adds
+// anything to them).
+func (s *series) increases(pieces []piece) increases {
+	parts := map[key][]part{}
+	layouts := map[key][]float64{}
+	out := increases{hists: map[key]slo.Histogram{}, counters: map[scrape.Family]float64{}}
+	for _, pc := range pieces {
+		to := s.at(pc.to)
+		var from []float64
+		if pc.from >= 0 {
+			from = s.at(pc.from).vals
+		}
+		empty := pc.from == pc.to
+		for i := range pc.seg.entries {
+			e := &pc.seg.entries[i]
+			if e.end() > len(to.vals) {
+				break // entries are in offset order: the rest came later
+			}
+			if e.kind == scrape.KindCounter {
+				out.counters[e.fam] += delta(to.vals, from, e.off)
+				continue
+			}
+			layouts[e.key] = e.edges
+			if empty {
+				continue
+			}
+			p := part{edges: e.edges, counts: make([]float64, len(e.edges))}
+			for j := range p.counts {
+				p.counts[j] = delta(to.vals, from, e.off+j)
+			}
+			p.sum = delta(to.vals, from, e.off+len(e.edges))
+			parts[e.key] = append(parts[e.key], p)
+		}
+	}
+	for k, edges := range layouts {
+		ps := parts[k]
+		if len(ps) == 0 {
+			ps = []part{{edges: edges, counts: make([]float64, len(edges))}}
+		}
+		out.hists[k] = mergeParts(ps)
+	}
+	return out
+}
+
+// delta is to[i] - from[i], from counting as zero when absent (a new
+// segment, or a family that appeared after the baseline point).
+func delta(to, from []float64, i int) float64 {
+	if i < len(from) {
+		return to[i] - from[i]
+	}
+	return to[i]
+}
+
+// mergeParts sums histogram increases on the edges they all share. Every
+// shared edge is an edge of each part, so each part's cumulative count there
+// is exact; +Inf is always shared.
+func mergeParts(ps []part) slo.Histogram {
+	edges := ps[0].edges
+	for _, p := range ps[1:] {
+		edges = commonEdges(edges, p.edges)
+	}
+	out := slo.Histogram{Edges: append([]float64(nil), edges...), Counts: make([]float64, len(edges))}
+	for _, p := range ps {
+		j := 0
+		for i, e := range out.Edges {
+			for p.edges[j] != e {
+				j++
+			}
+			out.Counts[i] += p.counts[j]
+		}
+		out.Sum += p.sum
+	}
+	return out
+}
+
+// commonEdges returns the edges present in both ascending lists.
+func commonEdges(a, b []float64) []float64 {
+	if len(a) == len(b) && &a[0] == &b[0] {
+		return a
+	}
+	var out []float64
+	for i, j := 0, 0; i < len(a) && j < len(b); {
+		switch {
+		case a[i] == b[j]:
+			out = append(out, a[i])
+			i++
+			j++
+		case a[i] < b[j]:
+			i++
+		default:
+			j++
+		}
+	}
+	return out
+}

@@ -1,0 +1,349 @@
+// Package pipeline is the one path every mode shares: snapshots from package
+// scrape go into a per-target history, windows of that history are evaluated
+// by package slo, and the result is an immutable Report that package exporter
+// renders. The daemon, replay and report differ only in where snapshots and
+// time come from.
+//
+// It does no network I/O and reads no clock: time arrives with the snapshots
+// and with each Evaluate call.
+package pipeline
+
+import (
+	"fmt"
+	"maps"
+	"slices"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/vllm-slo-exporter/vllm-slo-exporter/history"
+	"github.com/vllm-slo-exporter/vllm-slo-exporter/scrape"
+	"github.com/vllm-slo-exporter/vllm-slo-exporter/slo"
+)
+
+// TargetSpec is what the pipeline needs to know of one configured target.
+type TargetSpec struct {
+	Name    string
+	URL     string
+	Profile scrape.Profile
+	Labels  map[string]string
+	// Warmup keeps the first Warmup after each vLLM (re)start out of SLO windows.
+	Warmup time.Duration
+	// HourlyCost is the GPU cost per hour; 0 disables cost series.
+	HourlyCost float64
+}
+
+// Spec is the evaluation configuration.
+type Spec struct {
+	Targets   []TargetSpec
+	SLOs      []slo.SLO
+	Windows   []time.Duration
+	Quantiles []float64
+	Currency  string
+	// MaxModels caps the distinct model_name values kept per target; 0 means no cap.
+	MaxModels int
+	Retention history.Retention
+}
+
+// Pipeline holds the histories of all targets. It is safe for concurrent use:
+// each target has its own lock, so a slow evaluation of one target never
+// blocks the ingestion of another.
+type Pipeline struct {
+	mu      sync.RWMutex
+	spec    Spec
+	targets map[string]*target
+}
+
+type target struct {
+	mu   sync.Mutex
+	spec TargetSpec
+	hist *history.History
+
+	tried, up      bool
+	lastScrape     time.Time
+	lastError      string
+	scrapeDuration float64
+	failures       map[string]float64
+	missing        []string
+	found          map[string]string
+	modelsDropped  float64
+	// good[model][slo][objective] accumulates estimated good requests.
+	good map[string]map[string]map[string]float64
+}
+
+// New builds a pipeline for a spec.
+func New(spec Spec) *Pipeline {
+	p := &Pipeline{targets: map[string]*target{}}
+	p.Reconfigure(spec)
+	return p
+}
+
+// Reconfigure swaps in a new spec. A target whose name, URL and profile did
+// not change keeps its history and counters; others start fresh, and targets
+// no longer configured are dropped.
+func (p *Pipeline) Reconfigure(spec Spec) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	next := make(map[string]*target, len(spec.Targets))
+	for _, ts := range spec.Targets {
+		if old, ok := p.targets[ts.Name]; ok && old.spec.URL == ts.URL && old.spec.Profile.Name == ts.Profile.Name {
+			old.mu.Lock()
+			old.spec = ts
+			old.mu.Unlock()
+			next[ts.Name] = old
+			continue
+		}
+		next[ts.Name] = newTarget(ts, spec.Retention)
+	}
+	p.spec = spec
+	p.targets = next
+}
+
+func newTarget(ts TargetSpec, r history.Retention) *target {
+	return &target{
+		spec:     ts,
+		hist:     history.New(r),
+		failures: map[string]float64{},
+		found:    map[string]string{},
+		good:     map[string]map[string]map[string]float64{},
+	}
+}
+
+func (p *Pipeline) target(name string) (*target, Spec, error) {
+	p.mu.RLock()
+	defer p.mu.RUnlock()
+	t, ok := p.targets[name]
+	if !ok {
+		return nil, Spec{}, fmt.Errorf("unknown target %q", name)
+	}
+	return t, p.spec, nil
+}
+
+// Profile returns the profile of a configured target.
+func (p *Pipeline) Profile(name string) (scrape.Profile, error) {
+	t, _, err := p.target(name)
+	if err != nil {
+		return scrape.Profile{}, err
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.spec.Profile, nil
+}
+
+// Ingest appends a successful scrape to the target's history. A snapshot
+// older than the history's newest point (the clock stepped back) is refused
+// with an error and changes nothing but the failure count.
+func (p *Pipeline) Ingest(name string, snap *scrape.Snapshot, duration time.Duration) error {
+	t, spec, err := p.target(name)
+	if err != nil {
+		return err
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.tried = true
+	t.lastScrape = snap.Time
+	t.scrapeDuration = duration.Seconds()
+	t.capModels(snap, spec.MaxModels)
+	prev := t.hist.Newest()
+	if err := t.hist.Append(snap); err != nil {
+		t.up = false
+		t.failures["out_of_order"]++
+		t.lastError = err.Error()
+		return fmt.Errorf("target %q: %w", name, err)
+	}
+	t.up = true
+	t.lastError = ""
+	t.missing = t.missing[:0]
+	for _, f := range snap.Missing {
+		t.missing = append(t.missing, string(f))
+	}
+	clear(t.found)
+	for f, n := range snap.Found {
+		t.found[string(f)] = n
+	}
+	if !prev.IsZero() {
+		t.accumulateGood(spec.SLOs, snap.Time, snap.Time.Sub(prev))
+	}
+	return nil
+}
+
+// capModels drops models beyond the cap that the history does not know yet,
+// so a target that suddenly serves thousands of model names cannot exhaust
+// memory; the models already kept stay.
+func (t *target) capModels(snap *scrape.Snapshot, maxModels int) {
+	if maxModels <= 0 || len(snap.Models) == 0 {
+		return
+	}
+	known := map[string]bool{}
+	for _, m := range t.hist.Models() {
+		known[m] = true
+	}
+	kept := len(known)
+	for _, name := range slices.Sorted(maps.Keys(snap.Models)) {
+		if known[name] {
+			continue
+		}
+		if kept >= maxModels {
+			delete(snap.Models, name)
+			t.modelsDropped++
+			continue
+		}
+		kept++
+	}
+}
+
+// accumulateGood adds the estimated good requests of the interval that just
+// ended to the running totals; each interval's estimate is non-negative, so the
+// totals only grow.
+func (t *target) accumulateGood(slos []slo.SLO, end time.Time, length time.Duration) {
+	if len(slos) == 0 {
+		return
+	}
+	opts := history.Options{Warmup: t.spec.Warmup}
+	for _, model := range t.hist.Models() {
+		w, ok := t.hist.Window(model, end, length, opts)
+		if !ok {
+			continue
+		}
+		rep := slo.EvaluateWindow(w, slos, slo.Options{})
+		for _, r := range rep.SLOs {
+			for obj, good := range r.GoodRequests {
+				t.addGood(model, r.Name, obj, good.Estimate)
+			}
+		}
+	}
+}
+
+func (t *target) addGood(model, sloName, objective string, v float64) {
+	if !(v > 0) {
+		return
+	}
+	bySLO, ok := t.good[model]
+	if !ok {
+		bySLO = map[string]map[string]float64{}
+		t.good[model] = bySLO
+	}
+	byObj, ok := bySLO[sloName]
+	if !ok {
+		byObj = map[string]float64{}
+		bySLO[sloName] = byObj
+	}
+	byObj[objective] += v
+}
+
+// RecordFailure notes a failed scrape of a target. The history is untouched:
+// a failed scrape never becomes a made-up zero.
+func (p *Pipeline) RecordFailure(name, reason string, err error, at time.Time, duration time.Duration) {
+	t, _, lookupErr := p.target(name)
+	if lookupErr != nil {
+		return
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.tried = true
+	t.up = false
+	t.lastScrape = at
+	t.scrapeDuration = duration.Seconds()
+	t.failures[reason]++
+	if err != nil {
+		t.lastError = err.Error()
+	}
+}
+
+// Evaluate computes every window of every model of every target at time now.
+func (p *Pipeline) Evaluate(now time.Time) *Report {
+	p.mu.RLock()
+	spec := p.spec
+	targets := make([]*target, 0, len(spec.Targets))
+	for _, ts := range spec.Targets {
+		targets = append(targets, p.targets[ts.Name])
+	}
+	p.mu.RUnlock()
+
+	rep := &Report{Time: now, Currency: spec.Currency}
+	for _, t := range targets {
+		rep.Targets = append(rep.Targets, t.evaluate(spec, now))
+	}
+	return rep
+}
+
+func (t *target) evaluate(spec Spec, now time.Time) TargetReport {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	tr := TargetReport{
+		Name:           t.spec.Name,
+		Labels:         t.spec.Labels,
+		Tried:          t.tried,
+		Up:             t.up,
+		LastScrape:     t.lastScrape,
+		LastError:      t.lastError,
+		ScrapeDuration: t.scrapeDuration,
+		Failures:       maps.Clone(t.failures),
+		Resets:         float64(t.hist.Resets()),
+		Missing:        slices.Clone(t.missing),
+		Found:          maps.Clone(t.found),
+		ModelsDropped:  t.modelsDropped,
+		HourlyCost:     t.spec.HourlyCost,
+	}
+	for _, model := range t.hist.Models() {
+		tr.Models = append(tr.Models, t.evaluateModel(spec, model, now))
+	}
+	return tr
+}
+
+func (t *target) evaluateModel(spec Spec, model string, now time.Time) ModelReport {
+	mr := ModelReport{Name: model}
+	plain := history.Options{}
+	warm := history.Options{Warmup: t.spec.Warmup}
+	opts := slo.Options{Quantiles: spec.Quantiles}
+	for _, length := range spec.Windows {
+		w, ok := t.hist.Window(model, now, length, plain)
+		if !ok {
+			continue
+		}
+		w.Nominal = length
+		wr := slo.EvaluateWindow(w, spec.SLOs, opts)
+		if t.spec.Warmup > 0 {
+			if ww, ok := t.hist.Window(model, now, length, warm); ok {
+				wr.SLOs = slo.EvaluateWindow(ww, spec.SLOs, slo.Options{}).SLOs
+			}
+		}
+		mr.Windows = append(mr.Windows, wr)
+	}
+	for _, s := range spec.SLOs {
+		mr.Budgets = append(mr.Budgets, t.budget(s, model, now))
+	}
+	mr.GoodRequests = t.goodTotals(model)
+	return mr
+}
+
+func (t *target) budget(s slo.SLO, model string, now time.Time) Budget {
+	b := Budget{SLO: s.Name}
+	w, ok := t.hist.Window(model, now, s.Period, history.Options{Warmup: t.spec.Warmup})
+	if !ok {
+		return b
+	}
+	rep := slo.EvaluateWindow(w, []slo.SLO{s}, slo.Options{})
+	if len(rep.SLOs) == 0 {
+		return b
+	}
+	all, ok := rep.SLOs[0].Objectives[slo.AllKey]
+	if !ok {
+		return b
+	}
+	b.Remaining = slo.ErrorBudgetRemaining(all, s.Goal)
+	b.Known = true
+	return b
+}
+
+func (t *target) goodTotals(model string) []GoodTotal {
+	var out []GoodTotal
+	bySLO := t.good[model]
+	for _, s := range slices.Sorted(maps.Keys(bySLO)) {
+		for _, obj := range slices.Sorted(maps.Keys(bySLO[s])) {
+			out = append(out, GoodTotal{SLO: s, Objective: obj, Value: bySLO[s][obj]})
+		}
+	}
+	sort.SliceStable(out, func(i, j int) bool { return out[i].SLO < out[j].SLO })
+	return out
+}

@@ -1,0 +1,78 @@
+package pipeline
+
+import (
+	"time"
+
+	"github.com/vllm-slo-exporter/vllm-slo-exporter/slo"
+)
+
+// Report is one evaluation of every target, model, window and SLO. It is
+// immutable once built: the collector, the landing page, the alert evaluator
+// and replay read it concurrently without locks.
+type Report struct {
+	// Time is the evaluation time.
+	Time time.Time
+	// Currency labels the cost series.
+	Currency string
+	// Targets are in configuration order.
+	Targets []TargetReport
+}
+
+// TargetReport is the state of one target and its models.
+type TargetReport struct {
+	Name string
+	// Labels are the target's extra labels from the configuration.
+	Labels map[string]string
+	// Tried is true once a scrape of the target has completed (success or failure).
+	Tried bool
+	// Up is true when the last scrape succeeded.
+	Up bool
+	// LastScrape is when the last scrape finished; LastError its error, if any.
+	LastScrape time.Time
+	LastError  string
+	// ScrapeDuration is the last scrape's duration in seconds.
+	ScrapeDuration float64
+	// Failures counts failed scrapes by reason since start.
+	Failures map[string]float64
+	// Resets counts counter resets (vLLM restarts) seen since start.
+	Resets float64
+	// Missing lists the profile families absent from the last good scrape, and
+	// Found the exposed name each present family was read from.
+	Missing []string
+	Found   map[string]string
+	// ModelsDropped counts model_name values refused by the cardinality cap.
+	ModelsDropped float64
+	// HourlyCost is the target's GPU cost per hour (0: no cost series).
+	HourlyCost float64
+	// Models are sorted by name.
+	Models []ModelReport
+}
+
+// ModelReport is every window's numbers for one model_name of one target.
+type ModelReport struct {
+	Name string
+	// Windows are in configured order. Latency, throughput and concurrency
+	// include warm-up observations; the SLO results exclude them.
+	Windows []slo.WindowReport
+	// Budgets holds each SLO's error budget over its period, in SLO order.
+	Budgets []Budget
+	// GoodRequests holds the running totals of estimated good requests per SLO
+	// and objective: a counter, mergeable across a fleet with sum(rate()).
+	GoodRequests []GoodTotal
+}
+
+// Budget is one SLO's error budget over its period.
+type Budget struct {
+	SLO string
+	// Remaining is the share of the period's error budget not yet spent;
+	// negative when overspent. Its bounds follow the joint attainment's.
+	Remaining slo.Bounded
+	// Known is false when the period holds no finished request.
+	Known bool
+}
+
+// GoodTotal is a counter of estimated good requests.
+type GoodTotal struct {
+	SLO, Objective string
+	Value          float64
+}

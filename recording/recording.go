@@ -1,0 +1,209 @@
+// Package recording reads and writes timestamped scrapes of targets as JSON
+// Lines (SPEC §7), so that replay and report run the daemon's pipeline over
+// recorded data with recorded time. A name ending in ".gz" is gzip-compressed.
+//
+// It never interprets the exposition bodies; that is package scrape's job.
+package recording
+
+import (
+	"bufio"
+	"compress/gzip"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"time"
+)
+
+// MaxLineBytes bounds one recorded scrape, so a corrupt file cannot make the
+// reader buffer without limit.
+const MaxLineBytes = 64 << 20
+
+// Entry is one recorded scrape of one target.
+type Entry struct {
+	// Time is when the scrape was taken.
+	Time time.Time `json:"time"`
+	// Target is the configured target name.
+	Target string `json:"target"`
+	// Status is the HTTP status code; 0 when no response arrived.
+	Status int `json:"status,omitempty"`
+	// ContentType is the response's Content-Type; empty means Prometheus text 0.0.4.
+	ContentType string `json:"content_type,omitempty"`
+	// Body is the exposition text; empty for a failed scrape.
+	Body string `json:"body,omitempty"`
+	// Error describes a failed scrape; empty on success.
+	Error string `json:"error,omitempty"`
+}
+
+// Validate reports whether the entry is usable.
+func (e Entry) Validate() error {
+	switch {
+	case e.Time.IsZero():
+		return errors.New(`missing "time"`)
+	case e.Target == "":
+		return errors.New(`missing "target"`)
+	case e.Error == "" && e.Body == "":
+		return errors.New(`neither "body" nor "error"`)
+	}
+	return nil
+}
+
+// Writer appends entries to a recording.
+type Writer struct {
+	f   *os.File
+	gz  *gzip.Writer
+	buf *bufio.Writer
+	enc *json.Encoder
+}
+
+// Create opens a new recording file, gzip-compressed when the name ends in ".gz".
+func Create(path string) (*Writer, error) {
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
+	if err != nil {
+		return nil, fmt.Errorf("create recording: %w", err)
+	}
+	w := &Writer{f: f}
+	var out io.Writer = f
+	if strings.HasSuffix(path, ".gz") {
+		w.gz = gzip.NewWriter(f)
+		out = w.gz
+	}
+	w.buf = bufio.NewWriter(out)
+	w.enc = json.NewEncoder(w.buf)
+	w.enc.SetEscapeHTML(false)
+	return w, nil
+}
+
+// Write appends one entry and flushes it through to the file, so that an
+// interrupted recording keeps every complete scrape.
+func (w *Writer) Write(e Entry) error {
+	if err := w.enc.Encode(e); err != nil {
+		return fmt.Errorf("write recording: %w", err)
+	}
+	if err := w.buf.Flush(); err != nil {
+		return fmt.Errorf("write recording: %w", err)
+	}
+	if w.gz != nil {
+		if err := w.gz.Flush(); err != nil {
+			return fmt.Errorf("write recording: %w", err)
+		}
+	}
+	return nil
+}
+
+// Close finishes the file.
+func (w *Writer) Close() error {
+	if err := w.buf.Flush(); err != nil {
+		w.f.Close()
+		return fmt.Errorf("close recording: %w", err)
+	}
+	if w.gz != nil {
+		if err := w.gz.Close(); err != nil {
+			w.f.Close()
+			return fmt.Errorf("close recording: %w", err)
+		}
+	}
+	if err := w.f.Sync(); err != nil {
+		w.f.Close()
+		return fmt.Errorf("close recording: %w", err)
+	}
+	return w.f.Close()
+}
+
+// Reader reads entries one at a time.
+type Reader struct {
+	name    string
+	closers []io.Closer
+	sc      *bufio.Scanner
+	line    int
+}
+
+// Open opens a recording file for reading, gunzipping a ".gz" name.
+func Open(path string) (*Reader, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("open recording: %w", err)
+	}
+	r := &Reader{name: path, closers: []io.Closer{f}}
+	var in io.Reader = f
+	if strings.HasSuffix(path, ".gz") {
+		gz, err := gzip.NewReader(f)
+		if err != nil {
+			f.Close()
+			return nil, fmt.Errorf("open recording %s: %w", path, err)
+		}
+		r.closers = append(r.closers, gz)
+		in = gz
+	}
+	r.sc = newScanner(in)
+	return r, nil
+}
+
+// NewReader reads a recording from r (uncompressed); name is used in errors.
+func NewReader(r io.Reader, name string) *Reader {
+	return &Reader{name: name, sc: newScanner(r)}
+}
+
+func newScanner(r io.Reader) *bufio.Scanner {
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 0, 64<<10), MaxLineBytes)
+	return sc
+}
+
+// Next returns the next entry, or io.EOF after the last one. Blank lines are
+// skipped. A malformed line is an error naming the file and line; the reader
+// can continue past it.
+func (r *Reader) Next() (Entry, error) {
+	for r.sc.Scan() {
+		r.line++
+		line := r.sc.Bytes()
+		if len(strings.TrimSpace(string(line))) == 0 {
+			continue
+		}
+		var e Entry
+		if err := json.Unmarshal(line, &e); err != nil {
+			return Entry{}, fmt.Errorf("%s:%d: %w", r.name, r.line, err)
+		}
+		if err := e.Validate(); err != nil {
+			return Entry{}, fmt.Errorf("%s:%d: %w", r.name, r.line, err)
+		}
+		return e, nil
+	}
+	if err := r.sc.Err(); err != nil {
+		return Entry{}, fmt.Errorf("%s:%d: %w", r.name, r.line+1, err)
+	}
+	return Entry{}, io.EOF
+}
+
+// Close releases the file.
+func (r *Reader) Close() error {
+	var first error
+	for i := len(r.closers) - 1; i >= 0; i-- {
+		if err := r.closers[i].Close(); err != nil && first == nil {
+			first = err
+		}
+	}
+	return first
+}
+
+// ReadAll reads every entry of a recording file. Malformed lines are errors.
+func ReadAll(path string) ([]Entry, error) {
+	r, err := Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer r.Close()
+	var out []Entry
+	for {
+		e, err := r.Next()
+		if errors.Is(err, io.EOF) {
+			return out, nil
+		}
+		if err != nil {
+			return out, err
+		}
+		out = append(out, e)
+	}
+}

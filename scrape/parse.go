@@ -1,0 +1,384 @@
+package scrape
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"mime"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/prometheus/prometheus/model/labels"
+	"github.com/prometheus/prometheus/model/textparse"
+)
+
+// Label names with a meaning to Parse.
+const (
+	labelModel = "model_name"
+	labelPID   = "pid"
+	labelLE    = "le"
+)
+
+// Parse reads one exposition body and reduces it to the families profile p
+// names, per model_name, at time t.
+//
+// contentType selects the format as Prometheus does: empty (or unparsable, or
+// unknown) means Prometheus text 0.0.4, `text/plain` with any version is the
+// same text format, `application/openmetrics-text` is OpenMetrics 1.0.
+// Protobuf is refused: the fetcher never asks for it.
+//
+// Semantics, decided here once:
+//   - A family counts as present only if at least one of its samples (not
+//     counting `_created`) is in the body; a `# TYPE` line alone is not enough,
+//     since it carries no data. For each family the first of its Names that is
+//     present is used (Snapshot.Found); the others are ignored.
+//   - A name whose `# TYPE` contradicts the profile's kind (a gauge where a
+//     histogram is expected) is not used, so the family may end up Missing.
+//   - Series without a model_name label are kept under model_name "".
+//   - Histograms are summed over every label but model_name (engine, pid, …);
+//     all children of one model must share one bucket layout. The +Inf bucket
+//     is the total; `_count` is validated but not used. `_sum` is required.
+//   - Counters are summed over every label but model_name. Gauges take the
+//     maximum over `pid` and are summed over every other label.
+//   - ModelSample.Created is the largest `_created` of the model's histograms
+//     and counters, in both the classic (a separate gauge family) and the
+//     OpenMetrics (inline) form.
+//   - Bucket counts must be non-decreasing in le, exactly: exposed counts are
+//     integers, which float64 holds exactly, so any decrease is a broken
+//     exposition, not noise. Non-integer counts are accepted (nothing breaks).
+//
+// Any error returns a *ParseError and no snapshot.
+func Parse(body []byte, contentType string, p Profile, t time.Time) (*Snapshot, error) {
+	if contentType == "" {
+		contentType = "text/plain; version=0.0.4"
+	}
+	if mt, _, err := mime.ParseMediaType(contentType); err == nil && mt == "application/vnd.google.protobuf" {
+		return nil, &ParseError{Reason: ReasonInvalidExposition,
+			Err: fmt.Errorf("unsupported Content-Type %q", contentType)}
+	}
+	// The classic parser appends a newline to a body that lacks one, which
+	// would move the series into another array; doing it here keeps every
+	// slice the parser returns inside base, so offsets (and line numbers) can
+	// be computed from capacities.
+	base := body
+	if len(base) > 0 && base[len(base)-1] != '\n' {
+		base = append(base[:len(base):len(base)], '\n')
+	}
+	parser, err := textparse.New(base, contentType, labels.NewSymbolTable(), textparse.ParserOptions{
+		FallbackContentType: "text/plain",
+	})
+	if parser == nil {
+		// err is only a warning when a parser came back (e.g. a fallback).
+		return nil, &ParseError{Reason: ReasonInvalidExposition, Err: fmt.Errorf("content type %q: %w", contentType, err)}
+	}
+	c := newCollector(newPlan(p), base)
+	if err := c.run(parser); err != nil {
+		return nil, err
+	}
+	return c.assemble(t)
+}
+
+// collector gathers the wanted samples of one exposition.
+type collector struct {
+	plan   *plan
+	base   []byte
+	states [][]*nameState // [family][name]
+	off    int            // byte offset of the last entry in base, -1 before any
+	lset   labels.Labels
+	key    []byte // scratch: identity of a child without le
+	group  []byte // scratch: identity without le and pid
+}
+
+func newCollector(pl *plan, base []byte) *collector {
+	c := &collector{plan: pl, base: base, off: -1}
+	c.states = make([][]*nameState, len(pl.profile.Families))
+	for i, spec := range pl.profile.Families {
+		c.states[i] = make([]*nameState, len(spec.Names))
+	}
+	return c
+}
+
+// nameState is what was seen of one exposed name of a profile family.
+type nameState struct {
+	present   bool   // a sample other than _created was seen
+	wrongType string // the declared type, when it contradicts the profile
+	hist      map[string]*histChild
+	vals      map[string]*valChild
+	created   map[string]*valChild
+}
+
+// histChild is one label set of a histogram (one engine, one pid…).
+type histChild struct {
+	model    string
+	desc     string // the child's labels, for error messages
+	buckets  []bucket
+	sum      float64
+	hasSum   bool
+	hasCount bool
+}
+
+type bucket struct {
+	le, count float64
+}
+
+// valChild is one label set of a counter, gauge or _created family.
+type valChild struct {
+	model string
+	group string // identity without pid: gauges take the max within a group
+	v     float64
+}
+
+func (c *collector) state(ref sampleRef) *nameState {
+	st := c.states[ref.fam][ref.name]
+	if st == nil {
+		st = &nameState{}
+		c.states[ref.fam][ref.name] = st
+	}
+	return st
+}
+
+// run walks every entry of the exposition.
+func (c *collector) run(p textparse.Parser) error {
+	for {
+		et, err := p.Next()
+		if err != nil {
+			if errors.Is(err, io.EOF) {
+				return nil
+			}
+			return &ParseError{Reason: ReasonInvalidExposition, Line: c.nextLine(), Err: err}
+		}
+		switch et {
+		case textparse.EntryType:
+			name, typ := p.Type()
+			c.track(name)
+			ref, ok := c.plan.types[string(name)]
+			if ok && !typeCompatible(typ, ref.want) {
+				c.state(sampleRef{fam: ref.fam, name: ref.name}).wrongType = string(typ)
+			}
+		case textparse.EntryHelp:
+			name, _ := p.Help()
+			c.track(name)
+		case textparse.EntryUnit:
+			name, _ := p.Unit()
+			c.track(name)
+		case textparse.EntryComment:
+			c.track(p.Comment())
+		case textparse.EntrySeries:
+			series, _, v := p.Series()
+			c.track(series)
+			if err := c.sample(p, series, v); err != nil {
+				return err
+			}
+		}
+	}
+}
+
+// sample handles one float sample, cheaply skipping unwanted ones: the name is
+// read from the raw series bytes and looked up before any label set is built.
+func (c *collector) sample(p textparse.Parser, series []byte, v float64) error {
+	var ref sampleRef
+	var name string
+	labelsRead := false
+	if raw, ok := rawName(series); ok {
+		r, want := c.plan.samples[string(raw)]
+		if !want {
+			return nil
+		}
+		ref, name = r, string(raw)
+	} else {
+		// A quoted name (`{"vllm:x", ...}`): only the label set knows it.
+		p.Labels(&c.lset)
+		labelsRead = true
+		name = c.lset.Get(labels.MetricName)
+		r, want := c.plan.samples[name]
+		if !want {
+			return nil
+		}
+		ref = r
+	}
+	if !labelsRead {
+		p.Labels(&c.lset)
+	}
+	model, le, hasLE := c.identity()
+	st := c.state(ref)
+	kind := c.plan.profile.Families[ref.fam].Kind
+	lineErr := func(reason, format string, args ...any) error {
+		return &ParseError{Reason: reason, Line: c.line(), Family: name, Model: model, Err: fmt.Errorf(format, args...)}
+	}
+	switch ref.role {
+	case roleBucket, roleCount, roleSum:
+		if st.hist == nil {
+			st.hist = make(map[string]*histChild)
+		}
+		ch := st.hist[string(c.key)]
+		if ch == nil {
+			ch = &histChild{model: model, desc: describe(c.lset)}
+			st.hist[string(c.key)] = ch
+		}
+		st.present = true
+		switch ref.role {
+		case roleBucket:
+			if !hasLE {
+				return lineErr(ReasonInvalidHistogram, "bucket without le label")
+			}
+			edge, err := strconv.ParseFloat(le, 64)
+			if err != nil || math.IsNaN(edge) {
+				return lineErr(ReasonInvalidHistogram, "bad le %q", le)
+			}
+			if !validCount(v) {
+				return lineErr(ReasonInvalidValue, "bucket le=%q count %v", le, v)
+			}
+			ch.buckets = append(ch.buckets, bucket{le: edge, count: v})
+		case roleCount:
+			if ch.hasCount {
+				return lineErr(ReasonDuplicateSeries, "second _count for %s", ch.desc)
+			}
+			if !validCount(v) {
+				return lineErr(ReasonInvalidValue, "_count %v", v)
+			}
+			ch.hasCount = true
+		case roleSum:
+			if ch.hasSum {
+				return lineErr(ReasonDuplicateSeries, "second _sum for %s", ch.desc)
+			}
+			if math.IsNaN(v) || math.IsInf(v, 0) {
+				return lineErr(ReasonInvalidValue, "_sum %v", v)
+			}
+			ch.sum, ch.hasSum = v, true
+		}
+	case roleValue:
+		switch {
+		case kind == KindCounter && !validCount(v):
+			return lineErr(ReasonInvalidValue, "counter value %v", v)
+		case math.IsNaN(v) || math.IsInf(v, 0):
+			return lineErr(ReasonInvalidValue, "gauge value %v", v)
+		}
+		if st.vals == nil {
+			st.vals = make(map[string]*valChild)
+		}
+		if _, dup := st.vals[string(c.key)]; dup {
+			return lineErr(ReasonDuplicateSeries, "%s seen twice", describe(c.lset))
+		}
+		st.vals[string(c.key)] = &valChild{model: model, group: string(c.group), v: v}
+		st.present = true
+	case roleCreated:
+		if !validCount(v) {
+			return lineErr(ReasonInvalidValue, "_created %v", v)
+		}
+		if st.created == nil {
+			st.created = make(map[string]*valChild)
+		}
+		if _, dup := st.created[string(c.key)]; dup {
+			return lineErr(ReasonDuplicateSeries, "%s seen twice", describe(c.lset))
+		}
+		st.created[string(c.key)] = &valChild{model: model, v: v}
+	}
+	return nil
+}
+
+// validCount reports whether v can be a count or a counter value: finite and
+// not negative.
+func validCount(v float64) bool {
+	return v >= 0 && !math.IsInf(v, 1) // NaN fails v >= 0
+}
+
+// identity reads model_name and le from c.lset and fills c.key (every label
+// but the name and le) and c.group (the same without pid). Both are
+// length-prefixed so that no label value can forge another identity.
+func (c *collector) identity() (model, le string, hasLE bool) {
+	c.key, c.group = c.key[:0], c.group[:0]
+	c.lset.Range(func(l labels.Label) {
+		switch l.Name {
+		case labels.MetricName:
+			return
+		case labelLE:
+			le, hasLE = l.Value, true
+			return
+		case labelModel:
+			model = l.Value
+		}
+		c.key = appendField(appendField(c.key, l.Name), l.Value)
+		if l.Name != labelPID {
+			c.group = appendField(appendField(c.group, l.Name), l.Value)
+		}
+	})
+	return model, le, hasLE
+}
+
+func appendField(b []byte, s string) []byte {
+	b = strconv.AppendInt(b, int64(len(s)), 10)
+	b = append(b, ':')
+	return append(b, s...)
+}
+
+// describe renders a child's labels without name and le, for messages.
+func describe(ls labels.Labels) string {
+	var b strings.Builder
+	b.WriteByte('{')
+	ls.Range(func(l labels.Label) {
+		if l.Name == labels.MetricName || l.Name == labelLE {
+			return
+		}
+		if b.Len() > 1 {
+			b.WriteString(", ")
+		}
+		b.WriteString(l.Name)
+		b.WriteByte('=')
+		b.WriteString(strconv.Quote(l.Value))
+	})
+	b.WriteByte('}')
+	return b.String()
+}
+
+// rawName returns the metric name at the start of a series' raw bytes, or false
+// when the name is quoted or inside the braces and needs the label set.
+func rawName(series []byte) ([]byte, bool) {
+	if len(series) == 0 || series[0] == '{' || series[0] == '"' {
+		return nil, false
+	}
+	if i := bytes.IndexAny(series, "{ \t"); i >= 0 {
+		return series[:i], true
+	}
+	return series, true
+}
+
+// track remembers where the current entry starts. Slices returned by the
+// parser share base's array, so their offset is the difference in capacity.
+func (c *collector) track(b []byte) {
+	if off := cap(c.base) - cap(b); off >= 0 && off <= len(c.base) && b != nil {
+		c.off = off
+	}
+}
+
+// line is the 1-based line of the current entry.
+func (c *collector) line() int {
+	if c.off < 0 {
+		return 0
+	}
+	return bytes.Count(c.base[:c.off], []byte("\n")) + 1
+}
+
+// nextLine is the line a parser error is on: the first non-blank line after
+// the last entry read.
+func (c *collector) nextLine() int {
+	start := 0
+	if c.off >= 0 {
+		i := bytes.IndexByte(c.base[c.off:], '\n')
+		if i < 0 {
+			return c.line()
+		}
+		start = c.off + i + 1
+	}
+	line := bytes.Count(c.base[:start], []byte("\n")) + 1
+	for rest := c.base[start:]; len(rest) > 0; line++ {
+		i := bytes.IndexByte(rest, '\n')
+		if i < 0 || len(bytes.TrimSpace(rest[:i])) > 0 {
+			break
+		}
+		rest = rest[i+1:]
+	}
+	return line
+}

@@ -1,0 +1,95 @@
+package scrape
+
+import (
+	"strings"
+
+	"github.com/prometheus/common/model"
+)
+
+// role is what a sample is within its family.
+type role uint8
+
+const (
+	roleValue   role = iota // the value of a counter or gauge
+	roleBucket              // <histogram>_bucket{le=...}
+	roleCount               // <histogram>_count
+	roleSum                 // <histogram>_sum
+	roleCreated             // <family>_created: the child's creation time
+)
+
+// sampleRef says which profile name a wanted sample belongs to and what it is.
+type sampleRef struct {
+	fam  int // index into Profile.Families
+	name int // index into that family's Names
+	role role
+}
+
+// typeRef is a family name that may appear in a `# TYPE` line, with the type
+// the profile expects for it.
+type typeRef struct {
+	fam, name int
+	want      model.MetricType
+}
+
+// plan is a profile compiled for lookups by sample name and by declared family
+// name. It is built per Parse (a few dozen map entries) so that Parse keeps no
+// state between calls.
+type plan struct {
+	profile Profile
+	samples map[string]sampleRef
+	types   map[string]typeRef
+}
+
+// newPlan compiles p. When two profile names would claim the same sample name,
+// the first one (in profile order) keeps it.
+func newPlan(p Profile) *plan {
+	pl := &plan{
+		profile: p,
+		samples: make(map[string]sampleRef, 4*len(p.Families)),
+		types:   make(map[string]typeRef, 2*len(p.Families)),
+	}
+	add := func(sample string, ref sampleRef) {
+		if _, taken := pl.samples[sample]; !taken {
+			pl.samples[sample] = ref
+		}
+	}
+	addType := func(name string, ref typeRef) {
+		if _, taken := pl.types[name]; !taken {
+			pl.types[name] = ref
+		}
+	}
+	for fi, spec := range p.Families {
+		for ni, name := range spec.Names {
+			ref := func(r role) sampleRef { return sampleRef{fam: fi, name: ni, role: r} }
+			switch spec.Kind {
+			case KindHistogram:
+				add(name+"_bucket", ref(roleBucket))
+				add(name+"_count", ref(roleCount))
+				add(name+"_sum", ref(roleSum))
+				add(name+"_created", ref(roleCreated))
+				addType(name, typeRef{fi, ni, model.MetricTypeHistogram})
+			case KindCounter:
+				// The profile names the exposed sample (`foo_total`). Classic
+				// text declares the family as `foo_total`, OpenMetrics as `foo`;
+				// both expose the creation time as `foo_created`.
+				base := strings.TrimSuffix(name, "_total")
+				add(name, ref(roleValue))
+				add(base+"_created", ref(roleCreated))
+				addType(name, typeRef{fi, ni, model.MetricTypeCounter})
+				if base != name {
+					addType(base, typeRef{fi, ni, model.MetricTypeCounter})
+				}
+			default:
+				add(name, ref(roleValue))
+				addType(name, typeRef{fi, ni, model.MetricTypeGauge})
+			}
+		}
+	}
+	return pl
+}
+
+// typeCompatible reports whether a declared family type can hold what the
+// profile expects. Untyped ("unknown") families are read by their sample names.
+func typeCompatible(declared, want model.MetricType) bool {
+	return declared == want || declared == model.MetricTypeUnknown || declared == ""
+}

@@ -1,0 +1,191 @@
+package sim
+
+import (
+	"math/rand/v2"
+	"time"
+)
+
+// request is the simulator's live record of one request; times are ns since
+// the sim's Start, -1 while unset.
+type request struct {
+	id                                     int64
+	model, engine                          int
+	arrival, scheduled, firstToken, finish int64
+	prompt, output                         int // output is the target length
+	generated                              int
+	last                                   int64 // time of the latest token
+	reason                                 string
+	aborted                                bool
+	tokens                                 []int64
+}
+
+func (r *request) done() bool { return r.finish >= 0 }
+
+// engine is one data-parallel engine: a FIFO waiting queue and a running batch
+// advanced one scheduler step at a time.
+type engine struct {
+	m       *model
+	idx     int
+	rng     *rand.Rand
+	waiting []*request
+	head    int // waiting[head:] are still waiting
+	running []*request
+	clock   int64 // end of the last step, or the (re)start time
+	stepEnd int64 // end of the step in progress, never when idle
+	kvUsed  int   // tokens held by the running requests
+	met     engineMetrics
+}
+
+func (e *engine) numWaiting() int { return len(e.waiting) - e.head }
+
+func (e *engine) enqueue(r *request) {
+	if e.head > 1024 && e.head*2 > len(e.waiting) {
+		n := copy(e.waiting, e.waiting[e.head:])
+		clear(e.waiting[n:])
+		e.waiting = e.waiting[:n]
+		e.head = 0
+	}
+	e.waiting = append(e.waiting, r)
+}
+
+// advance runs the engine until time t: every step that ends at or before t is
+// completed (and observed); a step that starts at or before t but ends later
+// stays in progress, its batch already fixed.
+func (e *engine) advance(t int64, s *Sim) {
+	for {
+		if e.stepEnd != never {
+			if e.stepEnd > t {
+				return
+			}
+			e.completeStep(s)
+			continue
+		}
+		start := e.clock
+		if len(e.running) == 0 {
+			if e.numWaiting() == 0 {
+				return
+			}
+			start = max(start, e.waiting[e.head].arrival)
+		}
+		if start > t {
+			return
+		}
+		e.startStep(start)
+	}
+}
+
+// startStep admits waiting requests into the batch (FIFO, within the batch
+// limit, the token budget and the KV cache) and fixes the step's duration.
+func (e *engine) startStep(start int64) {
+	p := e.m.cfg.Engine
+	budget := p.MaxBatchedTokens - len(e.running)
+	prefill, admitted := 0, 0
+	for e.numWaiting() > 0 && len(e.running) < p.MaxNumSeqs {
+		r := e.waiting[e.head]
+		if r.arrival > start {
+			break
+		}
+		fits := r.prompt <= budget-prefill
+		oversized := admitted == 0 && r.prompt > p.MaxBatchedTokens
+		if !fits && !oversized {
+			break
+		}
+		if len(e.running) > 0 && e.kvUsed+r.prompt > p.KVCapacityTokens {
+			break
+		}
+		e.waiting[e.head] = nil
+		e.head++
+		if r.scheduled < 0 {
+			r.scheduled = start
+		}
+		e.running = append(e.running, r)
+		e.kvUsed += r.prompt
+		prefill += r.prompt
+		admitted++
+	}
+	decoders := len(e.running) - admitted
+	d := float64(p.StepBase) + float64(p.DecodePerSeq)*float64(decoders) + float64(p.PrefillPerToken)*float64(prefill)
+	if p.Jitter > 0 {
+		d *= 1 + p.Jitter*(2*e.rng.Float64()-1)
+	}
+	e.stepEnd = start + max(int64(d), int64(time.Microsecond))
+}
+
+// completeStep produces one token for every running request at the step's
+// end: the first token of the requests prefilled in it, the next token of the
+// others. It observes TTFT and ITL as vLLM does and finishes requests that
+// reached their length.
+func (e *engine) completeStep(s *Sim) {
+	now := e.stepEnd
+	e.stepEnd = never
+	e.clock = now
+	m := &e.met
+	keep := e.running[:0]
+	for _, r := range e.running {
+		if r.generated == 0 {
+			r.firstToken = now
+			m.promptTokens += uint64(r.prompt)
+			m.hists[hTTFT].observe(seconds(now - r.arrival))
+		} else {
+			m.hists[hITL].observe(seconds(now - r.last))
+		}
+		r.generated++
+		r.last = now
+		m.genTokens++
+		e.kvUsed++
+		if !s.cfg.DiscardTokenTimes {
+			r.tokens = append(r.tokens, now)
+		}
+		if r.generated >= r.output {
+			e.finishRequest(r, now)
+			continue
+		}
+		keep = append(keep, r)
+	}
+	clear(e.running[len(keep):])
+	e.running = keep
+}
+
+// finishRequest observes everything vLLM records when a request finishes.
+func (e *engine) finishRequest(r *request, now int64) {
+	r.finish = now
+	e.kvUsed -= r.prompt + r.generated
+	m := &e.met
+	decode := now - r.firstToken
+	m.hists[hE2E].observe(seconds(now - r.arrival))
+	m.hists[hQueue].observe(seconds(r.scheduled - r.arrival))
+	m.hists[hPrefill].observe(seconds(r.firstToken - r.scheduled))
+	m.hists[hDecode].observe(seconds(decode))
+	m.hists[hInference].observe(seconds(now - r.scheduled))
+	m.hists[hTPOT].observe(tpot(decode, r.generated))
+	m.hists[hPromptTokens].observe(float64(r.prompt))
+	m.hists[hGenerationTokens].observe(float64(r.generated))
+	for i, reason := range finishReasons {
+		if reason == r.reason {
+			m.success[i]++
+		}
+	}
+}
+
+// abortAll drops every running and waiting request at time t (a restart).
+func (e *engine) abortAll(t int64) {
+	for _, r := range e.running {
+		r.aborted, r.finish = true, t
+	}
+	for _, r := range e.waiting[e.head:] {
+		r.aborted, r.finish = true, t
+	}
+	e.running, e.waiting, e.head = nil, nil, 0
+	e.clock, e.stepEnd, e.kvUsed = t, never, 0
+}
+
+// seconds converts a virtual duration in ns to float seconds.
+func seconds(ns int64) float64 { return float64(ns) / 1e9 }
+
+// tpot is vLLM's per-request time per output token: decode/(n-1), 0 if n <= 1.
+func tpot(decodeNS int64, n int) float64 {
+	if n <= 1 {
+		return 0
+	}
+	return seconds(decodeNS) / float64(n-1)
+}

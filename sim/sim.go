@@ -1,0 +1,179 @@
+package sim
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"sync"
+	"time"
+)
+
+// Sim is a simulated vLLM server on a virtual clock. All methods are safe for
+// concurrent use.
+type Sim struct {
+	mu      sync.Mutex
+	cfg     Config
+	now     int64 // ns since cfg.Start
+	created int64 // ns since cfg.Start of the latest (re)start
+	buckets Buckets
+	models  []*model
+	reqs    []*request // in creation order per model; see Truth for the order
+	// restarts counts Restart calls, for the python/process families.
+	restarts int
+}
+
+// model is one served model: its arrival process and engines.
+type model struct {
+	idx     int
+	cfg     ModelConfig
+	rng     *rand.Rand
+	arr     *arrivals
+	next    int64 // time of the next arrival
+	seq     int64
+	rr      int
+	layout  layout
+	engines []*engine
+}
+
+// New validates the config and returns a sim at cfg.Start with no request yet.
+func New(cfg Config) (*Sim, error) {
+	if err := cfg.validate(); err != nil {
+		return nil, fmt.Errorf("sim config: %w", err)
+	}
+	s := &Sim{cfg: cfg, buckets: cfg.Buckets}
+	for i, mc := range cfg.Models {
+		m := &model{
+			idx: i,
+			cfg: mc,
+			rng: rand.New(rand.NewPCG(cfg.Seed, uint64(i)*2+1)),
+			arr: newArrivals(mc.Workload),
+		}
+		m.layout = cfg.Buckets.resolve(mc.MaxModelLen)
+		for j := range mc.Engines {
+			e := &engine{
+				m:       m,
+				idx:     j,
+				rng:     rand.New(rand.NewPCG(cfg.Seed^0x9e3779b97f4a7c15, uint64(i)<<20|uint64(j))),
+				stepEnd: never,
+				met:     newEngineMetrics(m.layout),
+			}
+			m.engines = append(m.engines, e)
+		}
+		m.next = m.arr.next(m.rng)
+		s.models = append(s.models, m)
+	}
+	return s, nil
+}
+
+// Config returns the configuration the sim was built with.
+func (s *Sim) Config() Config {
+	return s.cfg
+}
+
+// Now returns the sim's current virtual time.
+func (s *Sim) Now() time.Time {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.cfg.Start.Add(time.Duration(s.now))
+}
+
+// Created returns the time of the latest (re)start: the `_created` value.
+func (s *Sim) Created() time.Time {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.cfg.Start.Add(time.Duration(s.created))
+}
+
+// AdvanceTo runs the simulation up to and including virtual time t. Times at
+// or before Now are ignored: the virtual clock never goes back.
+func (s *Sim) AdvanceTo(t time.Time) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.advance(t)
+}
+
+// Advance runs the simulation for d of virtual time.
+func (s *Sim) Advance(d time.Duration) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.advance(s.cfg.Start.Add(time.Duration(s.now) + d))
+}
+
+func (s *Sim) advance(t time.Time) {
+	d := t.Sub(s.cfg.Start)
+	tn := int64(d)
+	if tn <= s.now {
+		return
+	}
+	for _, m := range s.models {
+		for m.next <= tn {
+			s.arrive(m, m.next)
+			m.next = m.arr.next(m.rng)
+		}
+		for _, e := range m.engines {
+			e.advance(tn, s)
+		}
+	}
+	s.now = tn
+	if s.cfg.DiscardTruth {
+		s.reqs = slices.DeleteFunc(s.reqs, (*request).done)
+	}
+}
+
+// arrive creates a request arriving at t and queues it at an engine.
+func (s *Sim) arrive(m *model, t int64) {
+	w := m.cfg.Workload
+	prompt := min(w.Prompt.sample(m.rng), m.cfg.MaxModelLen-1)
+	output := min(w.Output.sample(m.rng), m.cfg.MaxModelLen-prompt)
+	reason := "length"
+	if m.rng.Float64() < w.StopProbability {
+		reason = "stop"
+	}
+	e := m.rr % len(m.engines)
+	m.rr++
+	if m.cfg.Assign == Random {
+		e = m.rng.IntN(len(m.engines))
+	}
+	r := &request{
+		id: m.seq, model: m.idx, engine: e,
+		arrival: t, scheduled: -1, firstToken: -1, finish: -1,
+		prompt: prompt, output: output, reason: reason,
+	}
+	m.seq++
+	s.reqs = append(s.reqs, r)
+	m.engines[e].enqueue(r)
+}
+
+// RestartOptions change what a restart brings.
+type RestartOptions struct {
+	// Buckets, when non-nil, is the bucket layout of the restarted server.
+	Buckets *Buckets
+}
+
+// Restart models a vLLM process restart at the current virtual time: every
+// counter and histogram starts again from zero with a new `_created`, and the
+// running and waiting requests are lost (aborted in the truth, observed
+// nowhere). Arrivals continue. A new bucket layout may be applied.
+func (s *Sim) Restart(opts RestartOptions) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if opts.Buckets != nil {
+		if err := opts.Buckets.validate(); err != nil {
+			return fmt.Errorf("restart: %w", err)
+		}
+		s.buckets = *opts.Buckets
+	}
+	s.created = s.now
+	s.restarts++
+	for _, m := range s.models {
+		m.layout = s.buckets.resolve(m.cfg.MaxModelLen)
+		for _, e := range m.engines {
+			e.abortAll(s.now)
+			e.met = newEngineMetrics(m.layout)
+		}
+	}
+	if s.cfg.DiscardTruth {
+		s.reqs = slices.DeleteFunc(s.reqs, (*request).done)
+	}
+	return nil
+}

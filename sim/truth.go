@@ -1,0 +1,310 @@
+package sim
+
+import (
+	"bufio"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"slices"
+	"time"
+)
+
+// Request is the ground truth of one simulated request. Times are absolute
+// virtual times; a zero time means the event has not happened (yet).
+type Request struct {
+	// ID numbers the requests of one model in arrival order, from 0.
+	ID     int64  `json:"id"`
+	Model  string `json:"model"`
+	Engine int    `json:"engine"`
+	// Arrival is when the request reached the server.
+	Arrival time.Time `json:"arrival"`
+	// Scheduled is when it was first scheduled (left the waiting queue).
+	Scheduled time.Time `json:"scheduled,omitzero"`
+	// FirstToken is when its first output token was produced.
+	FirstToken time.Time `json:"first_token,omitzero"`
+	// Finish is when its last token was produced or, for an aborted request,
+	// when it was lost.
+	Finish time.Time `json:"finish,omitzero"`
+	// PromptTokens is the prompt length.
+	PromptTokens int `json:"prompt_tokens"`
+	// OutputTokens is the number of tokens produced so far (all of them once
+	// finished).
+	OutputTokens int `json:"output_tokens"`
+	// FinishedReason is "stop" or "length" (what vLLM will label it with).
+	FinishedReason string `json:"finished_reason"`
+	// Aborted marks a request lost in a restart: it appears in no per-request
+	// histogram and in no request_success_total.
+	Aborted bool `json:"aborted,omitempty"`
+	// TokenTimes holds when each output token was produced (empty when the sim
+	// discards token times).
+	TokenTimes []time.Time `json:"-"`
+}
+
+// Finished reports whether the request completed (not aborted) by now.
+func (r Request) Finished() bool { return !r.Aborted && !r.Finish.IsZero() }
+
+func sec(d time.Duration) float64 { return seconds(int64(d)) }
+
+// TTFT is first token − arrival, in seconds, as vLLM observes it.
+func (r Request) TTFT() float64 { return sec(r.FirstToken.Sub(r.Arrival)) }
+
+// E2E is finish − arrival, in seconds.
+func (r Request) E2E() float64 { return sec(r.Finish.Sub(r.Arrival)) }
+
+// QueueTime is first scheduled − arrival, in seconds.
+func (r Request) QueueTime() float64 { return sec(r.Scheduled.Sub(r.Arrival)) }
+
+// PrefillTime is first token − first scheduled, in seconds.
+func (r Request) PrefillTime() float64 { return sec(r.FirstToken.Sub(r.Scheduled)) }
+
+// DecodeTime is last token − first token, in seconds.
+func (r Request) DecodeTime() float64 { return sec(r.Finish.Sub(r.FirstToken)) }
+
+// InferenceTime is last token − first scheduled, in seconds.
+func (r Request) InferenceTime() float64 { return sec(r.Finish.Sub(r.Scheduled)) }
+
+// TPOT is vLLM's per-request time per output token: decode/(n−1), 0 if n ≤ 1.
+func (r Request) TPOT() float64 { return tpot(int64(r.Finish.Sub(r.FirstToken)), r.OutputTokens) }
+
+// Value returns the request's value of a latency metric by its slo name
+// ("ttft", "tpot", "e2e", "queue", "prefill", "decode", "inference"); ok is
+// false for other names ("itl" has one value per gap: see Truth.ITLGaps).
+func (r Request) Value(metric string) (v float64, ok bool) {
+	switch metric {
+	case "ttft":
+		return r.TTFT(), true
+	case "tpot":
+		return r.TPOT(), true
+	case "e2e":
+		return r.E2E(), true
+	case "queue":
+		return r.QueueTime(), true
+	case "prefill":
+		return r.PrefillTime(), true
+	case "decode":
+		return r.DecodeTime(), true
+	case "inference":
+		return r.InferenceTime(), true
+	}
+	return 0, false
+}
+
+// Truth is the ground truth of a run: every request, ordered by arrival (ties
+// by model order, then ID).
+type Truth []Request
+
+// Truth returns every request that has arrived so far: finished, aborted and
+// still in flight (with DiscardTruth, only those in flight).
+func (s *Sim) Truth() Truth {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	reqs := slices.Clone(s.reqs)
+	slices.SortStableFunc(reqs, func(a, b *request) int {
+		switch {
+		case a.arrival != b.arrival:
+			return cmpInt(a.arrival, b.arrival)
+		case a.model != b.model:
+			return a.model - b.model
+		default:
+			return cmpInt(a.id, b.id)
+		}
+	})
+	out := make(Truth, len(reqs))
+	for i, r := range reqs {
+		out[i] = s.export(r)
+	}
+	return out
+}
+
+func cmpInt(a, b int64) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}
+
+func (s *Sim) export(r *request) Request {
+	at := func(ns int64) time.Time {
+		if ns < 0 {
+			return time.Time{}
+		}
+		return s.cfg.Start.Add(time.Duration(ns))
+	}
+	out := Request{
+		ID: r.id, Model: s.models[r.model].cfg.Name, Engine: r.engine,
+		Arrival: at(r.arrival), Scheduled: at(r.scheduled), FirstToken: at(r.firstToken), Finish: at(r.finish),
+		PromptTokens: r.prompt, OutputTokens: r.generated, FinishedReason: r.reason, Aborted: r.aborted,
+	}
+	if len(r.tokens) > 0 {
+		out.TokenTimes = make([]time.Time, len(r.tokens))
+		for i, t := range r.tokens {
+			out.TokenTimes[i] = at(t)
+		}
+	}
+	return out
+}
+
+// ForModel returns the requests of one model.
+func (t Truth) ForModel(name string) Truth {
+	var out Truth
+	for _, r := range t {
+		if r.Model == name {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+func in(x, from, to time.Time) bool { return !x.IsZero() && x.After(from) && !x.After(to) }
+
+// FinishedIn returns the requests that finished (not aborted) in (from, to]:
+// the population of the histograms observed at finish.
+func (t Truth) FinishedIn(from, to time.Time) Truth {
+	var out Truth
+	for _, r := range t {
+		if !r.Aborted && in(r.Finish, from, to) {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// FirstTokenIn returns the requests whose first token came in (from, to]: the
+// population of the TTFT histogram.
+func (t Truth) FirstTokenIn(from, to time.Time) Truth {
+	var out Truth
+	for _, r := range t {
+		if in(r.FirstToken, from, to) {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// ITLGaps returns, in seconds, every inter-token gap whose later token was
+// produced in (from, to]: the observations of the ITL histogram.
+func (t Truth) ITLGaps(from, to time.Time) []float64 {
+	var out []float64
+	for _, r := range t {
+		for i := 1; i < len(r.TokenTimes); i++ {
+			if in(r.TokenTimes[i], from, to) {
+				out = append(out, sec(r.TokenTimes[i].Sub(r.TokenTimes[i-1])))
+			}
+		}
+	}
+	return out
+}
+
+// TokensIn counts the output tokens produced in (from, to]: the increase of
+// vllm:generation_tokens_total (when no restart lies in between).
+func (t Truth) TokensIn(from, to time.Time) int {
+	n := 0
+	for _, r := range t {
+		for _, x := range r.TokenTimes {
+			if in(x, from, to) {
+				n++
+			}
+		}
+	}
+	return n
+}
+
+// InFlight is the number of requests inside the server at one instant.
+type InFlight struct {
+	Waiting, Running int
+}
+
+// Total is waiting + running.
+func (f InFlight) Total() int { return f.Waiting + f.Running }
+
+// InFlightAt counts the requests that had arrived by at and had not finished
+// or been lost by then; Running are those already scheduled. It equals vLLM's
+// num_requests_waiting and num_requests_running at that instant.
+func (t Truth) InFlightAt(at time.Time) InFlight {
+	var f InFlight
+	for _, r := range t {
+		if r.Arrival.After(at) || (!r.Finish.IsZero() && !r.Finish.After(at)) {
+			continue
+		}
+		if !r.Scheduled.IsZero() && !r.Scheduled.After(at) {
+			f.Running++
+		} else {
+			f.Waiting++
+		}
+	}
+	return f
+}
+
+// wireRequest is a Request as one JSON line: token times are offsets from
+// the arrival in nanoseconds, to keep the file small and exact.
+type wireRequest struct {
+	Request
+	TokenOffsetsNS []int64 `json:"token_offsets_ns,omitempty"`
+}
+
+// WriteTruth writes the truth as JSON Lines, one object per request, in
+// Truth order. Times are RFC 3339 with nanoseconds; `token_offsets_ns` lists
+// each output token's time as nanoseconds after `arrival`.
+func (t Truth) WriteTruth(w io.Writer) error {
+	bw := bufio.NewWriter(w)
+	enc := json.NewEncoder(bw)
+	for i, r := range t {
+		wr := wireRequest{Request: r}
+		if len(r.TokenTimes) > 0 {
+			wr.TokenOffsetsNS = make([]int64, len(r.TokenTimes))
+			for j, x := range r.TokenTimes {
+				wr.TokenOffsetsNS[j] = int64(x.Sub(r.Arrival))
+			}
+		}
+		if err := enc.Encode(wr); err != nil {
+			return fmt.Errorf("write truth: request %d: %w", i, err)
+		}
+	}
+	if err := bw.Flush(); err != nil {
+		return fmt.Errorf("write truth: %w", err)
+	}
+	return nil
+}
+
+// WriteTruth writes the sim's current truth as JSON Lines (see Truth.WriteTruth).
+func (s *Sim) WriteTruth(w io.Writer) error {
+	return s.Truth().WriteTruth(w)
+}
+
+// ReadTruth reads JSON Lines written by WriteTruth.
+func ReadTruth(r io.Reader) (Truth, error) {
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 0, 64*1024), 256<<20)
+	var out Truth
+	for line := 1; sc.Scan(); line++ {
+		b := sc.Bytes()
+		if len(b) == 0 {
+			continue
+		}
+		var wr wireRequest
+		if err := json.Unmarshal(b, &wr); err != nil {
+			return nil, fmt.Errorf("read truth: line %d: %w", line, err)
+		}
+		if wr.Arrival.IsZero() {
+			return nil, fmt.Errorf("read truth: line %d: missing arrival", line)
+		}
+		if len(wr.TokenOffsetsNS) > 0 {
+			wr.TokenTimes = make([]time.Time, len(wr.TokenOffsetsNS))
+			for j, off := range wr.TokenOffsetsNS {
+				wr.TokenTimes[j] = wr.Arrival.Add(time.Duration(off))
+			}
+		}
+		out = append(out, wr.Request)
+	}
+	if err := sc.Err(); err != nil {
+		if errors.Is(err, bufio.ErrTooLong) {
+			return nil, fmt.Errorf("read truth: line %d longer than 256 MiB: %w", len(out)+1, err)
+		}
+		return nil, fmt.Errorf("read truth: %w", err)
+	}
+	return out, nil
+}

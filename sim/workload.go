@@ -1,0 +1,126 @@
+package sim
+
+import (
+	"math"
+	"math/rand/v2"
+	"time"
+)
+
+// never is a virtual time that is never reached.
+const never = int64(math.MaxInt64)
+
+// arrivals generates a non-homogeneous Poisson process by thinning: candidates
+// at the workload's peak rate, each kept with probability rate(t)/peak.
+type arrivals struct {
+	w      Workload
+	starts []int64 // phase start offsets, ns
+	period int64   // total length of the phases, ns; 0 if the last lasts forever
+	peak   float64 // largest rate anywhere, per second
+	cand   int64   // time of the last candidate, ns since Start
+}
+
+func newArrivals(w Workload) *arrivals {
+	a := &arrivals{w: w}
+	var off int64
+	for _, p := range w.Phases {
+		a.starts = append(a.starts, off)
+		off += int64(p.Duration)
+		a.peak = math.Max(a.peak, p.Rate)
+		switch p.Kind {
+		case Ramp:
+			a.peak = math.Max(a.peak, p.RateEnd)
+		case Bursty:
+			a.peak = math.Max(a.peak, p.RateOff)
+		}
+	}
+	if w.Phases[len(w.Phases)-1].Duration > 0 {
+		a.period = off
+	}
+	return a
+}
+
+// rate returns the arrival rate (per second) at t ns since Start, and false
+// once a non-repeating workload has ended.
+func (a *arrivals) rate(t int64) (float64, bool) {
+	if a.period > 0 {
+		if t >= a.period {
+			if !a.w.Repeat {
+				return 0, false
+			}
+			t %= a.period
+		}
+	}
+	i := len(a.starts) - 1
+	for i > 0 && a.starts[i] > t {
+		i--
+	}
+	p := a.w.Phases[i]
+	in := t - a.starts[i]
+	switch p.Kind {
+	case Bursty:
+		cycle := int64(p.On + p.Off)
+		if in%cycle < int64(p.On) {
+			return p.Rate, true
+		}
+		return p.RateOff, true
+	case Ramp:
+		f := float64(in) / float64(p.Duration)
+		return p.Rate + (p.RateEnd-p.Rate)*f, true
+	default:
+		return p.Rate, true
+	}
+}
+
+// next returns the time of the next arrival after the previous one, or never.
+func (a *arrivals) next(rng *rand.Rand) int64 {
+	if a.peak <= 0 {
+		return never
+	}
+	for {
+		gap := rng.ExpFloat64() / a.peak * float64(time.Second)
+		if a.cand > never-int64(gap)-1 {
+			return never
+		}
+		a.cand += int64(math.Ceil(gap))
+		r, ok := a.rate(a.cand)
+		if !ok {
+			return never
+		}
+		if r >= a.peak || rng.Float64()*a.peak < r {
+			return a.cand
+		}
+	}
+}
+
+// sample draws a token count from the distribution.
+func (d LengthDist) sample(rng *rand.Rand) int {
+	if len(d.Mixture) > 0 {
+		total := 0.0
+		for _, c := range d.Mixture {
+			total += c.Weight
+		}
+		x := rng.Float64() * total
+		for _, c := range d.Mixture {
+			if x < c.Weight {
+				return c.Dist.sample(rng)
+			}
+			x -= c.Weight
+		}
+		return d.Mixture[len(d.Mixture)-1].Dist.sample(rng)
+	}
+	n := d.Fixed
+	if d.Median > 0 {
+		v := math.Exp(math.Log(d.Median) + d.Sigma*rng.NormFloat64())
+		if v > 1e9 {
+			v = 1e9
+		}
+		n = int(math.Round(v))
+	}
+	if d.Min > 0 && n < d.Min {
+		n = d.Min
+	}
+	if d.Max > 0 && n > d.Max {
+		n = d.Max
+	}
+	return max(n, 1)
+}

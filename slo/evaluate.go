@@ -1,0 +1,242 @@
+package slo
+
+import (
+	"math"
+	"time"
+)
+
+// Objective is one latency objective: the metric must be <= Threshold seconds
+// (inclusive, up to a relative 1e-9).
+type Objective struct {
+	Metric    Metric
+	Threshold float64 // seconds
+}
+
+// SLO is a named set of objectives that a share Goal of requests must all
+// meet, with an error budget over Period.
+type SLO struct {
+	Name       string
+	Objectives []Objective
+	Goal       float64
+	Period     time.Duration
+}
+
+// Options tunes EvaluateWindow.
+type Options struct {
+	// Quantiles are the quantiles reported per latency metric, in [0, 1].
+	Quantiles []float64
+	// Estimator places estimates inside their bounds; the zero value is
+	// DefaultEstimator (Density).
+	Estimator Estimator
+}
+
+// Quantile is one quantile of one metric: our estimate with its bracket, and
+// what Prometheus's histogram_quantile would say (for comparison).
+type Quantile struct {
+	Q float64
+	Bounded
+	// Prometheus is histogram_quantile's answer; +Inf when it has none (a
+	// histogram with only the +Inf bucket).
+	Prometheus float64
+}
+
+// Stage is a part of a request's life for Little's Law.
+type Stage string
+
+// The stages.
+const (
+	StageTotal   Stage = "total"   // arrival to finish: e2e
+	StageQueue   Stage = "queue"   // waiting: queue time
+	StageRunning Stage = "running" // scheduled: inference time
+)
+
+// Concurrency is Little's Law for one stage: the mean number of requests in
+// the stage predicted from the finished requests (λ·W = Δsum/seconds, exact
+// for the finished requests), and the mean observed by vLLM's gauges.
+type Concurrency struct {
+	Predicted   float64
+	Observed    float64
+	HasObserved bool
+}
+
+// SLOResult is one SLO evaluated over one window.
+type SLOResult struct {
+	Name string
+	// Requests is n_B: the requests that finished in the window.
+	Requests float64
+	// Objectives is the attainment ratio per objective key ("ttft", "tpot",
+	// ...) and "all". A per-request objective's ratio is over its own
+	// histogram's population (TTFT: first token in the window), ITL's over
+	// token gaps; "all" is over the finished requests.
+	Objectives map[string]Bounded
+	// GoodRequests is the good count per objective key and "all", over the
+	// finished requests (ITL: over gaps).
+	GoodRequests map[string]Bounded
+	// GoodputTokensPerSecond and GoodputRequestsPerSecond are the generation
+	// tokens and requests of the requests that met every objective.
+	GoodputTokensPerSecond, GoodputRequestsPerSecond Bounded
+	// HasGoodputTokens is false when the generation-tokens histogram is absent.
+	HasGoodputTokens bool
+	// BurnRate is (1 − attainment of "all")/(1 − Goal); HasBurnRate is false
+	// when Goal is not in (0, 1).
+	BurnRate    Bounded
+	HasBurnRate bool
+}
+
+// WindowReport is everything EvaluateWindow derives from one window. No field
+// is NaN: what cannot be known is absent (or its Has flag is false).
+type WindowReport struct {
+	Window Window
+	// Requests is the number of observations per latency metric exposed.
+	Requests map[Metric]float64
+	// Quantiles per metric; absent when the window holds no observation.
+	Quantiles map[Metric][]Quantile
+	// Token throughput from the token counters.
+	GenerationTokensPerSecond, PromptTokensPerSecond float64
+	HasThroughput                                    bool
+	// RequestsPerSecond is the rate of finished requests.
+	RequestsPerSecond float64
+	HasRequestRate    bool
+	// Concurrency per stage whose latency histogram is exposed.
+	Concurrency map[Stage]Concurrency
+	// SLOs holds one result per SLO, in order; an SLO is absent when the
+	// window holds no finished request.
+	SLOs []SLOResult
+}
+
+// AllKey is the objective key of "met every per-request objective".
+const AllKey = "all"
+
+// EvaluateWindow evaluates one window: quantiles of every latency metric,
+// throughput and request rate, Little's Law per stage, and each SLO. A window
+// of non-positive or unknown length yields a report with only the Window.
+func EvaluateWindow(w Window, slos []SLO, opts Options) WindowReport {
+	rep := WindowReport{
+		Window:      w,
+		Requests:    map[Metric]float64{},
+		Quantiles:   map[Metric][]Quantile{},
+		Concurrency: map[Stage]Concurrency{},
+	}
+	secs := w.Seconds()
+	if !(secs > 0) {
+		return rep
+	}
+	e := opts.Estimator
+	for _, m := range Metrics {
+		h, ok := w.Latency[m]
+		b, valid := prepare(h)
+		if !ok || !valid {
+			continue
+		}
+		rep.Requests[m] = b.n
+		if b.n > 0 {
+			rep.Quantiles[m] = quantiles(e, opts.Quantiles, h)
+		}
+	}
+	rep.throughput(w, secs)
+	rep.concurrency(w, secs)
+	nB, ok := finished(w)
+	if !ok || nB <= 0 {
+		return rep
+	}
+	for _, s := range slos {
+		rep.SLOs = append(rep.SLOs, evaluateSLO(w, s, nB, secs, e))
+	}
+	return rep
+}
+
+// quantiles computes the requested quantiles of h, skipping q outside [0, 1]
+// and keeping the estimates non-decreasing in q (the brackets already are).
+func quantiles(e Estimator, qs []float64, h Histogram) []Quantile {
+	out := make([]Quantile, 0, len(qs))
+	for _, q := range qs {
+		if !(q >= 0 && q <= 1) {
+			continue
+		}
+		p := PrometheusQuantile(q, h)
+		if math.IsNaN(p) {
+			p = math.Inf(1)
+		}
+		out = append(out, Quantile{Q: q, Bounded: e.Quantile(q, h), Prometheus: p})
+	}
+	return out
+}
+
+// throughput fills token and request rates. Token rates come from the token
+// counters; without them, from the per-request token histograms' sums (tokens
+// of finished requests, which lag the counters by the requests in flight).
+// The request rate is the e2e count (requests that finished with a latency
+// observation), else the finished-request counter.
+func (rep *WindowReport) throughput(w Window, secs float64) {
+	switch {
+	case w.HasTokenCounters && finite(w.GenerationTokensTotal) && finite(w.PromptTokensTotal):
+		rep.GenerationTokensPerSecond = math.Max(0, w.GenerationTokensTotal) / secs
+		rep.PromptTokensPerSecond = math.Max(0, w.PromptTokensTotal) / secs
+		rep.HasThroughput = true
+	case w.GenerationTokens.Valid() && w.PromptTokens.Valid() && finite(w.GenerationTokens.Sum) && finite(w.PromptTokens.Sum):
+		rep.GenerationTokensPerSecond = math.Max(0, w.GenerationTokens.Sum) / secs
+		rep.PromptTokensPerSecond = math.Max(0, w.PromptTokens.Sum) / secs
+		rep.HasThroughput = true
+	}
+	if n, ok := finished(w); ok {
+		rep.RequestsPerSecond = n / secs
+		rep.HasRequestRate = true
+	} else if w.HasRequestSuccess && finite(w.RequestSuccess) {
+		rep.RequestsPerSecond = math.Max(0, w.RequestSuccess) / secs
+		rep.HasRequestRate = true
+	}
+}
+
+// concurrency fills Little's Law per stage: predicted L = Δsum/seconds of the
+// stage's latency histogram (present only when the histogram is), observed
+// the time-average of the gauges.
+func (rep *WindowReport) concurrency(w Window, secs float64) {
+	stages := []struct {
+		stage     Stage
+		metric    Metric
+		gauges    []Gauge
+		hasGauges bool
+	}{
+		{StageTotal, E2E, []Gauge{w.Running, w.Waiting}, w.Running.Known && w.Waiting.Known},
+		{StageQueue, Queue, []Gauge{w.Waiting}, w.Waiting.Known},
+		{StageRunning, Inference, []Gauge{w.Running}, w.Running.Known},
+	}
+	for _, s := range stages {
+		h, ok := w.Latency[s.metric]
+		if !ok || !h.Valid() || !finite(h.Sum) {
+			continue
+		}
+		c := Concurrency{Predicted: math.Max(0, h.Sum) / secs}
+		if s.hasGauges {
+			obs := 0.0
+			for _, g := range s.gauges {
+				obs += g.Mean
+			}
+			if finite(obs) {
+				c.Observed, c.HasObserved = math.Max(0, obs), true
+			}
+		}
+		rep.Concurrency[s.stage] = c
+	}
+}
+
+// finished is n_B, the requests that finished in the window: the count of the
+// e2e histogram, else of the first other per-request histogram observed at
+// finish. Client-aborted requests are in none of them.
+func finished(w Window) (float64, bool) {
+	order := append([]Metric{E2E}, Metrics...)
+	for _, m := range order {
+		if !m.ObservedAtFinish() {
+			continue
+		}
+		if b, ok := prepare(w.Latency[m]); ok {
+			return b.n, true
+		}
+	}
+	return 0, false
+}
+
+// finite reports whether v is neither NaN nor infinite.
+func finite(v float64) bool {
+	return !math.IsNaN(v) && !math.IsInf(v, 0)
+}

@@ -1,0 +1,87 @@
+package slo
+
+import "math"
+
+// evaluateSLO evaluates one SLO over the nB > 0 requests that finished in the
+// window (population B).
+//
+// Per-request objectives observed at finish are counted over B directly (if
+// their histogram's count differs from nB, which vLLM does not do, the
+// difference widens the bounds by CarryGood). TTFT is observed at the first
+// token, over population A; its good count is carried onto B by CarryGood with
+// |A\B| <= in flight at the end and |B\A| <= in flight at the start (running +
+// waiting gauges); with the gauges unknown the TTFT bound is the trivial
+// [0, nB]. Client-aborted requests are recorded by no per-request histogram,
+// so they are outside both populations, except that one with a first token in
+// the window is in A and may be neither in B nor in flight at the end: each
+// such abort can make the TTFT lower bound too high by one.
+//
+// ITL is observed per token gap, not per request, so an ITL objective is an
+// attainment over gaps and is left out of "all"; an SLO with only ITL
+// objectives has "all" equal to the ITL share (the product of shares for
+// several, which is then not a bound-preserving joint but their only reading).
+//
+// An objective whose histogram is absent contributes [0, nB] to the joint
+// bounds with no evidence against it (estimate nB), and is absent from the
+// per-objective maps.
+func evaluateSLO(w Window, s SLO, nB, secs float64, e Estimator) SLOResult {
+	res := SLOResult{
+		Name:         s.Name,
+		Requests:     nB,
+		Objectives:   map[string]Bounded{},
+		GoodRequests: map[string]Bounded{},
+	}
+	var perRequest, gapRatios []Bounded
+	for _, o := range s.Objectives {
+		key := string(o.Metric)
+		b, valid := prepare(w.Latency[o.Metric])
+		if !valid {
+			if o.Metric != ITL {
+				perRequest = append(perRequest, Bounded{Estimate: nB, Lower: 0, Upper: nB})
+			}
+			continue
+		}
+		good := e.GoodCount(o.Threshold, w.Latency[o.Metric])
+		if b.n > 0 {
+			res.Objectives[key] = scale(good, 1/b.n)
+		}
+		switch {
+		case o.Metric == ITL:
+			if b.n > 0 {
+				res.GoodRequests[key] = good
+				gapRatios = append(gapRatios, res.Objectives[key])
+			}
+			continue
+		case o.Metric == TTFT:
+			leftA, joinB := b.n, nB
+			if start, end, ok := inFlight(w.Running, w.Waiting); ok {
+				leftA, joinB = end, start
+			}
+			good = CarryGood(good, b.n, nB, leftA, joinB)
+		default:
+			good = CarryGood(good, b.n, nB, math.Max(0, b.n-nB), math.Max(0, nB-b.n))
+		}
+		res.GoodRequests[key] = good
+		perRequest = append(perRequest, good)
+	}
+	var joint Bounded
+	switch {
+	case len(perRequest) == 0 && len(gapRatios) > 0:
+		joint = Exact(1)
+		for _, r := range gapRatios {
+			joint = Bounded{Estimate: joint.Estimate * r.Estimate, Lower: joint.Lower * r.Lower, Upper: joint.Upper * r.Upper}
+		}
+		joint = scale(joint, nB)
+	default:
+		joint = JointGood(perRequest, nB)
+	}
+	res.GoodRequests[AllKey] = joint
+	res.Objectives[AllKey] = scale(joint, 1/nB)
+	res.GoodputRequestsPerSecond = scale(joint, 1/secs)
+	if tok, ok := GoodputTokens(joint, w.GenerationTokens); ok {
+		res.GoodputTokensPerSecond = scale(tok, 1/secs)
+		res.HasGoodputTokens = true
+	}
+	res.BurnRate, res.HasBurnRate = BurnRate(res.Objectives[AllKey], s.Goal)
+	return res
+}

@@ -4,7 +4,10 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
+
+	"gopkg.in/yaml.v3"
 )
 
 // fileErrors maps every file under testdata to the exact error it must give;
@@ -163,3 +166,23 @@ func TestErrorFormat(t *testing.T) {
 
 // minimal is the smallest valid configuration, for tests to extend.
 const minimal = "targets:\n  - name: rtx4090\n    url: http://127.0.0.1:8000/metrics\n"
+
+// TestYAMLDecoderStrictInHTTPClientConfig pins the assumption behind Parse's
+// final decode: yaml.v3's KnownFields reaches through prometheus/common's
+// yaml.v2-style UnmarshalYAML, so even without the checker an unknown key in
+// http_client_config is not silently dropped.
+func TestYAMLDecoderStrictInHTTPClientConfig(t *testing.T) {
+	in := minimal + "    http_client_config:\n      tls_config: {insecure_skip_verfy: true}\n"
+	dec := yaml.NewDecoder(strings.NewReader(in))
+	dec.KnownFields(true)
+	var c Config
+	err := dec.Decode(&c)
+	if err == nil || !strings.Contains(err.Error(), "insecure_skip_verfy") {
+		t.Fatalf("strict yaml.v3 decode: got %v, want an unknown-field error", err)
+	}
+	_, err = Parse([]byte(in), "c.yml")
+	want := `c.yml:5: targets[0].http_client_config.tls_config.insecure_skip_verfy: unknown field "insecure_skip_verfy"`
+	if err == nil || err.Error() != want {
+		t.Fatalf("Parse: got %v, want %s", err, want)
+	}
+}

@@ -87,7 +87,8 @@ func (c *Config) LongestPeriod() time.Duration {
 
 // Redacted returns the configuration as YAML with every secret (passwords,
 // bearer tokens, OAuth2 client secrets) replaced by "<secret>", for logs and
-// the status page.
+// the status page. It relies on prometheus/common's Secret marshalling, so it
+// must not be used while config.MarshalSecretValue is set.
 func (c *Config) Redacted() ([]byte, error) {
 	out, err := yaml.Marshal(c)
 	if err != nil {

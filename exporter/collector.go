@@ -61,6 +61,7 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 		for _, m := range t.Models {
 			r.model(m)
 		}
+		r.alerts(rep.Alerts, t.Name)
 	}
 }
 
@@ -207,6 +208,33 @@ func (r *renderer) window(w slo.WindowReport) {
 		if s.HasBurnRate {
 			r.bounded(d.burnRate, s.BurnRate, r.models, s.Name, win)
 		}
+	}
+}
+
+// alerts renders the target's pending and firing alerts. Target-level alerts
+// have an empty model_name and slo. Several burn-rate windows of one severity
+// share a series, which is 1 when any of them fires.
+func (r *renderer) alerts(alerts []pipeline.Alert, target string) {
+	type key struct{ model, slo, name, severity string }
+	state := map[key]float64{}
+	var order []key
+	for _, a := range alerts {
+		if a.Labels["target"] != target || a.State == pipeline.StateResolved {
+			continue
+		}
+		k := key{a.Labels["model_name"], a.Labels["slo"], a.Name(), a.Labels["severity"]}
+		v, seen := state[k]
+		if !seen {
+			order = append(order, k)
+		}
+		if a.State == pipeline.StateFiring {
+			v = 1
+		}
+		state[k] = v
+	}
+	for _, k := range order {
+		labels := append(slices.Clone(r.base), k.model)
+		r.gauge(r.d.alertFiring, state[k], labels, k.slo, k.name, k.severity)
 	}
 }
 

@@ -17,6 +17,8 @@ type descSet struct {
 
 	windowRequests, throughput, requestRate, predicted, observed, goodTotal *prometheus.Desc
 
+	alertFiring *prometheus.Desc
+
 	latency, attainment, goodputTokens, goodputRequests, burnRate, budget, cost boundedDescs
 }
 
@@ -58,6 +60,7 @@ func newDescSet(extra []string) *descSet {
 		requestRate:    desc("requests_per_second", "Finished requests per second over the window, exact.", with(model, "window")),
 		predicted:      desc("concurrency_predicted", "Little's Law concurrency λ·W over the window (exact: increase of the latency sum / window).", with(model, "window", "stage")),
 		observed:       desc("concurrency_observed", "Time-average over the window of vLLM's running/waiting gauges sampled at scrapes.", with(model, "window", "stage")),
+		alertFiring:    desc("alert_firing", "1 while the alert fires, 0 while it is pending (the condition holds, its for duration has not passed).", with(model, "slo", "alertname", "severity")),
 		goodTotal:      desc("good_requests_total", "Estimated requests that met the objective (objective=\"all\": every objective), summed over scrape intervals; merge across a fleet with sum(rate()).", with(model, "slo", "objective")),
 
 		latency:         bounded("latency", "seconds", "latency quantile estimate over the window; the bounds are the bucket that certainly holds the quantile (nearest rank).", with(model, "metric", "window", "quantile")),

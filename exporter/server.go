@@ -8,8 +8,8 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
-	"github.com/prometheus/client_golang/prometheus/promhttp"
 	versioncollector "github.com/prometheus/client_golang/prometheus/collectors/version"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
 )
 
 // Endpoints is what the HTTP handler needs from the daemon.
@@ -34,7 +34,7 @@ type Endpoints struct {
 // AlertView is an alert as the landing page shows it.
 type AlertView struct {
 	Name, SLO, Target, Model, Severity, State, Summary string
-	Since                                               time.Time
+	Since                                              time.Time
 }
 
 // NewSelfRegistry returns a registry with the Go and process collectors and

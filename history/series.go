@@ -329,7 +329,7 @@ func (s *series) compact(now int64, tiers []Tier) {
 			s.tiers[k][0] = point{}
 			s.tiers[k] = s.tiers[k][1:]
 			next := s.frontFrom(k)
-			if k+1 < len(s.tiers) && (s.firstInBucket(k+1, p.t, tiers[k+1].Step)) {
+			if k+1 < len(s.tiers) && (next == nil || next.seg != p.seg || s.firstInBucket(k+1, p.t, tiers[k+1].Step)) {
 				s.tiers[k+1] = append(s.tiers[k+1], p)
 				continue
 			}

@@ -148,7 +148,8 @@ func decodeState(data []byte, st *stateFile) (err error) {
 // decodeModel rebuilds one model's series, checking everything the queries
 // rely on: known segments, times after 1970 strictly increasing, tiers
 // coarsest first, value vectors that are prefixes of their layouts, finite
-// non-negative values that never decrease within a segment.
+// non-negative values that never decrease within a segment, finite gauge
+// integrals over a non-decreasing known time.
 func decodeModel(ms modelState, nTiers int) (*series, error) {
 	if ms.Resets < 0 {
 		return nil, fmt.Errorf("resets %d: negative", ms.Resets)
@@ -197,6 +198,9 @@ func decodeModel(ms modelState, nTiers int) (*series, error) {
 		p := point{t: ps.T, seg: sg, vals: slices.Clone(ps.Vals)}
 		for g := range p.g {
 			v := ps.Gauges[g]
+			if math.IsNaN(v[1]) || math.IsInf(v[1], 0) || bad(v[2]) || (prev != nil && v[2] < prev.g[g].known) {
+				return nil, fmt.Errorf("point %d: gauge %s aggregates %v unusable", i, gaugeFamily(g), v)
+			}
 			p.g[g] = gaugeState{v: v[0], integral: v[1], known: v[2], max: v[3]}
 		}
 		sr.tiers[tier] = append(sr.tiers[tier], p)

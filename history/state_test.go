@@ -3,6 +3,7 @@ package history
 import (
 	"bytes"
 	"encoding/gob"
+	"math"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -164,6 +165,7 @@ func TestStateRejects(t *testing.T) {
 		{"tier order", mutated(func(st *stateFile) { st.Models[0].Points[0].Tier = 0 }), "tier 2 out of order"},
 		{"duplicate model", mutated(func(st *stateFile) { st.Models[1].Name = st.Models[0].Name }), "listed twice"},
 		{"point after state time", mutated(func(st *stateFile) { st.Now = 0 }), "after the state's time"},
+		{"gauge integral", mutated(func(st *stateFile) { st.Models[0].Points[2].Gauges[0][1] = math.Inf(1) }), "gauge running aggregates"},
 		{"bad edges", mutated(func(st *stateFile) { st.Models[0].Segments[0].Edges[0] = []float64{1, 0} }), "invalid edges"},
 	}
 	for _, tc := range cases {

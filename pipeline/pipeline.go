@@ -31,6 +31,8 @@ type TargetSpec struct {
 	Warmup time.Duration
 	// HourlyCost is the GPU cost per hour; 0 disables cost series.
 	HourlyCost float64
+	// Interval is the scrape interval; target alerts hold for three of them.
+	Interval time.Duration
 }
 
 // Spec is the evaluation configuration.
@@ -43,6 +45,8 @@ type Spec struct {
 	// MaxModels caps the distinct model_name values kept per target; 0 means no cap.
 	MaxModels int
 	Retention history.Retention
+	// Alerts are the burn-rate alerts of the SLOs.
+	Alerts []BurnAlert
 }
 
 // Pipeline holds the histories of all targets. It is safe for concurrent use:
@@ -52,6 +56,9 @@ type Pipeline struct {
 	mu      sync.RWMutex
 	spec    Spec
 	targets map[string]*target
+
+	alertMu sync.Mutex
+	alerts  alertBook
 }
 
 type target struct {
@@ -264,6 +271,10 @@ func (p *Pipeline) Evaluate(now time.Time) *Report {
 	for _, t := range targets {
 		rep.Targets = append(rep.Targets, t.evaluate(spec, now))
 	}
+	conds := alertConditions(rep, spec)
+	p.alertMu.Lock()
+	rep.Alerts = p.alerts.update(now, conds)
+	p.alertMu.Unlock()
 	return rep
 }
 
@@ -313,6 +324,9 @@ func (t *target) evaluateModel(spec Spec, model string, now time.Time) ModelRepo
 	for _, s := range spec.SLOs {
 		mr.Budgets = append(mr.Budgets, t.budget(s, model, now))
 	}
+	for _, a := range spec.Alerts {
+		mr.Burns = append(mr.Burns, t.burnCheck(spec, a, model, now))
+	}
 	mr.GoodRequests = t.goodTotals(model)
 	return mr
 }
@@ -334,6 +348,33 @@ func (t *target) budget(s slo.SLO, model string, now time.Time) Budget {
 	b.Remaining = slo.ErrorBudgetRemaining(all, s.Goal)
 	b.Known = true
 	return b
+}
+
+// burnCheck evaluates one burn-rate alert's two windows for a model.
+func (t *target) burnCheck(spec Spec, a BurnAlert, model string, now time.Time) BurnCheck {
+	c := BurnCheck{Alert: a}
+	var s slo.SLO
+	for _, candidate := range spec.SLOs {
+		if candidate.Name == a.SLO {
+			s = candidate
+		}
+	}
+	burn := func(length time.Duration) (slo.Bounded, bool) {
+		w, ok := t.hist.Window(model, now, length, history.Options{Warmup: t.spec.Warmup})
+		if !ok {
+			return slo.Bounded{}, false
+		}
+		rep := slo.EvaluateWindow(w, []slo.SLO{s}, slo.Options{})
+		if len(rep.SLOs) == 0 || !rep.SLOs[0].HasBurnRate {
+			return slo.Bounded{}, false
+		}
+		return rep.SLOs[0].BurnRate, true
+	}
+	var okLong, okShort bool
+	c.Long, okLong = burn(a.Long)
+	c.Short, okShort = burn(a.Short)
+	c.Known = okLong && okShort
+	return c
 }
 
 func (t *target) goodTotals(model string) []GoodTotal {

@@ -16,6 +16,19 @@ type Report struct {
 	Currency string
 	// Targets are in configuration order.
 	Targets []TargetReport
+	// Alerts are the pending, firing and recently resolved alerts.
+	Alerts []Alert
+}
+
+// Firing returns the alerts that are firing.
+func (r *Report) Firing() []Alert {
+	var out []Alert
+	for _, a := range r.Alerts {
+		if a.State == StateFiring {
+			out = append(out, a)
+		}
+	}
+	return out
 }
 
 // TargetReport is the state of one target and its models.
@@ -56,6 +69,8 @@ type ModelReport struct {
 	Windows []slo.WindowReport
 	// Budgets holds each SLO's error budget over its period, in SLO order.
 	Budgets []Budget
+	// Burns holds the evaluation of each burn-rate alert, in Spec.Alerts order.
+	Burns []BurnCheck
 	// GoodRequests holds the running totals of estimated good requests per SLO
 	// and objective: a counter, mergeable across a fleet with sum(rate()).
 	GoodRequests []GoodTotal

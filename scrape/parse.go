@@ -7,8 +7,6 @@ import (
 	"io"
 	"math"
 	"mime"
-	"strconv"
-	"strings"
 	"time"
 
 	"github.com/prometheus/prometheus/model/labels"
@@ -85,11 +83,13 @@ func Parse(body []byte, contentType string, p Profile, t time.Time) (*Snapshot, 
 type collector struct {
 	plan   *plan
 	base   []byte
-	states [][]*nameState // [family][name]
-	off    int            // byte offset of the last entry in base, -1 before any
-	lset   labels.Labels
-	key    []byte // scratch: identity of a child without le
-	group  []byte // scratch: identity without le and pid
+	states [][]*nameState     // [family][name]
+	off    int                // byte offset of the last entry in base, -1 before any
+	lset   labels.Labels      // scratch: the label set, on the slow path
+	labels []rawLabel         // scratch: the current sample's labels, sorted
+	key    []byte             // scratch: identity of a child without le
+	group  []byte             // scratch: identity without le and pid
+	les    map[string]float64 // le values already parsed
 }
 
 func newCollector(pl *plan, base []byte) *collector {
@@ -177,36 +177,36 @@ func (c *collector) run(p textparse.Parser) error {
 }
 
 // sample handles one float sample, cheaply skipping unwanted ones: the name is
-// read from the raw series bytes and looked up before any label set is built.
+// read from the raw series bytes and looked up before any label is read, and
+// the labels of wanted samples are scanned from the raw bytes too when they
+// are in the plain form.
 func (c *collector) sample(p textparse.Parser, series []byte, v float64) error {
 	var ref sampleRef
-	var name string
-	labelsRead := false
-	if raw, ok := rawName(series); ok {
-		r, want := c.plan.samples[string(raw)]
-		if !want {
+	var ok bool
+	if raw, plain := rawName(series); plain {
+		if ref, ok = c.plan.samples[string(raw)]; !ok {
 			return nil
 		}
-		ref, name = r, string(raw)
+		c.labels, plain = scanLabels(series, c.labels)
+		if !plain {
+			p.Labels(&c.lset)
+			c.labels = fromLabelSet(c.lset, c.labels)
+		}
 	} else {
 		// A quoted name (`{"vllm:x", ...}`): only the label set knows it.
 		p.Labels(&c.lset)
-		labelsRead = true
-		name = c.lset.Get(labels.MetricName)
-		r, want := c.plan.samples[name]
-		if !want {
+		if ref, ok = c.plan.samples[c.lset.Get(labels.MetricName)]; !ok {
 			return nil
 		}
-		ref = r
+		c.labels = fromLabelSet(c.lset, c.labels)
 	}
-	if !labelsRead {
-		p.Labels(&c.lset)
-	}
-	model, le, hasLE := c.identity()
+	sortLabels(c.labels)
+	modelB, le, hasLE := c.identity(c.labels)
 	st := c.state(ref)
 	kind := c.plan.profile.Families[ref.fam].Kind
 	lineErr := func(reason, format string, args ...any) error {
-		return &ParseError{Reason: reason, Line: c.line(), Family: name, Model: model, Err: fmt.Errorf(format, args...)}
+		return &ParseError{Reason: reason, Line: c.line(), Family: ref.sample, Model: string(modelB),
+			Err: fmt.Errorf(format, args...)}
 	}
 	switch ref.role {
 	case roleBucket, roleCount, roleSum:
@@ -215,7 +215,7 @@ func (c *collector) sample(p textparse.Parser, series []byte, v float64) error {
 		}
 		ch := st.hist[string(c.key)]
 		if ch == nil {
-			ch = &histChild{model: model, desc: describe(c.lset)}
+			ch = &histChild{model: string(modelB), desc: describe(c.labels), buckets: make([]bucket, 0, 32)}
 			st.hist[string(c.key)] = ch
 		}
 		st.present = true
@@ -224,7 +224,7 @@ func (c *collector) sample(p textparse.Parser, series []byte, v float64) error {
 			if !hasLE {
 				return lineErr(ReasonInvalidHistogram, "bucket without le label")
 			}
-			edge, err := strconv.ParseFloat(le, 64)
+			edge, err := c.parseLE(le)
 			if err != nil || math.IsNaN(edge) {
 				return lineErr(ReasonInvalidHistogram, "bad le %q", le)
 			}
@@ -260,9 +260,9 @@ func (c *collector) sample(p textparse.Parser, series []byte, v float64) error {
 			st.vals = make(map[string]*valChild)
 		}
 		if _, dup := st.vals[string(c.key)]; dup {
-			return lineErr(ReasonDuplicateSeries, "%s seen twice", describe(c.lset))
+			return lineErr(ReasonDuplicateSeries, "%s seen twice", describe(c.labels))
 		}
-		st.vals[string(c.key)] = &valChild{model: model, group: string(c.group), v: v}
+		st.vals[string(c.key)] = &valChild{model: string(modelB), group: string(c.group), v: v}
 		st.present = true
 	case roleCreated:
 		if !validCount(v) {
@@ -272,9 +272,9 @@ func (c *collector) sample(p textparse.Parser, series []byte, v float64) error {
 			st.created = make(map[string]*valChild)
 		}
 		if _, dup := st.created[string(c.key)]; dup {
-			return lineErr(ReasonDuplicateSeries, "%s seen twice", describe(c.lset))
+			return lineErr(ReasonDuplicateSeries, "%s seen twice", describe(c.labels))
 		}
-		st.created[string(c.key)] = &valChild{model: model, v: v}
+		st.created[string(c.key)] = &valChild{model: string(modelB), v: v}
 	}
 	return nil
 }
@@ -283,54 +283,6 @@ func (c *collector) sample(p textparse.Parser, series []byte, v float64) error {
 // not negative.
 func validCount(v float64) bool {
 	return v >= 0 && !math.IsInf(v, 1) // NaN fails v >= 0
-}
-
-// identity reads model_name and le from c.lset and fills c.key (every label
-// but the name and le) and c.group (the same without pid). Both are
-// length-prefixed so that no label value can forge another identity.
-func (c *collector) identity() (model, le string, hasLE bool) {
-	c.key, c.group = c.key[:0], c.group[:0]
-	c.lset.Range(func(l labels.Label) {
-		switch l.Name {
-		case labels.MetricName:
-			return
-		case labelLE:
-			le, hasLE = l.Value, true
-			return
-		case labelModel:
-			model = l.Value
-		}
-		c.key = appendField(appendField(c.key, l.Name), l.Value)
-		if l.Name != labelPID {
-			c.group = appendField(appendField(c.group, l.Name), l.Value)
-		}
-	})
-	return model, le, hasLE
-}
-
-func appendField(b []byte, s string) []byte {
-	b = strconv.AppendInt(b, int64(len(s)), 10)
-	b = append(b, ':')
-	return append(b, s...)
-}
-
-// describe renders a child's labels without name and le, for messages.
-func describe(ls labels.Labels) string {
-	var b strings.Builder
-	b.WriteByte('{')
-	ls.Range(func(l labels.Label) {
-		if l.Name == labels.MetricName || l.Name == labelLE {
-			return
-		}
-		if b.Len() > 1 {
-			b.WriteString(", ")
-		}
-		b.WriteString(l.Name)
-		b.WriteByte('=')
-		b.WriteString(strconv.Quote(l.Value))
-	})
-	b.WriteByte('}')
-	return b.String()
 }
 
 // rawName returns the metric name at the start of a series' raw bytes, or false

@@ -19,9 +19,10 @@ const (
 
 // sampleRef says which profile name a wanted sample belongs to and what it is.
 type sampleRef struct {
-	fam  int // index into Profile.Families
-	name int // index into that family's Names
-	role role
+	fam    int    // index into Profile.Families
+	name   int    // index into that family's Names
+	role   role   // what the sample is
+	sample string // the sample name, for messages
 }
 
 // typeRef is a family name that may appear in a `# TYPE` line, with the type
@@ -50,6 +51,7 @@ func newPlan(p Profile) *plan {
 	}
 	add := func(sample string, ref sampleRef) {
 		if _, taken := pl.samples[sample]; !taken {
+			ref.sample = sample
 			pl.samples[sample] = ref
 		}
 	}

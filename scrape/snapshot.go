@@ -1,10 +1,10 @@
 // Package scrape is the input side of the pipeline: it fetches a target's
-// /metrics, parses the exposition with Prometheus's own parser, keeps only the
-// families an engine profile names, and stores the cumulative values in a
-// per-target history that answers window questions exactly at scrape times.
+// /metrics, parses the exposition with Prometheus's own parser, and keeps only
+// the families an engine profile names, as a Snapshot per scrape (engines
+// summed, models kept apart).
 //
-// It never computes SLO numbers (that is package slo) and never serves anything
-// (that is package exporter).
+// It never stores history (package history), never computes SLO numbers
+// (package slo) and never serves anything (package exporter).
 package scrape
 
 import (

@@ -28,6 +28,11 @@ type Config struct {
 	// DiscardTokenTimes keeps no per-token times in the truth (ITL truth is then
 	// unavailable), saving memory in long runs.
 	DiscardTokenTimes bool
+	// OnDone, when set, receives each request's truth as it finishes or is
+	// lost in a restart, in simulation order (for streaming the truth to a
+	// file in long runs). It is called with the sim locked: it must not call
+	// back into the Sim.
+	OnDone func(Request)
 }
 
 // ModelConfig is one served model (one `model_name`) with its data-parallel engines.

@@ -138,6 +138,7 @@ func (e *engine) completeStep(s *Sim) {
 		}
 		if r.generated >= r.output {
 			e.finishRequest(r, now)
+			s.done(r)
 			continue
 		}
 		keep = append(keep, r)
@@ -168,12 +169,10 @@ func (e *engine) finishRequest(r *request, now int64) {
 }
 
 // abortAll drops every running and waiting request at time t (a restart).
-func (e *engine) abortAll(t int64) {
-	for _, r := range e.running {
+func (e *engine) abortAll(t int64, s *Sim) {
+	for _, r := range append(e.running, e.waiting[e.head:]...) {
 		r.aborted, r.finish = true, t
-	}
-	for _, r := range e.waiting[e.head:] {
-		r.aborted, r.finish = true, t
+		s.done(r)
 	}
 	e.running, e.waiting, e.head = nil, nil, 0
 	e.clock, e.stepEnd, e.kvUsed = t, never, 0

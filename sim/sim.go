@@ -144,6 +144,13 @@ func (s *Sim) arrive(m *model, t int64) {
 	m.engines[e].enqueue(r)
 }
 
+// done hands a finished or lost request to the OnDone hook.
+func (s *Sim) done(r *request) {
+	if s.cfg.OnDone != nil {
+		s.cfg.OnDone(s.export(r))
+	}
+}
+
 // RestartOptions change what a restart brings.
 type RestartOptions struct {
 	// Buckets, when non-nil, is the bucket layout of the restarted server.
@@ -168,7 +175,7 @@ func (s *Sim) Restart(opts RestartOptions) error {
 	for _, m := range s.models {
 		m.layout = s.buckets.resolve(m.cfg.MaxModelLen)
 		for _, e := range m.engines {
-			e.abortAll(s.now)
+			e.abortAll(s.now, s)
 			e.met = newEngineMetrics(m.layout)
 		}
 	}

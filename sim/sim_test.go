@@ -420,9 +420,33 @@ func TestDiscardTruth(t *testing.T) {
 	full := mustNew(t, smallConfig(4))
 	cfg := smallConfig(4)
 	cfg.DiscardTruth, cfg.DiscardTokenTimes = true, true
+	var streamed Truth
+	cfg.OnDone = func(r Request) { streamed = append(streamed, r) }
 	lean := mustNew(t, cfg)
-	full.Advance(time.Minute)
-	lean.Advance(time.Minute)
+	full.Advance(30 * time.Second)
+	lean.Advance(30 * time.Second)
+	_ = full.Restart(RestartOptions{})
+	_ = lean.Restart(RestartOptions{})
+	full.Advance(30 * time.Second)
+	lean.Advance(30 * time.Second)
+	var done Truth
+	for _, r := range full.Truth() {
+		if !r.Finish.IsZero() {
+			done = append(done, r)
+		}
+	}
+	if len(streamed) != len(done) || len(done) < 100 {
+		t.Fatalf("OnDone got %d requests, truth has %d done", len(streamed), len(done))
+	}
+	aborted := 0
+	for _, r := range streamed {
+		if r.Aborted {
+			aborted++
+		}
+	}
+	if aborted == 0 {
+		t.Error("OnDone saw no aborted request from the restart")
+	}
 	a, _ := full.Exposition()
 	b, _ := lean.Exposition()
 	if !bytes.Equal(a, b) {

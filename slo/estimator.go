@@ -245,6 +245,3 @@ func (e Estimator) Quantile(q float64, h Histogram) Bounded {
 	res.Estimate = e.fit(b).at(b, i, f)
 	return res
 }
-
-
-

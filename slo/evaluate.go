@@ -110,6 +110,14 @@ const AllKey = "all"
 // EvaluateWindow evaluates one window: quantiles of every latency metric,
 // throughput and request rate, Little's Law per stage, and each SLO. A window
 // of non-positive or unknown length yields a report with only the Window.
+//
+// SLOs are evaluated over the requests that finished in the window (n_B, the
+// e2e count); see evaluateSLO in slo.go for how TTFT, observed at the first
+// token, is carried onto them. Client-aborted requests are recorded by none of
+// vLLM's finish histograms (nor request_success_total), so attainment and
+// goodput are over the requests vLLM completed; an aborted request whose first
+// token fell in the window is counted in TTFT and can make the TTFT lower bound
+// too high by one.
 func EvaluateWindow(w Window, slos []SLO, opts Options) WindowReport {
 	rep := WindowReport{
 		Window:      w,

@@ -1,13 +1,3 @@
-// Package slo turns the increases of vLLM's cumulative histograms and counters
-// over a window into the numbers operators act on: latency quantiles with the
-// bracket that certainly holds them, SLO attainment, joint attainment and
-// goodput with honest bounds, Little's-Law concurrency, burn rates, error budget
-// and cost.
-//
-// It is pure: no I/O, no clock, no goroutines; time arrives inside the inputs.
-// It imports nothing of this module, so every other package may depend on it.
-// Every estimate that is not exact comes with a lower and an upper bound that the
-// true value cannot leave.
 package slo
 
 import (

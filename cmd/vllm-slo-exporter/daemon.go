@@ -41,6 +41,8 @@ type daemon struct {
 	self          *prometheus.Registry
 	reloadOK      prometheus.Gauge
 	reloadSuccess prometheus.Gauge
+	stateSaved    prometheus.Gauge
+	stateErrors   prometheus.Counter
 }
 
 type runningLoop struct {
@@ -69,7 +71,15 @@ func newDaemon(logger *slog.Logger, configFile string, cfg *config.Config) *daem
 			Help: "Time of the last successful configuration reload.",
 		}),
 	}
-	d.self.MustRegister(d.reloadOK, d.reloadSuccess)
+	d.stateSaved = prometheus.NewGauge(prometheus.GaugeOpts{
+		Name: exporter.Namespace + "_exporter_state_last_save_timestamp_seconds",
+		Help: "Time the state file was last written.",
+	})
+	d.stateErrors = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: exporter.Namespace + "_exporter_state_save_failures_total",
+		Help: "Failed writes of the state file.",
+	})
+	d.self.MustRegister(d.reloadOK, d.reloadSuccess, d.stateSaved, d.stateErrors)
 	d.reloadOK.Set(1)
 	d.reloadSuccess.SetToCurrentTime()
 	return d
@@ -92,12 +102,14 @@ func runDaemon(logger *slog.Logger, configFile string, webFlags *web.FlagConfig)
 func (d *daemon) serve(ctx context.Context, webFlags *web.FlagConfig, ready chan<- struct{}) int {
 	loopsCtx, stopLoops := context.WithCancel(context.Background())
 	d.ctx = loopsCtx
+	d.loadState()
 	d.mu.Lock()
 	d.startLoops()
 	d.mu.Unlock()
 
-	d.wg.Add(1)
+	d.wg.Add(2)
 	go d.evaluateEvery(loopsCtx)
+	go d.saveStateEvery(loopsCtx)
 	hup := make(chan os.Signal, 1)
 	signal.Notify(hup, syscall.SIGHUP)
 	defer signal.Stop(hup)
@@ -132,6 +144,7 @@ func (d *daemon) serve(ctx context.Context, webFlags *web.FlagConfig, ready chan
 	}
 	stopLoops()
 	d.wg.Wait()
+	d.saveState()
 	shutdownCtx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	if err := srv.Shutdown(shutdownCtx); err != nil {

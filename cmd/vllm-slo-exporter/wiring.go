@@ -36,10 +36,22 @@ func specFromConfig(cfg *config.Config) pipeline.Spec {
 			Labels:     t.Labels,
 			Warmup:     time.Duration(t.Warmup),
 			HourlyCost: t.HourlyCost(cfg.Cost),
+			Interval:   t.Interval(cfg.Global),
 		})
 	}
 	for _, s := range cfg.SLOs {
 		spec.SLOs = append(spec.SLOs, sloFromConfig(s))
+		for _, a := range s.Alerts {
+			spec.Alerts = append(spec.Alerts, pipeline.BurnAlert{
+				SLO:        s.Name,
+				Severity:   a.Severity,
+				Long:       time.Duration(a.LongWindow),
+				Short:      time.Duration(a.ShortWindow),
+				Factor:     a.BurnFactor(time.Duration(s.Period)),
+				For:        time.Duration(a.For),
+				RunbookURL: s.RunbookURL,
+			})
+		}
 	}
 	spec.Retention = history.NewRetention(longestWindow, cfg.LongestPeriod())
 	return spec

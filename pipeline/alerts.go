@@ -1,0 +1,250 @@
+package pipeline
+
+import (
+	"fmt"
+	"maps"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/prometheus/common/model"
+
+	"github.com/vllm-slo-exporter/vllm-slo-exporter/slo"
+)
+
+// BurnAlert is one multiwindow, multi-burn-rate alert of an SLO (Google SRE
+// workbook): it is active while the burn rate over both the long and the short
+// window exceeds Factor.
+type BurnAlert struct {
+	SLO      string
+	Severity string
+	Long     time.Duration
+	Short    time.Duration
+	// Factor is the burn rate threshold: budget share consumed × period / Long.
+	Factor float64
+	// For is how long the condition must hold before the alert fires.
+	For        time.Duration
+	RunbookURL string
+}
+
+// Alert names.
+const (
+	AlertBurnRate      = "VLLMSLOBurnRateHigh"
+	AlertTargetDown    = "VLLMSLOTargetDown"
+	AlertFamilyMissing = "VLLMMetricFamilyMissing"
+)
+
+// AlertState is the state of an alert, as Prometheus names it.
+type AlertState string
+
+// The alert states.
+const (
+	StatePending  AlertState = "pending"
+	StateFiring   AlertState = "firing"
+	StateResolved AlertState = "resolved"
+)
+
+// Alert is one alert instance: a set of labels and its state over time.
+type Alert struct {
+	Labels      map[string]string
+	Annotations map[string]string
+	State       AlertState
+	// ActiveAt is when the condition began to hold; FiredAt when the alert
+	// started firing; ResolvedAt when a firing alert's condition stopped.
+	ActiveAt, FiredAt, ResolvedAt time.Time
+}
+
+// Name is the alertname label.
+func (a Alert) Name() string { return a.Labels["alertname"] }
+
+// BurnCheck is the evaluation of one BurnAlert for one model.
+type BurnCheck struct {
+	Alert       BurnAlert
+	Long, Short slo.Bounded
+	// Known is false when either window holds no finished request.
+	Known bool
+}
+
+// Active reports whether the alert's condition holds. It pages on the upper
+// (pessimistic) burn rate of both windows: when the histograms cannot say
+// whether requests met every objective, the alert assumes they did not.
+func (c BurnCheck) Active() bool {
+	return c.Known && c.Long.Upper > c.Alert.Factor && c.Short.Upper > c.Alert.Factor
+}
+
+// resolvedRetention keeps a resolved alert in the report long enough for a
+// notifier to send the resolve more than once, as Prometheus does.
+const resolvedRetention = 15 * time.Minute
+
+// condition is one alert that should be active now.
+type condition struct {
+	labels      map[string]string
+	annotations map[string]string
+	hold        time.Duration
+}
+
+// alertBook remembers alert states between evaluations. It needs evaluation
+// times in order; an earlier time is treated as the latest one.
+type alertBook struct {
+	alerts map[string]*Alert
+	last   time.Time
+}
+
+func alertKey(labels map[string]string) string {
+	var b strings.Builder
+	for _, k := range slices.Sorted(maps.Keys(labels)) {
+		b.WriteString(k)
+		b.WriteByte(0)
+		b.WriteString(labels[k])
+		b.WriteByte(0)
+	}
+	return b.String()
+}
+
+// update applies the conditions that hold at now and returns every alert that
+// is pending, firing or recently resolved, sorted by labels.
+func (b *alertBook) update(now time.Time, conds []condition) []Alert {
+	if b.alerts == nil {
+		b.alerts = map[string]*Alert{}
+	}
+	if now.Before(b.last) {
+		now = b.last
+	}
+	b.last = now
+	seen := map[string]bool{}
+	for _, c := range conds {
+		key := alertKey(c.labels)
+		seen[key] = true
+		a, ok := b.alerts[key]
+		if !ok || a.State == StateResolved {
+			a = &Alert{Labels: c.labels, State: StatePending, ActiveAt: now}
+			b.alerts[key] = a
+		}
+		a.Annotations = c.annotations
+		if a.State == StatePending && now.Sub(a.ActiveAt) >= c.hold {
+			a.State = StateFiring
+			a.FiredAt = now
+		}
+	}
+	for key, a := range b.alerts {
+		if seen[key] {
+			continue
+		}
+		switch {
+		case a.State == StatePending:
+			delete(b.alerts, key)
+		case a.State == StateFiring:
+			a.State = StateResolved
+			a.ResolvedAt = now
+		case now.Sub(a.ResolvedAt) > resolvedRetention:
+			delete(b.alerts, key)
+		}
+	}
+	out := make([]Alert, 0, len(b.alerts))
+	for _, key := range slices.Sorted(maps.Keys(b.alerts)) {
+		out = append(out, *b.alerts[key])
+	}
+	return out
+}
+
+// alertConditions lists the alerts whose condition holds in a report.
+func alertConditions(rep *Report, spec Spec) []condition {
+	var out []condition
+	for _, t := range rep.Targets {
+		base := map[string]string{"target": t.Name}
+		for k, v := range t.Labels {
+			base[k] = v
+		}
+		hold := 3 * spec.targetInterval(t.Name)
+		if t.Tried && !t.Up {
+			out = append(out, condition{
+				labels: with(base, "alertname", AlertTargetDown, "severity", "page"),
+				annotations: map[string]string{
+					"summary":     fmt.Sprintf("vLLM target %s cannot be scraped", t.Name),
+					"description": "Last error: " + t.LastError,
+				},
+				hold: hold,
+			})
+		}
+		if needed := neededMissing(t.Missing, spec.SLOs); len(needed) > 0 {
+			out = append(out, condition{
+				labels: with(base, "alertname", AlertFamilyMissing, "severity", "ticket"),
+				annotations: map[string]string{
+					"summary":     fmt.Sprintf("vLLM target %s lacks metric families the SLOs need: %s", t.Name, strings.Join(needed, ", ")),
+					"description": "Renamed by a vLLM upgrade, or vLLM runs with --disable-log-stats. SLO series for these objectives are absent, not zero.",
+				},
+				hold: hold,
+			})
+		}
+		for _, m := range t.Models {
+			for _, c := range m.Burns {
+				if c.Active() {
+					out = append(out, burnCondition(base, m.Name, c))
+				}
+			}
+		}
+	}
+	return out
+}
+
+func burnCondition(base map[string]string, modelName string, c BurnCheck) condition {
+	a := c.Alert
+	labels := with(base, "alertname", AlertBurnRate, "severity", a.Severity, "slo", a.SLO, "model_name", modelName,
+		"long_window", model.Duration(a.Long).String(), "short_window", model.Duration(a.Short).String())
+	ann := map[string]string{
+		"summary": fmt.Sprintf("SLO %s of %s on %s burns its error budget at %s× or more over %s", a.SLO, modelName,
+			base["target"], num(a.Factor), model.Duration(a.Long)),
+		"description": fmt.Sprintf("Burn rate over %s: estimate %s, bounds [%s, %s]; over %s: estimate %s, bounds [%s, %s]; threshold %s. "+
+			"Paging uses the upper bound (the pessimistic joint attainment), because vLLM's separate histograms cannot say which requests met every objective.",
+			model.Duration(a.Long), num(c.Long.Estimate), num(c.Long.Lower), num(c.Long.Upper),
+			model.Duration(a.Short), num(c.Short.Estimate), num(c.Short.Lower), num(c.Short.Upper), num(a.Factor)),
+		"burn_rate":       num(c.Long.Upper),
+		"burn_rate_short": num(c.Short.Upper),
+	}
+	if a.RunbookURL != "" {
+		ann["runbook_url"] = a.RunbookURL
+	}
+	return condition{labels: labels, annotations: ann, hold: a.For}
+}
+
+func num(v float64) string { return strconv.FormatFloat(v, 'g', 4, 64) }
+
+func with(base map[string]string, kv ...string) map[string]string {
+	out := maps.Clone(base)
+	for i := 0; i+1 < len(kv); i += 2 {
+		out[kv[i]] = kv[i+1]
+	}
+	return out
+}
+
+// neededMissing lists the missing families that some SLO objective needs, or
+// that every SLO needs to count finished requests (e2e).
+func neededMissing(missing []string, slos []slo.SLO) []string {
+	if len(slos) == 0 {
+		return nil
+	}
+	need := map[string]bool{string(slo.E2E): true}
+	for _, s := range slos {
+		for _, o := range s.Objectives {
+			need[string(o.Metric)] = true
+		}
+	}
+	var out []string
+	for _, f := range missing {
+		if need[f] {
+			out = append(out, f)
+		}
+	}
+	return out
+}
+
+// targetInterval is the scrape interval of a target, for alert hold times.
+func (s Spec) targetInterval(name string) time.Duration {
+	for _, t := range s.Targets {
+		if t.Name == name && t.Interval > 0 {
+			return t.Interval
+		}
+	}
+	return 15 * time.Second
+}

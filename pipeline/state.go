@@ -1,0 +1,106 @@
+package pipeline
+
+import (
+	"bytes"
+	"encoding/gob"
+	"errors"
+	"fmt"
+	"maps"
+)
+
+// stateVersion is the version of the state format MarshalState writes;
+// UnmarshalState refuses others, so an old file starts the daemon fresh
+// instead of being misread.
+const stateVersion = 1
+
+type pipelineState struct {
+	Version int
+	Targets []targetState
+}
+
+type targetState struct {
+	Name, URL, Profile string
+	History            []byte
+	Good               map[string]map[string]map[string]float64
+}
+
+// MarshalState encodes every target's history and good-request totals, so
+// that a restart of the daemon keeps its windows and error budgets.
+func (p *Pipeline) MarshalState() ([]byte, error) {
+	p.mu.RLock()
+	targets := make([]*target, 0, len(p.targets))
+	for _, ts := range p.spec.Targets {
+		targets = append(targets, p.targets[ts.Name])
+	}
+	p.mu.RUnlock()
+	st := pipelineState{Version: stateVersion}
+	for _, t := range targets {
+		ts, err := t.state()
+		if err != nil {
+			return nil, fmt.Errorf("state of target %q: %w", ts.Name, err)
+		}
+		st.Targets = append(st.Targets, ts)
+	}
+	var buf bytes.Buffer
+	if err := gob.NewEncoder(&buf).Encode(st); err != nil {
+		return nil, fmt.Errorf("encode state: %w", err)
+	}
+	return buf.Bytes(), nil
+}
+
+// state copies what survives a restart, under the target's lock.
+func (t *target) state() (targetState, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	ts := targetState{Name: t.spec.Name, URL: t.spec.URL, Profile: t.spec.Profile.Name, Good: map[string]map[string]map[string]float64{}}
+	for model, bySLO := range t.good {
+		ts.Good[model] = map[string]map[string]float64{}
+		for s, byObj := range bySLO {
+			ts.Good[model][s] = maps.Clone(byObj)
+		}
+	}
+	h, err := t.hist.MarshalBinary()
+	ts.History = h
+	return ts, err
+}
+
+// UnmarshalState restores the targets of a state that are still configured
+// with the same URL and profile; the others start fresh. A corrupt or
+// foreign state is an error and changes nothing.
+func (p *Pipeline) UnmarshalState(data []byte) (restored int, err error) {
+	defer func() {
+		// gob guards itself, but a state file is outside input: never panic.
+		if r := recover(); r != nil {
+			restored, err = 0, fmt.Errorf("decode state: %v", r)
+		}
+	}()
+	var st pipelineState
+	if err := gob.NewDecoder(bytes.NewReader(data)).Decode(&st); err != nil {
+		return 0, fmt.Errorf("decode state: %w", err)
+	}
+	if st.Version != stateVersion {
+		return 0, fmt.Errorf("decode state: format version %d, want %d", st.Version, stateVersion)
+	}
+	p.mu.RLock()
+	defer p.mu.RUnlock()
+	var errs []error
+	for _, ts := range st.Targets {
+		t, ok := p.targets[ts.Name]
+		if !ok {
+			continue
+		}
+		t.mu.Lock()
+		if t.spec.URL == ts.URL && t.spec.Profile.Name == ts.Profile {
+			if err := t.hist.UnmarshalBinary(ts.History); err != nil {
+				errs = append(errs, fmt.Errorf("target %q: %w", ts.Name, err))
+			} else {
+				if ts.Good != nil {
+					t.good = ts.Good
+				}
+				restored++
+			}
+		}
+		t.mu.Unlock()
+	}
+	return restored, errors.Join(errs...)
+}

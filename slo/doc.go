@@ -1,0 +1,67 @@
+// Package slo turns the increases of vLLM's cumulative histograms and counters
+// over a window into the numbers operators act on: latency quantiles with the
+// bracket that certainly holds them, SLO attainment, joint attainment and
+// goodput with honest bounds, Little's-Law concurrency, burn rates, error budget
+// and cost.
+//
+// It is pure: no I/O, no clock, no goroutines; time arrives inside the inputs.
+// It imports nothing of this module, so every other package may depend on it.
+// Every estimate that is not exact comes with a lower and an upper bound that the
+// true value cannot leave.
+//
+// # Conventions
+//
+// Quantiles use the nearest rank: the q-quantile of n observations is the
+// r-th smallest with r = ceil(q·n), at least 1 (q = 0 is the minimum, q = 1
+// the maximum); q·n is rounded down by a relative 1e-9 first, so binary noise
+// (0.07·100 = 7.000000000000001) cannot move the rank. [ExactQuantile] applies
+// the same rank to samples; [LinearPercentile] is numpy's, which `vllm bench
+// serve` prints; [PrometheusQuantile] is histogram_quantile, reproduced for
+// comparison.
+//
+// Latencies are non-negative, so the first bucket's lower edge is 0. A
+// threshold equals an edge when they agree to a relative 1e-9 (a configured
+// 0.05 equals le="0.05" and 0.30−0.25); objectives are inclusive (<=).
+// Histogram counts that decrease from one edge to the next are raised to the
+// running maximum, as Prometheus does. Invalid inputs give ok = false, NaN
+// (for the functions that mirror Prometheus) or absent entries; nothing that
+// [EvaluateWindow] returns is NaN.
+//
+// # Bounds and why they hold
+//
+//   - Quantile bracket: fewer than r observations are <= the bucket's lower
+//     edge and at least r are <= its upper edge ([QuantileBracket]).
+//   - Good count below a threshold T: every observation <= the edge below T
+//     is good and none above the edge above it is; exact on an edge
+//     ([Estimator.GoodCount]).
+//   - Moving a good count between populations A and B: good(B) lies in
+//     [good(A) − |A\B|, good(A) + |B\A|], with |A\B| and |B\A| bounded by
+//     the requests in flight at the window's end and start ([CarryGood]). TTFT
+//     is observed at the first token, the other per-request histograms at the
+//     finish; a client-aborted request reaches TTFT at most, never a finish
+//     histogram (see [EvaluateWindow]).
+//   - Meeting every objective: Fréchet bounds max(0, Σ lo_i − (m−1)·n) and
+//     min hi_i ([JointGood]). ITL is per token gap and is not in "all".
+//   - Goodput tokens: the bad requests hold between the tokens of the k
+//     smallest and of the k largest requests, read at bucket edges
+//     ([GoodputTokens]).
+//   - Little's Law: λ·W = Δsum/seconds of a stage's latency histogram, with no
+//     bucket error; it equals the stage's mean concurrency in steady state,
+//     which the gauges' time-average observes.
+//   - Burn rate and cost invert: the pessimistic burn uses the lower
+//     attainment, the lower cost the upper goodput ([BurnRate],
+//     [CostPerMillion]).
+//
+// # Estimates
+//
+// Every estimate lies inside its bounds. Within a bucket, observations are
+// placed by an [Estimator]; the default, [Density], tilts each bucket by the
+// slope of its neighbours' densities and fits one shift so that the
+// histogram's mean (Sum/count) is reproduced. accuracy_test.go measured it on
+// skewed, bimodal and narrow latency workloads with vLLM's bucket edges: about
+// 40% of histogram_quantile's mean relative error (`go test -run Accuracy -v
+// ./slo` prints the table). A rank in the +Inf bucket has the estimate +Inf.
+// The joint estimate assumes violations come together (between independence
+// and the comonotone minimum); goodput tokens assume bad requests are of
+// average length.
+package slo

@@ -47,9 +47,9 @@ small { color: #666; }
 {{if not .Report}}<p>No evaluation yet: waiting for the first scrapes.</p>{{else}}
 <p><small>Evaluated at {{.Report.Time.UTC.Format "2006-01-02 15:04:05 MST"}}. Ranges are honest bounds: the true value cannot leave them.</small></p>
 <h2>Alerts</h2>
-{{if .Alerts}}<table id="alerts"><tr><th>alert</th><th>severity</th><th>state</th><th>SLO</th><th>target</th><th>model</th><th>since</th><th>summary</th></tr>
-{{range .Alerts}}<tr><td>{{.Name}}</td><td>{{.Severity}}</td><td class="{{.State}}">{{.State}}</td><td>{{.SLO}}</td><td>{{.Target}}</td><td>{{.Model}}</td><td>{{ago $.Report.Time .Since}}</td><td>{{.Summary}}</td></tr>
-{{end}}</table>{{else}}<p id="alerts">No alert is pending or firing.</p>{{end}}
+{{if .Report.Alerts}}<table id="alerts"><tr><th>alert</th><th>severity</th><th>state</th><th>SLO</th><th>target</th><th>model</th><th>active since</th><th>summary</th></tr>
+{{range .Report.Alerts}}<tr class="alert"><td>{{.Name}}</td><td>{{index .Labels "severity"}}</td><td class="{{.State}}">{{.State}}</td><td>{{index .Labels "slo"}}</td><td>{{index .Labels "target"}}</td><td>{{index .Labels "model_name"}}</td><td>{{ago $.Report.Time .ActiveAt}}</td><td>{{index .Annotations "summary"}}</td></tr>
+{{end}}</table>{{else}}<p id="alerts">No alert is pending, firing or recently resolved.</p>{{end}}
 <h2>Targets</h2>
 <table id="targets"><tr><th>target</th><th>state</th><th>last scrape</th><th>duration</th><th>resets</th><th>missing families</th><th>error</th></tr>
 {{range .Report.Targets}}<tr class="target"><td>{{.Name}}</td>
@@ -73,7 +73,6 @@ small { color: #666; }
 type landingData struct {
 	Refresh int
 	Report  *pipeline.Report
-	Alerts  []AlertView
 }
 
 func landingHandler(e Endpoints) http.Handler {
@@ -81,9 +80,6 @@ func landingHandler(e Endpoints) http.Handler {
 		data := landingData{Refresh: e.RefreshSeconds, Report: e.Report()}
 		if data.Refresh <= 0 {
 			data.Refresh = 15
-		}
-		if e.Alerts != nil {
-			data.Alerts = e.Alerts()
 		}
 		w.Header().Set("Content-Type", "text/html; charset=utf-8")
 		if err := landingTemplate.Execute(w, data); err != nil {

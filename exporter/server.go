@@ -23,8 +23,6 @@ type Endpoints struct {
 	Reload func(ctx context.Context) error
 	// ConfigYAML returns the running configuration with secrets redacted.
 	ConfigYAML func() ([]byte, error)
-	// Alerts returns the alerts to show on the landing page.
-	Alerts func() []AlertView
 	// Self is the registry of the daemon's own metrics (reload status, ...).
 	Self *prometheus.Registry
 	// RefreshSeconds is how often the landing page reloads itself.

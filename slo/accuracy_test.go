@@ -115,6 +115,9 @@ func TestQuantileAccuracy(t *testing.T) {
 	if got, limit := est[DefaultEstimator], prom[DefaultEstimator]/2; got > limit {
 		t.Errorf("default estimator %v: mean relative error %.4f, want <= %.4f (half of Prometheus's)", DefaultEstimator, got, limit)
 	}
+	if testing.Short() {
+		return // too few windows for the per-row comparison to be more than noise
+	}
 	for _, w := range worse {
 		t.Errorf("default estimator more than 30%% worse than Prometheus: %s", w)
 	}

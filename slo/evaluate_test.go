@@ -207,3 +207,14 @@ func checkReport(t *testing.T, rep WindowReport) {
 		}
 	}
 }
+
+// BenchmarkEvaluateWindow measures one window with two SLOs and four
+// quantiles per metric: the daemon's work per target, window and scrape.
+func BenchmarkEvaluateWindow(b *testing.B) {
+	w := busyWindow()
+	slos := []SLO{interactive, {Name: "e2e", Objectives: []Objective{{E2E, 7}}, Goal: 0.95}}
+	opts := Options{Quantiles: []float64{0.5, 0.9, 0.95, 0.99}}
+	for b.Loop() {
+		EvaluateWindow(w, slos, opts)
+	}
+}

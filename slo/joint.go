@@ -2,7 +2,7 @@ package slo
 
 import "math"
 
-// InFlight bounds the requests in flight at a scrape by vLLM's running plus
+// inFlight bounds the requests in flight at a scrape by vLLM's running plus
 // waiting gauges (a preempted request waits again, so it is counted too).
 // ok is false when either gauge is unknown.
 func inFlight(running, waiting Gauge) (start, end float64, ok bool) {

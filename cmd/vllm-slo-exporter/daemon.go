@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	commoncfg "github.com/prometheus/common/config"
 	"github.com/prometheus/exporter-toolkit/web"
 
 	"github.com/vllm-slo-exporter/vllm-slo-exporter/config"
@@ -37,6 +38,11 @@ type daemon struct {
 	report atomic.Pointer[pipeline.Report]
 	ctx    context.Context
 	wg     sync.WaitGroup
+
+	notifier        *exporter.Notifier // guarded by mu
+	stopNotifier    context.CancelFunc
+	notifierMetrics *exporter.NotifierMetrics
+	generatorURL    string
 
 	self          *prometheus.Registry
 	reloadOK      prometheus.Gauge
@@ -80,6 +86,7 @@ func newDaemon(logger *slog.Logger, configFile string, cfg *config.Config) *daem
 		Help: "Failed writes of the state file.",
 	})
 	d.self.MustRegister(d.reloadOK, d.reloadSuccess, d.stateSaved, d.stateErrors)
+	d.notifierMetrics = exporter.NewNotifierMetrics(d.self)
 	d.reloadOK.Set(1)
 	d.reloadSuccess.SetToCurrentTime()
 	return d
@@ -107,6 +114,14 @@ func (d *daemon) serve(ctx context.Context, webFlags *web.FlagConfig, ready chan
 	d.startLoops()
 	d.mu.Unlock()
 
+	d.mu.Lock()
+	if err := d.startNotifier(); err != nil {
+		d.mu.Unlock()
+		stopLoops()
+		d.wg.Wait()
+		return fail(d.logger, "alertmanagers", err)
+	}
+	d.mu.Unlock()
 	d.wg.Add(2)
 	go d.evaluateEvery(loopsCtx)
 	go d.saveStateEvery(loopsCtx)
@@ -284,7 +299,14 @@ func (d *daemon) evaluateEvery(ctx context.Context) {
 }
 
 func (d *daemon) evaluate() {
-	d.report.Store(d.pipe.Evaluate(d.now()))
+	rep := d.pipe.Evaluate(d.now())
+	d.report.Store(rep)
+	d.mu.Lock()
+	n := d.notifier
+	d.mu.Unlock()
+	if n != nil {
+		n.Notify(rep.Time, rep.Alerts)
+	}
 }
 
 // reload reads the configuration file again and applies it only when it is
@@ -296,7 +318,14 @@ func (d *daemon) reload() error {
 		return err
 	}
 	d.mu.Lock()
+	old := d.cfg
 	d.cfg = cfg
+	if err := d.startNotifier(); err != nil {
+		d.cfg = old
+		d.mu.Unlock()
+		d.reloadOK.Set(0)
+		return err
+	}
 	d.pipe.Reconfigure(specFromConfig(cfg))
 	d.startLoops()
 	d.mu.Unlock()
@@ -304,5 +333,40 @@ func (d *daemon) reload() error {
 	d.reloadSuccess.SetToCurrentTime()
 	d.logger.Info("configuration reloaded", "file", d.configFile)
 	d.evaluate()
+	return nil
+}
+
+// startNotifier replaces the Alertmanager notifier with one for the current
+// configuration. d.mu must be held.
+func (d *daemon) startNotifier() error {
+	a := d.cfg.Alerting
+	var targets []exporter.AlertmanagerTarget
+	for i, am := range a.Alertmanagers {
+		client, err := commoncfg.NewClientFromConfig(am.HTTPClientConfig, fmt.Sprintf("alertmanager-%d", i))
+		if err != nil {
+			return fmt.Errorf("alertmanager %s: %w", am.URL, err)
+		}
+		targets = append(targets, exporter.AlertmanagerTarget{URL: am.URL, Client: client, Timeout: time.Duration(am.Timeout)})
+	}
+	if d.stopNotifier != nil {
+		d.stopNotifier()
+		d.stopNotifier = nil
+	}
+	d.notifier = nil
+	if len(targets) == 0 {
+		return nil
+	}
+	n := exporter.NewNotifier(exporter.NotifierOptions{
+		Alertmanagers:      targets,
+		ResendDelay:        time.Duration(a.ResendDelay),
+		EvaluationInterval: time.Duration(d.cfg.Global.EvaluationInterval),
+		ExternalLabels:     a.ExternalLabels,
+		GeneratorURL:       d.generatorURL,
+		Logger:             d.logger,
+		Metrics:            d.notifierMetrics,
+	})
+	ctx, cancel := context.WithCancel(d.ctx)
+	d.notifier, d.stopNotifier = n, cancel
+	go n.Run(ctx)
 	return nil
 }

@@ -100,7 +100,9 @@ func (f *Fetcher) Name() string { return f.name }
 func (f *Fetcher) URL() string { return f.url }
 
 // Fetch GETs the target once. Every failure is a *FetchError naming the
-// target and URL; a non-2xx status is a failure (ReasonHTTPStatus).
+// target and URL; a non-2xx status is a failure (ReasonHTTPStatus). When a
+// response arrived but failed, the returned Response still carries its
+// Status, ContentType and Duration (never a body), for recordings.
 func (f *Fetcher) Fetch(ctx context.Context) (Response, error) {
 	if f.timeout > 0 {
 		var cancel context.CancelFunc
@@ -128,12 +130,13 @@ func (f *Fetcher) Fetch(ctx context.Context) (Response, error) {
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
 		// Drain a little so the connection can be reused; ignore failures.
 		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 4096))
-		return Response{}, &FetchError{Reason: ReasonHTTPStatus,
+		failed := Response{ContentType: resp.Header.Get("Content-Type"), Status: resp.StatusCode, Duration: time.Since(start)}
+		return failed, &FetchError{Reason: ReasonHTTPStatus,
 			Err: fmt.Errorf("target %q: GET %s: status %d", f.name, f.url, resp.StatusCode)}
 	}
 	body, err := f.readBody(ctx, resp)
 	if err != nil {
-		return Response{}, err
+		return Response{ContentType: resp.Header.Get("Content-Type"), Status: resp.StatusCode, Duration: time.Since(start)}, err
 	}
 	return Response{
 		Body:        body,

@@ -249,6 +249,12 @@ func TestFetchFailures(t *testing.T) {
 			if !errors.As(err, &fe) {
 				t.Fatalf("err %v is not a *FetchError", err)
 			}
+			if tc.reason == ReasonHTTPStatus && resp.Status < 300 {
+				t.Errorf("status %d not reported with the error", resp.Status)
+			}
+			if resp.Body != nil {
+				t.Errorf("a body came back with the error")
+			}
 			if got := FailureReason(err); got != tc.reason {
 				t.Errorf("reason %q, want %q (err: %v)", got, tc.reason, err)
 			}

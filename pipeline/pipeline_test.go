@@ -1,0 +1,273 @@
+package pipeline
+
+import (
+	"math"
+	"testing"
+	"time"
+
+	"github.com/vllm-slo-exporter/vllm-slo-exporter/history"
+	"github.com/vllm-slo-exporter/vllm-slo-exporter/scrape"
+	"github.com/vllm-slo-exporter/vllm-slo-exporter/sim"
+	"github.com/vllm-slo-exporter/vllm-slo-exporter/slo"
+)
+
+var start = time.Date(2026, 11, 29, 0, 0, 0, 0, time.UTC)
+
+var interactive = slo.SLO{
+	Name:       "interactive",
+	Objectives: []slo.Objective{{Metric: slo.TTFT, Threshold: 0.5}, {Metric: slo.TPOT, Threshold: 0.05}},
+	Goal:       0.99,
+	Period:     24 * time.Hour,
+}
+
+// fastPage is a burn-rate alert scaled down so a test sees it within minutes.
+var fastPage = BurnAlert{SLO: "interactive", Severity: "page", Long: 10 * time.Minute, Short: 2 * time.Minute, Factor: 5, For: time.Minute}
+
+func testSpec(t *testing.T) Spec {
+	t.Helper()
+	return Spec{
+		Targets:   []TargetSpec{{Name: "gpu0", URL: "http://127.0.0.1:8000/metrics", Profile: scrape.VLLM, Interval: 15 * time.Second, HourlyCost: 2}},
+		SLOs:      []slo.SLO{interactive},
+		Windows:   []time.Duration{time.Minute, 5 * time.Minute},
+		Quantiles: []float64{0.5, 0.99},
+		Currency:  "USD",
+		MaxModels: 10,
+		Retention: history.NewRetention(10*time.Minute, 24*time.Hour),
+		Alerts:    []BurnAlert{fastPage},
+	}
+}
+
+// phased builds a demo-like simulator whose workload runs the given phases once.
+func phased(t *testing.T, phases ...sim.Phase) *sim.Sim {
+	t.Helper()
+	cfg := sim.DemoConfig(7, start)
+	cfg.Models[0].Workload.Phases = phases
+	cfg.Models[0].Workload.Repeat = false
+	s, err := sim.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+// scrapeInto advances the simulator to at, parses its exposition and ingests it.
+func scrapeInto(t *testing.T, p *Pipeline, s *sim.Sim, at time.Time) {
+	t.Helper()
+	s.AdvanceTo(at)
+	body, ct := s.Exposition()
+	snap, err := scrape.Parse(body, ct, scrape.VLLM, at)
+	if err != nil {
+		t.Fatalf("parse at %v: %v", at, err)
+	}
+	if err := p.Ingest("gpu0", snap, 0); err != nil {
+		t.Fatalf("ingest at %v: %v", at, err)
+	}
+}
+
+func firing(rep *Report, name string) bool {
+	for _, a := range rep.Firing() {
+		if a.Name() == name {
+			return true
+		}
+	}
+	return false
+}
+
+// TestBurnAlertLifecycle replays a healthy period, an overload and a recovery
+// on a virtual clock: the page alert must stay silent while healthy, fire
+// within a few evaluations of the breach, and resolve after recovery.
+func TestBurnAlertLifecycle(t *testing.T) {
+	healthy := sim.Phase{Duration: 30 * time.Minute, Kind: sim.Poisson, Rate: sim.DemoRate}
+	overload := sim.Phase{Duration: 10 * time.Minute, Kind: sim.Poisson, Rate: 4 * sim.DemoRate}
+	recovery := sim.Phase{Kind: sim.Poisson, Rate: sim.DemoRate}
+	s := phased(t, healthy, overload, recovery)
+	p := New(testSpec(t))
+	step := 15 * time.Second
+	breach := start.Add(30 * time.Minute)
+	recovered := breach.Add(10 * time.Minute)
+	var firedAt, resolvedAt time.Time
+	for at := start.Add(step); at.Before(start.Add(80 * time.Minute)); at = at.Add(step) {
+		scrapeInto(t, p, s, at)
+		rep := p.Evaluate(at)
+		on := firing(rep, AlertBurnRate)
+		switch {
+		case at.Before(breach) && on:
+			t.Fatalf("page fired at %v, during the healthy period", at.Sub(start))
+		case on && firedAt.IsZero():
+			firedAt = at
+		case !on && !firedAt.IsZero() && resolvedAt.IsZero():
+			resolvedAt = at
+		}
+	}
+	if firedAt.IsZero() {
+		t.Fatal("page never fired during the overload")
+	}
+	// The short window (2m) must fill with bad requests and the for (1m) pass.
+	if lag := firedAt.Sub(breach); lag > 6*time.Minute {
+		t.Errorf("page fired %v after the breach began, want within 6m", lag)
+	}
+	if resolvedAt.IsZero() {
+		t.Fatal("page never resolved after the recovery")
+	}
+	if resolvedAt.Before(recovered) {
+		t.Errorf("page resolved at %v, before the overload ended", resolvedAt.Sub(start))
+	}
+	if lag := resolvedAt.Sub(recovered); lag > 15*time.Minute {
+		t.Errorf("page resolved %v after recovery, want within 15m", lag)
+	}
+}
+
+// TestWindowsMatchTruth checks exact window counts and throughput against the
+// simulator's ground truth, and that every published bound holds the truth.
+func TestWindowsMatchTruth(t *testing.T) {
+	s := phased(t, sim.Phase{Duration: 20 * time.Minute, Kind: sim.Poisson, Rate: 2 * sim.DemoRate})
+	p := New(testSpec(t))
+	step := 15 * time.Second
+	end := start.Add(20 * time.Minute)
+	for at := start.Add(step); !at.After(end); at = at.Add(step) {
+		scrapeInto(t, p, s, at)
+	}
+	rep := p.Evaluate(end)
+	truth := s.Truth()
+	m := rep.Targets[0].Models[0]
+	for _, w := range m.Windows {
+		from, to := w.Window.Start, w.Window.End
+		fin := truth.FinishedIn(from, to)
+		if got, want := w.Requests[slo.E2E], float64(len(fin)); got != want {
+			t.Errorf("window %v: e2e requests %v, truth %v", w.Window.Nominal, got, want)
+		}
+		tokens := float64(truth.TokensIn(from, to)) / to.Sub(from).Seconds()
+		if !close(w.GenerationTokensPerSecond, tokens) {
+			t.Errorf("window %v: throughput %v, truth %v", w.Window.Nominal, w.GenerationTokensPerSecond, tokens)
+		}
+		good, goodTokens := 0, 0
+		for _, r := range fin {
+			if r.TTFT() <= 0.5 && r.TPOT() <= 0.05 {
+				good++
+				goodTokens += r.OutputTokens
+			}
+		}
+		res := w.SLOs[0]
+		all := res.Objectives[slo.AllKey]
+		ratio := float64(good) / float64(len(fin))
+		if ratio < all.Lower-1e-12 || ratio > all.Upper+1e-12 {
+			t.Errorf("window %v: true joint attainment %v outside [%v, %v]", w.Window.Nominal, ratio, all.Lower, all.Upper)
+		}
+		gt := float64(goodTokens) / to.Sub(from).Seconds()
+		if g := res.GoodputTokensPerSecond; gt < g.Lower-1e-9 || gt > g.Upper+1e-9 {
+			t.Errorf("window %v: true goodput %v tok/s outside [%v, %v]", w.Window.Nominal, gt, g.Lower, g.Upper)
+		}
+	}
+	if len(m.GoodRequests) == 0 {
+		t.Error("no good-request totals accumulated")
+	}
+	for _, b := range m.Budgets {
+		if !b.Known || b.Remaining.Lower > b.Remaining.Estimate || b.Remaining.Estimate > b.Remaining.Upper {
+			t.Errorf("budget %+v: not known or bounds out of order", b)
+		}
+	}
+}
+
+func close(a, b float64) bool {
+	return math.Abs(a-b) <= 1e-9*math.Max(1, math.Abs(b))
+}
+
+func TestTargetDownAlertAndFailures(t *testing.T) {
+	p := New(testSpec(t))
+	at := start
+	for i := 0; i < 5; i++ {
+		at = at.Add(15 * time.Second)
+		p.RecordFailure("gpu0", "connection", nil, at, time.Millisecond)
+		rep := p.Evaluate(at)
+		tr := rep.Targets[0]
+		if tr.Up || !tr.Tried || tr.Failures["connection"] != float64(i+1) {
+			t.Fatalf("after %d failures: %+v", i+1, tr)
+		}
+		// Three intervals must pass before the alert fires.
+		if want := i >= 3; firing(rep, AlertTargetDown) != want {
+			t.Fatalf("after %d failures: firing=%v, want %v", i+1, !want, want)
+		}
+	}
+}
+
+func TestModelCap(t *testing.T) {
+	spec := testSpec(t)
+	spec.MaxModels = 1
+	cfg := sim.DemoConfig(3, start)
+	second := cfg.Models[0]
+	second.Name = "other"
+	cfg.Models = append(cfg.Models, second)
+	s, err := sim.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := New(spec)
+	for i := 1; i <= 3; i++ {
+		scrapeInto(t, p, s, start.Add(time.Duration(i)*15*time.Second))
+	}
+	tr := p.Evaluate(start.Add(45 * time.Second)).Targets[0]
+	if len(tr.Models) != 1 || tr.ModelsDropped != 3 {
+		t.Fatalf("models %d, dropped %v; want 1 and 3", len(tr.Models), tr.ModelsDropped)
+	}
+}
+
+func TestReconfigureKeepsHistoryAndStateRoundTrip(t *testing.T) {
+	s := phased(t, sim.Phase{Duration: time.Hour, Kind: sim.Poisson, Rate: sim.DemoRate})
+	spec := testSpec(t)
+	p := New(spec)
+	for i := 1; i <= 20; i++ {
+		scrapeInto(t, p, s, start.Add(time.Duration(i)*15*time.Second))
+	}
+	end := start.Add(5 * time.Minute)
+	before := p.Evaluate(end).Targets[0].Models[0].Windows[1].Requests[slo.E2E]
+
+	spec.SLOs[0].Goal = 0.95
+	p.Reconfigure(spec)
+	if got := p.Evaluate(end).Targets[0].Models[0].Windows[1].Requests[slo.E2E]; got != before {
+		t.Errorf("after a reload that kept the target: %v requests, want %v", got, before)
+	}
+
+	data, err := p.MarshalState()
+	if err != nil {
+		t.Fatal(err)
+	}
+	fresh := New(spec)
+	if n, err := fresh.UnmarshalState(data); err != nil || n != 1 {
+		t.Fatalf("UnmarshalState: %d targets, %v", n, err)
+	}
+	if got := fresh.Evaluate(end).Targets[0].Models[0].Windows[1].Requests[slo.E2E]; got != before {
+		t.Errorf("after a state round trip: %v requests, want %v", got, before)
+	}
+	if _, err := fresh.UnmarshalState(data[:len(data)/2]); err == nil {
+		t.Error("a truncated state was accepted")
+	}
+	if _, err := fresh.UnmarshalState([]byte("garbage")); err == nil {
+		t.Error("a garbage state was accepted")
+	}
+
+	moved := spec
+	moved.Targets = []TargetSpec{spec.Targets[0]}
+	moved.Targets[0].URL = "http://127.0.0.1:9999/metrics"
+	p.Reconfigure(moved)
+	if models := p.Evaluate(end).Targets[0].Models; len(models) != 0 {
+		t.Errorf("a target whose URL changed kept %d models of history", len(models))
+	}
+}
+
+func TestIngestRejectsClockGoingBack(t *testing.T) {
+	s := phased(t, sim.Phase{Duration: time.Hour, Kind: sim.Poisson, Rate: sim.DemoRate})
+	p := New(testSpec(t))
+	scrapeInto(t, p, s, start.Add(time.Minute))
+	body, ct := s.Exposition()
+	snap, err := scrape.Parse(body, ct, scrape.VLLM, start.Add(30*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Ingest("gpu0", snap, 0); err == nil {
+		t.Fatal("a snapshot older than the history was accepted")
+	}
+	tr := p.Evaluate(start.Add(time.Minute)).Targets[0]
+	if tr.Failures["out_of_order"] != 1 {
+		t.Errorf("failures %v, want out_of_order 1", tr.Failures)
+	}
+}

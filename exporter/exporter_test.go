@@ -1,0 +1,366 @@
+package exporter
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"math"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
+
+	"github.com/vllm-slo-exporter/vllm-slo-exporter/history"
+	"github.com/vllm-slo-exporter/vllm-slo-exporter/pipeline"
+	"github.com/vllm-slo-exporter/vllm-slo-exporter/scrape"
+	"github.com/vllm-slo-exporter/vllm-slo-exporter/sim"
+	"github.com/vllm-slo-exporter/vllm-slo-exporter/slo"
+)
+
+var start = time.Date(2026, 11, 29, 0, 0, 0, 0, time.UTC)
+
+// simReport runs the demo simulator through the pipeline for ten minutes of
+// virtual time, with the given model name, and returns the last report.
+func simReport(t *testing.T, modelName string) *pipeline.Report {
+	t.Helper()
+	cfg := sim.DemoConfig(5, start)
+	cfg.Models[0].Name = modelName
+	s, err := sim.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := pipeline.New(pipeline.Spec{
+		Targets: []pipeline.TargetSpec{{Name: "gpu0", URL: "http://x/metrics", Profile: scrape.VLLM,
+			Labels: map[string]string{"gpu": "rtx4090"}, HourlyCost: 2, Interval: 15 * time.Second}},
+		SLOs: []slo.SLO{{Name: "interactive", Goal: 0.99, Period: 24 * time.Hour,
+			Objectives: []slo.Objective{{Metric: slo.TTFT, Threshold: 0.5}, {Metric: slo.TPOT, Threshold: 0.05}}}},
+		Windows:   []time.Duration{time.Minute, 5 * time.Minute},
+		Quantiles: []float64{0.5, 0.9, 0.99},
+		Currency:  "CNY",
+		Retention: history.NewRetention(5*time.Minute, 24*time.Hour),
+	})
+	var rep *pipeline.Report
+	for at := start.Add(15 * time.Second); !at.After(start.Add(10 * time.Minute)); at = at.Add(15 * time.Second) {
+		s.AdvanceTo(at)
+		body, ct := s.Exposition()
+		snap, err := scrape.Parse(body, ct, scrape.VLLM, at)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := p.Ingest("gpu0", snap, 0); err != nil {
+			t.Fatal(err)
+		}
+		rep = p.Evaluate(at)
+	}
+	return rep
+}
+
+func gather(t *testing.T, rep *pipeline.Report) map[string]*dto.MetricFamily {
+	t.Helper()
+	reg := prometheus.NewPedanticRegistry()
+	reg.MustRegister(NewCollector(func() *pipeline.Report { return rep }))
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]*dto.MetricFamily{}
+	for _, mf := range mfs {
+		out[mf.GetName()] = mf
+	}
+	return out
+}
+
+func label(m *dto.Metric, name string) string {
+	for _, l := range m.GetLabel() {
+		if l.GetName() == name {
+			return l.GetValue()
+		}
+	}
+	return ""
+}
+
+func key(m *dto.Metric, skip string) string {
+	var b strings.Builder
+	for _, l := range m.GetLabel() {
+		if l.GetName() != skip {
+			b.WriteString(l.GetName() + "=" + l.GetValue() + ",")
+		}
+	}
+	return b.String()
+}
+
+func value(m *dto.Metric) float64 {
+	if m.GetGauge() != nil {
+		return m.GetGauge().GetValue()
+	}
+	return m.GetCounter().GetValue()
+}
+
+// TestCollectorInvariants renders a real report and checks the SPEC §6
+// invariants on the exposed series: lower ≤ estimate ≤ upper, ratios in
+// [0, 1], quantiles non-decreasing in q, no NaN, and the common labels.
+func TestCollectorInvariants(t *testing.T) {
+	mfs := gather(t, simReport(t, "Qwen/Qwen2.5-7B-Instruct"))
+	for _, name := range []string{"vllm_slo_target_up", "vllm_slo_window_requests", "vllm_slo_latency_seconds",
+		"vllm_slo_attainment_ratio", "vllm_slo_goodput_tokens_per_second", "vllm_slo_goodput_requests_per_second",
+		"vllm_slo_throughput_tokens_per_second", "vllm_slo_requests_per_second", "vllm_slo_concurrency_predicted",
+		"vllm_slo_concurrency_observed", "vllm_slo_burn_rate", "vllm_slo_error_budget_remaining_ratio",
+		"vllm_slo_cost_per_million_tokens", "vllm_slo_good_requests_total", "vllm_slo_target_metric_missing"} {
+		if _, ok := mfs[name]; !ok {
+			t.Errorf("series %s missing", name)
+		}
+	}
+	for name, mf := range mfs {
+		for _, m := range mf.GetMetric() {
+			if math.IsNaN(value(m)) {
+				t.Errorf("%s%v is NaN", name, m.GetLabel())
+			}
+			if label(m, "target") != "gpu0" || label(m, "gpu") != "rtx4090" {
+				t.Errorf("%s lacks the target's labels: %v", name, m.GetLabel())
+			}
+		}
+	}
+	for _, base := range []struct{ est, lo, hi string }{
+		{"vllm_slo_latency_seconds", "vllm_slo_latency_lower_seconds", "vllm_slo_latency_upper_seconds"},
+		{"vllm_slo_attainment_ratio", "vllm_slo_attainment_lower_ratio", "vllm_slo_attainment_upper_ratio"},
+		{"vllm_slo_goodput_tokens_per_second", "vllm_slo_goodput_lower_tokens_per_second", "vllm_slo_goodput_upper_tokens_per_second"},
+		{"vllm_slo_burn_rate", "vllm_slo_burn_rate_lower", "vllm_slo_burn_rate_upper"},
+	} {
+		lo, hi := map[string]float64{}, map[string]float64{}
+		for _, m := range mfs[base.lo].GetMetric() {
+			lo[key(m, "")] = value(m)
+		}
+		for _, m := range mfs[base.hi].GetMetric() {
+			hi[key(m, "")] = value(m)
+		}
+		for _, m := range mfs[base.est].GetMetric() {
+			k, v := key(m, ""), value(m)
+			if !(lo[k] <= v && v <= hi[k]) {
+				t.Errorf("%s{%s}: %v not within [%v, %v]", base.est, k, v, lo[k], hi[k])
+			}
+			if strings.HasSuffix(base.est, "_ratio") && (v < 0 || v > 1) {
+				t.Errorf("%s{%s} = %v outside [0, 1]", base.est, k, v)
+			}
+		}
+	}
+	byQ := map[string][]float64{}
+	for _, m := range mfs["vllm_slo_latency_seconds"].GetMetric() {
+		k := key(m, "quantile")
+		byQ[k] = append(byQ[k], value(m)) // quantile labels sort "0.5" < "0.9" < "0.99"
+	}
+	for k, vs := range byQ {
+		for i := 1; i < len(vs); i++ {
+			if vs[i] < vs[i-1] {
+				t.Errorf("quantiles decrease in q for %s: %v", k, vs)
+			}
+		}
+	}
+}
+
+// TestCollectorEmptyReport checks that nothing is exposed before the first
+// evaluation and for a target not scraped yet.
+func TestCollectorEmptyReport(t *testing.T) {
+	if mfs := gather(t, nil); len(mfs) != 0 {
+		t.Errorf("nil report exposed %d families", len(mfs))
+	}
+	rep := &pipeline.Report{Targets: []pipeline.TargetReport{{Name: "a"}}}
+	if mfs := gather(t, rep); len(mfs) != 0 {
+		t.Errorf("untried target exposed %v", mfs)
+	}
+}
+
+func TestLandingPageEscapesAndShowsState(t *testing.T) {
+	hostile := `<script>alert("x")</script>`
+	rep := simReport(t, hostile)
+	h := NewHandler(Endpoints{Report: func() *pipeline.Report { return rep }, Ready: func() bool { return true }})
+	srv := httptest.NewServer(h)
+	defer srv.Close()
+	body := get(t, srv.URL+"/", http.StatusOK)
+	if strings.Contains(body, "<script>") {
+		t.Error("landing page contains a raw <script> from a model name")
+	}
+	for _, want := range []string{"&lt;script&gt;", "gpu0", "interactive", `http-equiv="refresh"`, "/metrics"} {
+		if !strings.Contains(body, want) {
+			t.Errorf("landing page lacks %q", want)
+		}
+	}
+	metrics := get(t, srv.URL+"/metrics", http.StatusOK)
+	if !strings.Contains(metrics, `model_name="<script>alert(\"x\")</script>"`) {
+		t.Error("/metrics does not carry the model name as an escaped label value")
+	}
+	get(t, srv.URL+"/-/healthy", http.StatusOK)
+	get(t, srv.URL+"/-/ready", http.StatusOK)
+	get(t, srv.URL+"/-/reload", http.StatusMethodNotAllowed)
+}
+
+func TestReadyAndReload(t *testing.T) {
+	ready := false
+	reloads := 0
+	h := NewHandler(Endpoints{
+		Report: func() *pipeline.Report { return nil },
+		Ready:  func() bool { return ready },
+		Reload: func(context.Context) error {
+			reloads++
+			if reloads > 1 {
+				return io.ErrUnexpectedEOF
+			}
+			return nil
+		},
+	})
+	srv := httptest.NewServer(h)
+	defer srv.Close()
+	get(t, srv.URL+"/-/ready", http.StatusServiceUnavailable)
+	ready = true
+	get(t, srv.URL+"/-/ready", http.StatusOK)
+	for _, want := range []int{http.StatusOK, http.StatusInternalServerError} {
+		resp, err := http.Post(srv.URL+"/-/reload", "", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != want {
+			t.Errorf("reload %d: status %d, want %d", reloads, resp.StatusCode, want)
+		}
+	}
+}
+
+func get(t *testing.T, url string, want int) string {
+	t.Helper()
+	resp, err := http.Get(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != want {
+		t.Fatalf("GET %s: status %d, want %d", url, resp.StatusCode, want)
+	}
+	return string(b)
+}
+
+// fakeAlertmanager records the alerts posted to its v2 API.
+type fakeAlertmanager struct {
+	mu     sync.Mutex
+	posts  [][]amAlert
+	status int
+}
+
+func (f *fakeAlertmanager) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if r.URL.Path != "/api/v2/alerts" || r.Method != http.MethodPost {
+		http.NotFound(w, r)
+		return
+	}
+	var batch []amAlert
+	if err := json.NewDecoder(r.Body).Decode(&batch); err != nil {
+		http.Error(w, err.Error(), http.StatusBadRequest)
+		return
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.status != 0 {
+		w.WriteHeader(f.status)
+		return
+	}
+	f.posts = append(f.posts, batch)
+}
+
+func (f *fakeAlertmanager) received() [][]amAlert {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return append([][]amAlert(nil), f.posts...)
+}
+
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+func TestNotifierFiringResendResolve(t *testing.T) {
+	am := &fakeAlertmanager{}
+	srv := httptest.NewServer(am)
+	defer srv.Close()
+	n := NewNotifier(NotifierOptions{
+		Alertmanagers:  []AlertmanagerTarget{{URL: srv.URL, Timeout: time.Second}},
+		ResendDelay:    time.Minute,
+		ExternalLabels: map[string]string{"cluster": "lab", "severity": "ignored"},
+	})
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go n.Run(ctx)
+
+	labels := map[string]string{"alertname": "VLLMSLOBurnRateHigh", "severity": "page", "slo": "interactive"}
+	fire := pipeline.Alert{Labels: labels, State: pipeline.StateFiring, ActiveAt: start, FiredAt: start}
+	n.Notify(start, []pipeline.Alert{fire, {Labels: map[string]string{"alertname": "p"}, State: pipeline.StatePending}})
+	waitFor(t, "the first post", func() bool { return len(am.received()) == 1 })
+	got := am.received()[0]
+	if len(got) != 1 || got[0].Labels["cluster"] != "lab" || got[0].Labels["severity"] != "page" || !got[0].StartsAt.Equal(start) || !got[0].EndsAt.After(start) {
+		t.Fatalf("first post %+v: want only the firing alert, external labels added but not overriding, endsAt in the future", got)
+	}
+	n.Notify(start.Add(30*time.Second), []pipeline.Alert{fire}) // within ResendDelay: nothing
+	n.Notify(start.Add(61*time.Second), []pipeline.Alert{fire}) // resent
+	waitFor(t, "the resend", func() bool { return len(am.received()) == 2 })
+	resolved := fire
+	resolved.State, resolved.ResolvedAt = pipeline.StateResolved, start.Add(90*time.Second)
+	n.Notify(start.Add(90*time.Second), []pipeline.Alert{resolved})
+	waitFor(t, "the resolve", func() bool { return len(am.received()) == 3 })
+	if r := am.received()[2][0]; !r.EndsAt.Equal(resolved.ResolvedAt) {
+		t.Errorf("resolve endsAt %v, want %v", r.EndsAt, resolved.ResolvedAt)
+	}
+}
+
+// TestNotifierNeverBlocks checks that an Alertmanager that hangs does not
+// block Notify, which runs on the evaluation path.
+func TestNotifierNeverBlocks(t *testing.T) {
+	hang := make(chan struct{})
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { <-hang }))
+	defer srv.Close()
+	defer close(hang)
+	n := NewNotifier(NotifierOptions{Alertmanagers: []AlertmanagerTarget{{URL: srv.URL, Timeout: 50 * time.Millisecond}}})
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go n.Run(ctx)
+	done := make(chan struct{})
+	go func() {
+		for i := 0; i < 100; i++ {
+			a := pipeline.Alert{Labels: map[string]string{"alertname": "x", "i": string(rune('a' + i%26))}, State: pipeline.StateFiring}
+			n.Notify(start.Add(time.Duration(i)*time.Hour), []pipeline.Alert{a})
+		}
+		close(done)
+	}()
+	select {
+	case <-done:
+	case <-time.After(5 * time.Second):
+		t.Fatal("Notify blocked on a hanging Alertmanager")
+	}
+}
+
+func TestTextOutputParses(t *testing.T) {
+	rep := simReport(t, "m")
+	srv := httptest.NewServer(NewHandler(Endpoints{Report: func() *pipeline.Report { return rep }, Self: NewSelfRegistry()}))
+	defer srv.Close()
+	body := get(t, srv.URL+"/metrics", http.StatusOK)
+	p := expfmt.NewTextParser(model.UTF8Validation)
+	mfs, err := p.TextToMetricFamilies(strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := mfs["vllm_slo_exporter_build_info"]; !ok {
+		t.Error("build_info missing")
+	}
+	if _, ok := mfs["go_goroutines"]; !ok {
+		t.Error("Go self-metrics missing")
+	}
+}

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"math"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -149,7 +150,7 @@ func ParseBench(data []byte, name string) (*BenchFile, error) {
 			if !ok {
 				continue
 			}
-			if strings.HasSuffix(k, "_ms") || contains(reportedKeys, k) {
+			if strings.HasSuffix(k, "_ms") || slices.Contains(reportedKeys, k) {
 				f.Reported[k] = x
 			}
 		}
@@ -244,12 +245,3 @@ func parseRate(raw json.RawMessage) (float64, error) {
 }
 
 func nonNegative(v float64) bool { return v >= 0 && !math.IsInf(v, 0) }
-
-func contains(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
-}

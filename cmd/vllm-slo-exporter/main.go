@@ -48,6 +48,9 @@ func run(args []string) int {
 	checkCmd := app.Command("check-config", "Validate a configuration file.")
 	checkConfig := checkCmd.Flag("config.file", "Configuration file.").Default("config.yaml").String()
 
+	rulesCmd := app.Command("rules", "Print Prometheus recording and alerting rules equivalent to the daemon's computation.")
+	rulesConfig := rulesCmd.Flag("config.file", "Configuration file.").Default("config.yaml").String()
+
 	recordCmd := app.Command("record", "Save timestamped scrapes of a target as JSON Lines.")
 	recordURL := recordCmd.Flag("url", "The target's /metrics URL.").Required().String()
 	recordTarget := recordCmd.Flag("target", "Target name written into the recording.").Default("target").String()
@@ -79,6 +82,8 @@ func run(args []string) int {
 		return runDemo(logger, *demoWeb, *demoSim)
 	case checkCmd.FullCommand():
 		return checkConfigFile(os.Stdout, os.Stderr, *checkConfig)
+	case rulesCmd.FullCommand():
+		return printRules(os.Stdout, logger, *rulesConfig)
 	case recordCmd.FullCommand():
 		return runRecord(logger, recordOptions{url: *recordURL, target: *recordTarget, duration: *recordDuration,
 			interval: *recordInterval, timeout: *recordTimeout, out: *recordOut})

@@ -3,11 +3,13 @@ package main
 import (
 	"fmt"
 	"io"
+	"log/slog"
 	"time"
 
 	"github.com/vllm-slo-exporter/vllm-slo-exporter/config"
 	"github.com/vllm-slo-exporter/vllm-slo-exporter/history"
 	"github.com/vllm-slo-exporter/vllm-slo-exporter/pipeline"
+	"github.com/vllm-slo-exporter/vllm-slo-exporter/rules"
 	"github.com/vllm-slo-exporter/vllm-slo-exporter/scrape"
 	"github.com/vllm-slo-exporter/vllm-slo-exporter/slo"
 )
@@ -63,6 +65,26 @@ func sloFromConfig(s config.SLO) slo.SLO {
 		out.Objectives = append(out.Objectives, slo.Objective{Metric: o.Metric, Threshold: o.Threshold.Seconds()})
 	}
 	return out
+}
+
+// printRules is the rules command.
+func printRules(out io.Writer, logger *slog.Logger, file string) int {
+	cfg, err := config.Load(file)
+	if err != nil {
+		return fail(logger, "load configuration", err)
+	}
+	rf, err := rules.Generate(cfg)
+	if err != nil {
+		return fail(logger, "generate rules", err)
+	}
+	b, err := rf.YAML()
+	if err != nil {
+		return fail(logger, "generate rules", err)
+	}
+	if _, err := out.Write(b); err != nil {
+		return fail(logger, "write rules", err)
+	}
+	return 0
 }
 
 // checkConfigFile is the check-config command.

@@ -1,0 +1,89 @@
+package rules
+
+import (
+	"fmt"
+	"regexp"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/prometheus/common/model"
+
+	"github.com/vllm-slo-exporter/vllm-slo-exporter/config"
+	"github.com/vllm-slo-exporter/vllm-slo-exporter/slo"
+)
+
+// fleetGroup builds the rules on the exporter's own vllm_slo_* series: good
+// request rates and the worst burn rate across a fleet of sidecars, and the
+// alerts about targets the exporters cannot read.
+func fleetGroup(cfg *config.Config) Group {
+	g := Group{
+		Name: "vllm-slo-exporter",
+		Comment: "Rules on the exporter's own series, for a fleet of sidecars: vllm_slo_good_requests_total\n" +
+			"is a counter, so sum(rate()) merges it across targets; burn rates are not additive, so\n" +
+			"the fleet view is the worst one.",
+	}
+	var windows []model.Duration
+	for _, s := range cfg.SLOs {
+		for _, a := range s.Alerts {
+			windows = append(windows, a.LongWindow, a.ShortWindow)
+		}
+	}
+	slices.Sort(windows)
+	for _, w := range slices.Compact(windows) {
+		g.Rules = append(g.Rules, Rule{
+			Record: windowed(recFleetGood, w),
+			Expr:   fmt.Sprintf("sum by (slo, objective) (rate(vllm_slo_good_requests_total[%s]))", w),
+		})
+	}
+	g.Rules = append(g.Rules,
+		Rule{
+			Record: recFleetBurn,
+			Expr:   "max by (slo, window) (vllm_slo_burn_rate_upper)",
+		},
+		Rule{
+			Alert:  AlertTargetDown,
+			Expr:   "vllm_slo_target_up == 0",
+			For:    model.Duration(5 * time.Minute),
+			Labels: map[string]string{"severity": "page"},
+			Annotations: map[string]string{
+				"summary":     "vLLM target {{ $labels.target }} cannot be scraped by vllm-slo-exporter",
+				"description": "The exporter at {{ $labels.instance }} has failed to scrape target {{ $labels.target }} for 5 minutes; its SLO series are stale. See vllm_slo_target_scrape_failures_total for the reason.",
+			},
+		},
+	)
+	if needed := neededFamilies(cfg); len(needed) > 0 {
+		quoted := make([]string, len(needed))
+		for i, n := range needed {
+			quoted[i] = regexp.QuoteMeta(n)
+		}
+		g.Rules = append(g.Rules, Rule{
+			Alert:  AlertFamilyMissing,
+			Expr:   fmt.Sprintf("vllm_slo_target_metric_missing{metric=~%q} == 1", strings.Join(quoted, "|")),
+			For:    model.Duration(10 * time.Minute),
+			Labels: map[string]string{"severity": "ticket"},
+			Annotations: map[string]string{
+				"summary":     "vLLM target {{ $labels.target }} lacks the {{ $labels.metric }} histogram the SLOs need",
+				"description": "Renamed by a vLLM upgrade, or vLLM runs with --disable-log-stats. SLO series for this objective are absent, not zero.",
+			},
+			Comment: "Only the families some SLO needs: its objectives, and e2e, which counts finished requests.",
+		})
+	}
+	return g
+}
+
+// neededFamilies lists the latency metrics some SLO needs, as the daemon does:
+// every objective's metric, plus e2e; sorted.
+func neededFamilies(cfg *config.Config) []string {
+	if len(cfg.SLOs) == 0 {
+		return nil
+	}
+	need := []string{string(slo.E2E)}
+	for _, s := range cfg.SLOs {
+		for m := range s.Objectives {
+			need = append(need, string(m))
+		}
+	}
+	slices.Sort(need)
+	return slices.Compact(need)
+}

@@ -238,16 +238,41 @@ func TestBurnFactor(t *testing.T) {
 }
 
 func TestDefaultAlertPolicyFitsPeriod(t *testing.T) {
+	workbook := []float64{14.4, 6, 1}
 	tests := []struct {
 		period string
 		want   int
+		long   []time.Duration // the scaled long windows
 	}{
-		{"30d", 3}, {"3d", 3}, {"1d", 2}, {"6h", 2}, {"2h", 1}, {"30m", 0},
+		{"30d", 3, []time.Duration{time.Hour, 6 * time.Hour, 72 * time.Hour}},
+		{"7d", 3, []time.Duration{14 * time.Minute, 84 * time.Minute, 1008 * time.Minute}},
+		// 1h/30 = 2m is floored to 5m, so factor 14.4 needs 5% of the budget.
+		{"1d", 3, []time.Duration{5 * time.Minute, 12 * time.Minute, 144 * time.Minute}},
+		{"2h", 3, []time.Duration{5 * time.Minute, 5 * time.Minute, 12 * time.Minute}},
+		// 14.4 × 5m / 30m > 1: the first page cannot exist.
+		{"30m", 2, []time.Duration{5 * time.Minute, 5 * time.Minute}},
+		{"10m", 1, []time.Duration{5 * time.Minute}},
+		{"4m", 0, nil},
 	}
 	for _, tt := range tests {
 		c := mustParse(t, minimal+"slos:\n  - {name: s, objectives: {e2e: 1s}, goal: 0.9, period: "+tt.period+"}\n")
-		if got := len(c.SLOs[0].Alerts); got != tt.want {
-			t.Errorf("period %s: %d default alerts, want %d", tt.period, got, tt.want)
+		s := c.SLOs[0]
+		if got := len(s.Alerts); got != tt.want {
+			t.Errorf("period %s: %d default alerts, want %d: %+v", tt.period, got, tt.want, s.Alerts)
+			continue
+		}
+		for i, a := range s.Alerts {
+			if i < len(tt.long) && time.Duration(a.LongWindow) != tt.long[i] {
+				t.Errorf("period %s alert %d: long window %v, want %v", tt.period, i, a.LongWindow, tt.long[i])
+			}
+			// The factor is the workbook's whatever the period.
+			found := false
+			for _, f := range workbook {
+				found = found || math.Abs(a.BurnFactor(time.Duration(s.Period))-f) < 1e-9
+			}
+			if !found || a.BudgetConsumed <= 0 || a.BudgetConsumed > 1 || a.ShortWindow >= a.LongWindow {
+				t.Errorf("period %s alert %d: %+v has factor %v", tt.period, i, a, a.BurnFactor(time.Duration(s.Period)))
+			}
 		}
 	}
 	// DefaultAlertPolicy hands out a fresh copy each time.

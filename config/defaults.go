@@ -50,16 +50,37 @@ func DefaultAlertPolicy() []AlertPolicy {
 	}
 }
 
-// defaultAlertPolicyFor returns the default policy entries whose long window
-// fits in the period: a 1d SLO cannot burn 10% of its budget over 3d.
+// defaultAlertPolicyFor scales the workbook's policy to the period: windows
+// and hold times shrink or grow with period/30d, so the burn factors stay
+// 14.4, 6 and 1 whatever the period (keeping the 30d windows for a 7d period
+// would give the ticket a factor of 0.23: it would fire while the SLO is
+// within budget). Windows are rounded to the second, at least 1m short and 5m
+// long, and the budget share is recomputed from the factor after rounding.
 func defaultAlertPolicyFor(period model.Duration) []AlertPolicy {
+	const workbookPeriod = 30 * 24 * time.Hour
+	scale := float64(period) / float64(workbookPeriod)
 	var out []AlertPolicy
 	for _, a := range DefaultAlertPolicy() {
-		if a.LongWindow <= period {
-			out = append(out, a)
+		factor := a.BurnFactor(workbookPeriod)
+		long := scaled(a.LongWindow, scale, 5*time.Minute)
+		short := min(scaled(a.ShortWindow, scale, time.Minute), long/2)
+		budget := factor * float64(long) / float64(period)
+		if long > period || budget > 1 {
+			continue // the period is too short for this alert's floor windows
 		}
+		out = append(out, AlertPolicy{
+			Severity:       a.Severity,
+			LongWindow:     long,
+			ShortWindow:    short,
+			BudgetConsumed: budget,
+			For:            model.Duration(time.Duration(float64(a.For) * scale).Round(time.Second)),
+		})
 	}
 	return out
+}
+
+func scaled(d model.Duration, scale float64, floor time.Duration) model.Duration {
+	return model.Duration(max(time.Duration(float64(d)*scale).Round(time.Second), floor))
 }
 
 // applyDefaults fills every unset setting. present reports whether a field

@@ -30,20 +30,20 @@ slos:
   - name: chat
     objectives: {ttft: 300ms, itl: 60ms, e2e: 1s}
     goal: 0.995
-    period: 7d
+    period: 30d
     runbook_url: "https://runbooks.example/{{slo}}"
 `},
 	{"below_smallest_edge", `
 targets: [{name: a, url: "http://127.0.0.1:8000/metrics"}]
 slos:
-  - {name: tiny, objectives: {e2e: 200ms}, goal: 0.9, period: 1d}
+  - {name: tiny, objectives: {e2e: 200ms}, goal: 0.9, period: 30d}
 `},
 	{"sglang_and_vllm", `
 targets:
   - {name: a, url: "http://127.0.0.1:8000/metrics"}
   - {name: b, url: "http://127.0.0.1:30000/metrics", profile: sglang}
 slos:
-  - {name: fleet, objectives: {ttft: 1s, e2e: 20s, queue: 2s}, goal: 0.9, period: 28d}
+  - {name: fleet, objectives: {ttft: 1s, e2e: 20s, queue: 2s}, goal: 0.9, period: 30d}
   - {name: second, objectives: {itl: 100ms}, goal: 0.5, period: 2h, alerts: [{severity: page, long_window: 1h, short_window: 5m, budget_consumed: 0.1}]}
 `},
 }

@@ -113,6 +113,16 @@ func (h *History) Window(model string, end time.Time, length time.Duration, opts
 	}
 	w.RequestSuccess, w.HasRequestSuccess = inc.counters[scrape.RequestSuccess]
 
+	// Every piece but the last ends at the last point of a segment that a
+	// restart closed: the requests in flight there were aborted.
+	for _, pc := range pieces[:len(pieces)-1] {
+		p := sr.at(pc.to)
+		for g := range p.g {
+			if v := p.g[g].v; !math.IsNaN(v) && v > 0 {
+				w.InFlightAtRestarts += v
+			}
+		}
+	}
 	for g := range maxes {
 		a, b := p0.g[g], p1.g[g]
 		gauge := slo.Gauge{}

@@ -55,7 +55,7 @@ func evaluateSLO(w Window, s SLO, nB, secs float64, e Estimator) SLOResult {
 		case o.Metric == TTFT:
 			leftA, joinB := b.n, nB
 			if start, end, ok := inFlight(w.Running, w.Waiting); ok {
-				leftA, joinB = end, start
+				leftA, joinB = end+w.InFlightAtRestarts, start
 			}
 			good = CarryGood(good, b.n, nB, leftA, joinB)
 		default:

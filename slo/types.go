@@ -105,6 +105,12 @@ type Window struct {
 	HasRequestSuccess bool
 	// Running and Waiting are vLLM's in-flight gauges over the window.
 	Running, Waiting Gauge
+	// InFlightAtRestarts is the sum of running + waiting at the last scrape
+	// before each vLLM restart inside the window. A restart aborts those
+	// requests: some were observed at their first token and will never be
+	// observed at a finish, so they widen the TTFT population bound like the
+	// requests in flight at the window's end.
+	InFlightAtRestarts float64
 }
 
 // Seconds is the window's actual length in seconds.

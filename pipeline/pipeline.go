@@ -11,6 +11,7 @@ package pipeline
 import (
 	"fmt"
 	"maps"
+	"math"
 	"slices"
 	"sort"
 	"sync"
@@ -74,6 +75,9 @@ type target struct {
 	missing        []string
 	found          map[string]string
 	modelsDropped  float64
+	// offEdge holds a warning per SLO objective whose threshold is not an
+	// edge of the scraped buckets (its attainment is bracketed, not exact).
+	offEdge map[string]string
 	// good[model][slo][objective] accumulates estimated good requests.
 	good map[string]map[string]map[string]float64
 }
@@ -112,6 +116,7 @@ func newTarget(ts TargetSpec, r history.Retention) *target {
 		hist:     history.New(r),
 		failures: map[string]float64{},
 		found:    map[string]string{},
+		offEdge:  map[string]string{},
 		good:     map[string]map[string]map[string]float64{},
 	}
 }
@@ -171,7 +176,39 @@ func (p *Pipeline) Ingest(name string, snap *scrape.Snapshot, duration time.Dura
 	if !prev.IsZero() {
 		t.accumulateGood(spec.SLOs, snap.Time, snap.Time.Sub(prev))
 	}
+	t.checkEdges(spec.SLOs, snap)
 	return nil
+}
+
+// checkEdges notes every objective whose threshold is not one of the scraped
+// bucket edges, so the operator learns why its attainment is not exact.
+func (t *target) checkEdges(slos []slo.SLO, snap *scrape.Snapshot) {
+	for _, model := range slices.Sorted(maps.Keys(snap.Models)) {
+		ms := snap.Models[model]
+		for _, s := range slos {
+			for _, o := range s.Objectives {
+				h, ok := ms.Histograms[scrape.Family(o.Metric)]
+				if !ok || slo.OnEdge(o.Threshold, h.Edges) {
+					continue
+				}
+				key := s.Name + "/" + string(o.Metric)
+				if _, seen := t.offEdge[key]; seen {
+					continue
+				}
+				lo, hi := 0.0, math.Inf(1)
+				for _, e := range h.Edges {
+					if e < o.Threshold {
+						lo = e
+					} else {
+						hi = e
+						break
+					}
+				}
+				t.offEdge[key] = fmt.Sprintf("SLO %q objective %s <= %gs is not a bucket edge of model %q (nearest edges %g and %g): its attainment is bracketed, not exact; a threshold on an edge makes it exact",
+					s.Name, o.Metric, o.Threshold, model, lo, hi)
+			}
+		}
+	}
 }
 
 // capModels drops models beyond the cap that the history does not know yet,
@@ -295,6 +332,9 @@ func (t *target) evaluate(spec Spec, now time.Time) TargetReport {
 		Found:          maps.Clone(t.found),
 		ModelsDropped:  t.modelsDropped,
 		HourlyCost:     t.spec.HourlyCost,
+	}
+	for _, k := range slices.Sorted(maps.Keys(t.offEdge)) {
+		tr.Warnings = append(tr.Warnings, t.offEdge[k])
 	}
 	for _, model := range t.hist.Models() {
 		tr.Models = append(tr.Models, t.evaluateModel(spec, model, now))

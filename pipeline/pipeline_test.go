@@ -2,6 +2,7 @@ package pipeline
 
 import (
 	"math"
+	"strings"
 	"testing"
 	"time"
 
@@ -269,5 +270,19 @@ func TestIngestRejectsClockGoingBack(t *testing.T) {
 	tr := p.Evaluate(start.Add(time.Minute)).Targets[0]
 	if tr.Failures["out_of_order"] != 1 {
 		t.Errorf("failures %v, want out_of_order 1", tr.Failures)
+	}
+}
+
+func TestOffEdgeThresholdWarning(t *testing.T) {
+	spec := testSpec(t)
+	spec.SLOs[0].Objectives = append(spec.SLOs[0].Objectives, slo.Objective{Metric: slo.E2E, Threshold: 12})
+	s := phased(t, sim.Phase{Duration: time.Hour, Kind: sim.Poisson, Rate: sim.DemoRate})
+	p := New(spec)
+	scrapeInto(t, p, s, start.Add(15*time.Second))
+	scrapeInto(t, p, s, start.Add(30*time.Second))
+	w := p.Evaluate(start.Add(30 * time.Second)).Targets[0].Warnings
+	// ttft 0.5 and tpot 0.05 are vLLM edges; e2e 12 s lies between 10 and 15.
+	if len(w) != 1 || !strings.Contains(w[0], "e2e <= 12s") || !strings.Contains(w[0], "10 and 15") {
+		t.Errorf("warnings %q, want one about e2e between 10 and 15", w)
 	}
 }

@@ -53,6 +53,9 @@ type TargetReport struct {
 	// Found the exposed name each present family was read from.
 	Missing []string
 	Found   map[string]string
+	// Warnings are lasting remarks about the configuration against what the
+	// target serves, such as thresholds that are not bucket edges.
+	Warnings []string
 	// ModelsDropped counts model_name values refused by the cardinality cap.
 	ModelsDropped float64
 	// HourlyCost is the target's GPU cost per hour (0: no cost series).

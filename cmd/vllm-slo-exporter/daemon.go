@@ -34,6 +34,7 @@ type daemon struct {
 	cfg    *config.Config
 	loops  map[string]*runningLoop
 	errs   map[string]string // last logged error per target, to log changes only
+	warned map[string]bool   // warnings already logged
 	pipe   *pipeline.Pipeline
 	report atomic.Pointer[pipeline.Report]
 	ctx    context.Context
@@ -66,6 +67,7 @@ func newDaemon(logger *slog.Logger, configFile string, cfg *config.Config) *daem
 		cfg:        cfg,
 		loops:      map[string]*runningLoop{},
 		errs:       map[string]string{},
+		warned:     map[string]bool{},
 		pipe:       pipeline.New(specFromConfig(cfg)),
 		self:       exporter.NewSelfRegistry(),
 		reloadOK: prometheus.NewGauge(prometheus.GaugeOpts{
@@ -301,6 +303,7 @@ func (d *daemon) evaluateEvery(ctx context.Context) {
 func (d *daemon) evaluate() {
 	rep := d.pipe.Evaluate(d.now())
 	d.report.Store(rep)
+	d.warnOnce(rep)
 	d.mu.Lock()
 	n := d.notifier
 	d.mu.Unlock()
@@ -369,4 +372,19 @@ func (d *daemon) startNotifier() error {
 	d.notifier, d.stopNotifier = n, cancel
 	go n.Run(ctx)
 	return nil
+}
+
+// warnOnce logs each target warning (such as a threshold off the bucket
+// edges) the first time it appears.
+func (d *daemon) warnOnce(rep *pipeline.Report) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	for _, t := range rep.Targets {
+		for _, w := range t.Warnings {
+			if key := t.Name + "\x00" + w; !d.warned[key] {
+				d.warned[key] = true
+				d.logger.Warn(w, "target", t.Name)
+			}
+		}
+	}
 }

@@ -19,6 +19,8 @@ var landingTemplate = template.Must(template.New("landing").Funcs(template.FuncM
 	"pct":     formatPercent,
 	"window":  FormatWindow,
 	"bounded": formatBounded,
+	"metrics": func() []slo.Metric { return slo.Metrics },
+	"pq":      func(q float64) string { return strconv.FormatFloat(100*q, 'f', -1, 64) },
 	"ago": func(now, t time.Time) string {
 		if t.IsZero() {
 			return "never"
@@ -62,6 +64,9 @@ small { color: #666; }
 <table class="slos"><tr><th>window</th><th>SLO</th><th>objective</th><th>attainment</th><th>burn rate</th><th>goodput tokens/s</th><th>throughput tokens/s</th><th>goodput req/s</th><th>req/s</th></tr>
 {{range $w := $m.Windows}}{{range $s := $w.SLOs}}{{range $obj, $a := $s.Objectives}}<tr class="slo"><td>{{window $w.Window.Nominal}}</td><td>{{$s.Name}}</td><td>{{$obj}}</td><td>{{pct $a}}</td>
 {{if eq $obj "all"}}<td>{{bounded $s.BurnRate}}</td><td>{{bounded $s.GoodputTokensPerSecond}}</td><td>{{num $w.GenerationTokensPerSecond}}</td><td>{{bounded $s.GoodputRequestsPerSecond}}</td><td>{{num $w.RequestsPerSecond}}</td>{{else}}<td></td><td></td><td></td><td></td><td></td>{{end}}</tr>
+{{end}}{{end}}{{end}}</table>
+<table class="latency"><tr><th>window</th><th>metric</th><th>observations</th>{{range $q := (index $m.Windows 0).Quantiles.ttft}}<th>p{{pq $q.Q}} (bracket)</th>{{end}}</tr>
+{{range $w := $m.Windows}}{{range $metric := metrics}}{{with index $w.Quantiles $metric}}<tr><td>{{window $w.Window.Nominal}}</td><td>{{$metric}}</td><td>{{num (index $w.Requests $metric)}}</td>{{range .}}<td>{{bounded .Bounded}} s</td>{{end}}</tr>
 {{end}}{{end}}{{end}}</table>
 {{if $m.Budgets}}<p>Error budget remaining: {{range $m.Budgets}}{{if .Known}}<b>{{.SLO}}</b> {{pct .Remaining}} {{end}}{{end}}</p>{{end}}
 {{end}}{{end}}

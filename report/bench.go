@@ -25,7 +25,8 @@ type BenchRequest struct {
 	ITLs []float64
 	// Latency is the e2e latency: the file's `latencies` entry, or, for
 	// files without it, TTFT plus the sum of ITLs (vLLM's latency is the
-	// last chunk's time, so they agree up to floating-point rounding).
+	// last chunk's time, so they agree up to floating-point rounding). The
+	// gaps are summed first, then added to TTFT.
 	Latency float64
 	// Start is the send time on the client's monotonic clock, when the file
 	// has `start_times` (BenchFile.HasStartTimes).
@@ -52,8 +53,9 @@ type BenchFile struct {
 	Duration float64
 	// Requests are in the order vLLM saved them.
 	Requests []BenchRequest
-	// HasStartTimes is true when the file holds per-request send times.
-	HasStartTimes bool
+	// HasStartTimes is true when the file holds per-request send times, and
+	// HasLatencies when it holds vLLM's own latencies (older files do not).
+	HasStartTimes, HasLatencies bool
 	// Completed and Failed are the counts vLLM saved (-1 when absent), kept to
 	// cross-check our own reading.
 	Completed, Failed int
@@ -83,7 +85,7 @@ type rawBench struct {
 }
 
 // reportedKeys are the summary numbers kept in BenchFile.Reported.
-var reportedKeys = []string{"request_throughput", "request_goodput", "output_throughput", "total_token_throughput"}
+var reportedKeys = []string{"completed", "failed", "total_input_tokens", "total_output_tokens", "request_throughput", "request_goodput", "output_throughput", "total_token_throughput"}
 
 // ReadBench reads a `vllm bench serve` result file saved with --save-result
 // --save-detailed.
@@ -181,7 +183,7 @@ func (f *BenchFile) readRequests(raw rawBench) error {
 			return fmt.Errorf("%s has %d entries, ttfts has %d: the lists must have one entry per request", l.key, l.n, n)
 		}
 	}
-	f.HasStartTimes = raw.StartTimes != nil
+	f.HasStartTimes, f.HasLatencies = raw.StartTimes != nil, raw.Latencies != nil
 	f.Requests = make([]BenchRequest, n)
 	for i := range n {
 		r := BenchRequest{PromptLen: raw.InputLens[i], OutputLen: raw.OutputLens[i], TTFT: raw.TTFTs[i], ITLs: raw.ITLs[i]}

@@ -193,6 +193,9 @@ func Evaluate(f *BenchFile, opts BenchOptions) BenchResult {
 	if !f.HasStartTimes {
 		res.Notes = append(res.Notes, "no start_times in the file: concurrency from Little's Law only")
 	}
+	if !f.HasLatencies {
+		res.Notes = append(res.Notes, "no latencies in the file: e2e latency is TTFT + the sum of chunk gaps (vLLM's up to rounding)")
+	}
 	if opts.GPUHourlyCost > 0 {
 		res.Cost = cost(opts.GPUHourlyCost, res.OutputThroughput, res.Goodput)
 	}

@@ -8,9 +8,26 @@ import "math"
 // pairwiseBlock is numpy's PW_BLOCKSIZE.
 const pairwiseBlock = 128
 
-// npSum is numpy's sum of a contiguous float64 array (np.add.reduce):
-// pairwise summation with eight accumulators in blocks of at most 128.
+// npBuffer is numpy's default iterator buffer size: a reduction hands the
+// inner loop at most this many elements at a time.
+const npBuffer = 8192
+
+// npSum is numpy's sum of a float64 array (np.add.reduce): the array is
+// taken in chunks of npBuffer elements, each summed pairwise, and the chunk
+// sums are added in order to the identity 0.
 func npSum(a []float64) float64 {
+	s := 0.0
+	for len(a) > 0 {
+		n := min(len(a), npBuffer)
+		s += pairwiseSum(a[:n])
+		a = a[n:]
+	}
+	return s
+}
+
+// pairwiseSum is numpy's pairwise_sum: sequential below 8 elements, eight
+// accumulators up to 128, halves (cut at a multiple of 8) above.
+func pairwiseSum(a []float64) float64 {
 	n := len(a)
 	switch {
 	case n < 8:
@@ -36,7 +53,7 @@ func npSum(a []float64) float64 {
 	default:
 		n2 := n / 2
 		n2 -= n2 % 8
-		return npSum(a[:n2]) + npSum(a[n2:])
+		return pairwiseSum(a[:n2]) + pairwiseSum(a[n2:])
 	}
 }
 

@@ -137,7 +137,7 @@ func WritePlot(w io.Writer, s Sweep) error {
 		lx, marginT+10, lx+30, marginT+10, throughputColor, lx+15, marginT+10, throughputColor, lx+38, marginT+10)
 	fmt.Fprintf(&b, `<line x1="%.1f" y1="%d" x2="%.1f" y2="%d" stroke="%s" stroke-width="2"/><rect x="%.1f" y="%d" width="8" height="8" fill="%s"/><text x="%.1f" y="%d" dominant-baseline="middle">goodput (within SLO)</text>`+"\n",
 		lx, marginT+32, lx+30, marginT+32, goodputColor, lx+11, marginT+28, goodputColor, lx+38, marginT+32)
-	fmt.Fprintf(&b, `<text x="%.1f" y="%d" font-size="11" fill="#333">labels: offered load</text></g>`+"\n", lx, marginT+56)
+	fmt.Fprintf(&b, `<text x="%.1f" y="%d" font-size="11" fill="#333">point labels: offered load</text></g>`+"\n", lx, marginT+56)
 	b.WriteString("</svg>\n")
 	_, err := io.WriteString(w, b.String())
 	if err != nil {

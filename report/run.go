@@ -75,9 +75,6 @@ func Run(ctx context.Context, opts Options, stdout io.Writer) error {
 		return err
 	}
 	if opts.Plot != "" {
-		if out.Sweep == nil {
-			return errors.New("report: --plot needs --bench files")
-		}
 		if err := writePlotFile(opts.Plot, *out.Sweep); err != nil {
 			return err
 		}
@@ -108,6 +105,9 @@ func Build(ctx context.Context, opts Options) (*Output, error) {
 	}
 	if len(opts.Bench) == 0 && opts.Recording == "" && opts.URL == "" {
 		return nil, errors.New("report: nothing to report: give --bench files, --recording or --url")
+	}
+	if opts.Plot != "" && len(opts.Bench) == 0 {
+		return nil, errors.New("report: --plot needs --bench files")
 	}
 	if opts.Recording != "" && opts.URL != "" {
 		return nil, errors.New("report: --recording and --url exclude each other")

@@ -132,6 +132,15 @@ func rng(r Range, k float64) string {
 	return fmt.Sprintf("%s [%s, %s]", f2(e), short(lo), short(hi))
 }
 
+// ratio formats a bounded ratio with four decimals: "0.9812 [0.972, 0.985]".
+func ratio(r Range) string {
+	e, lo, hi := float64(r.Estimate), float64(r.Lower), float64(r.Upper)
+	if r.isExact() {
+		return fmt.Sprintf("%.4f", e)
+	}
+	return fmt.Sprintf("%.4f [%.4f, %.4f]", e, lo, hi)
+}
+
 // short formats a bound compactly: bucket edges read best as written.
 func short(v float64) string {
 	if math.IsInf(v, 1) {

@@ -178,7 +178,7 @@ func ServerTable(models []ServerModel, objs []Objective) Table {
 				if !ok {
 					return "-"
 				}
-				return rng(r, 1)
+				return ratio(r)
 			})
 		}
 		row("goodput "+objectivesText(objs)+" (req/s)", func(m ServerModel) string {

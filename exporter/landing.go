@@ -41,6 +41,7 @@ th:first-child, td:first-child { text-align: left; }
 .up { color: #176117; } .down { color: #a31515; font-weight: bold; }
 .firing { color: #a31515; font-weight: bold; } .pending { color: #9a6700; }
 small { color: #666; }
+.warning { color: #9a6700; }
 </style>
 </head>
 <body>
@@ -59,6 +60,8 @@ small { color: #666; }
 <td>{{ago $.Report.Time .LastScrape}}</td><td>{{num .ScrapeDuration}} s</td><td>{{num .Resets}}</td>
 <td>{{range .Missing}}{{.}} {{end}}</td><td>{{.LastError}}</td></tr>
 {{end}}</table>
+{{range $t := .Report.Targets}}{{range .Warnings}}<p class="warning"><b>{{$t.Name}}:</b> {{.}}</p>
+{{end}}{{end}}
 {{range $t := .Report.Targets}}{{range $m := .Models}}
 <h2 class="model">{{$t.Name}} · {{$m.Name}}</h2>
 <table class="slos"><tr><th>window</th><th>SLO</th><th>objective</th><th>attainment</th><th>burn rate</th><th>goodput tokens/s</th><th>throughput tokens/s</th><th>goodput req/s</th><th>req/s</th></tr>

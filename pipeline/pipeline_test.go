@@ -286,3 +286,59 @@ func TestOffEdgeThresholdWarning(t *testing.T) {
 		t.Errorf("warnings %q, want one about e2e between 10 and 15", w)
 	}
 }
+
+// TestWarmupKeepsRestartOutOfSLOs restarts vLLM with a slow first minute (the
+// overload stands in for CUDA-graph capture): with warm-up, the SLO series
+// leave those observations out while the latency series still count them.
+func TestWarmupKeepsRestartOutOfSLOs(t *testing.T) {
+	s := phased(t, sim.Phase{Duration: 20 * time.Minute, Kind: sim.Poisson, Rate: sim.DemoRate})
+	spec := testSpec(t)
+	spec.Targets[0].Warmup = 2 * time.Minute
+	p := New(spec)
+	plain := New(testSpec(t))
+	step := 15 * time.Second
+	restartAt := start.Add(5 * time.Minute)
+	var lastWarm, lastPlain ModelReport
+	for at := start.Add(step); !at.After(start.Add(9 * time.Minute)); at = at.Add(step) {
+		if at.Equal(restartAt) {
+			s.AdvanceTo(at.Add(-time.Second))
+			if err := s.Restart(sim.RestartOptions{}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		s.AdvanceTo(at)
+		body, ct := s.Exposition()
+		for _, pp := range []*Pipeline{p, plain} {
+			snap, err := scrape.Parse(body, ct, scrape.VLLM, at)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := pp.Ingest("gpu0", snap, 0); err != nil {
+				t.Fatal(err)
+			}
+		}
+		lastWarm = p.Evaluate(at).Targets[0].Models[0]
+		lastPlain = plain.Evaluate(at).Targets[0].Models[0]
+	}
+	// The 5m window ending at 9m covers the restart at 5m and its 2m warm-up.
+	w, pw := lastWarm.Windows[1], lastPlain.Windows[1]
+	if w.Requests[slo.E2E] != pw.Requests[slo.E2E] {
+		t.Errorf("latency series differ with warm-up: %v vs %v requests", w.Requests[slo.E2E], pw.Requests[slo.E2E])
+	}
+	if w.SLOs[0].Requests >= pw.SLOs[0].Requests {
+		t.Errorf("warm-up kept %v finished requests in the SLO window, without it %v: want fewer", w.SLOs[0].Requests, pw.SLOs[0].Requests)
+	}
+	truth := s.Truth().FinishedIn(w.Window.Start, w.Window.End)
+	warmEnd := restartAt.Add(-time.Second).Add(2 * time.Minute)
+	kept := 0
+	for _, r := range truth {
+		if r.Finished() && (r.Finish.Before(restartAt.Add(-time.Second)) || r.Finish.After(warmEnd)) {
+			kept++
+		}
+	}
+	// The warm-up ends at the first scrape at or after restart+2m, so the SLO
+	// window holds at most the requests finished outside the warm-up.
+	if got := w.SLOs[0].Requests; got > float64(kept) {
+		t.Errorf("SLO window holds %v requests, more than the %d finished outside the warm-up", got, kept)
+	}
+}

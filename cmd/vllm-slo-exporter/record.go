@@ -39,7 +39,17 @@ func runRecord(logger *slog.Logger, o recordOptions) int {
 	defer tick.Stop()
 	n := 0
 	for {
-		if err := w.Write(recordOnce(ctx, f, o)); err != nil {
+		e := recordOnce(ctx, f, o)
+		if ctx.Err() != nil {
+			// The recording ended during this scrape: it is not a failure of
+			// the target, so it is not recorded as one.
+			if err := w.Close(); err != nil {
+				return fail(logger, "record", err)
+			}
+			logger.Info("recording written", "file", o.out, "scrapes", n)
+			return 0
+		}
+		if err := w.Write(e); err != nil {
 			w.Close()
 			return fail(logger, "record", err)
 		}

@@ -135,7 +135,7 @@ func EvaluateScrapes(entries []recording.Entry, opts ServerOptions) ([]ServerMod
 	p := pipeline.New(spec)
 	var notes []string
 	for _, e := range entries {
-		if err := ingest(p, e); err != nil {
+		if err := p.IngestRecorded(e); err != nil {
 			notes = append(notes, fmt.Sprintf("scrape of %s at %s not used: %v", e.Target, e.Time.Format(time.RFC3339Nano), err))
 		}
 	}
@@ -157,24 +157,6 @@ func EvaluateScrapes(entries []recording.Entry, opts ServerOptions) ([]ServerMod
 	return out, notes, nil
 }
 
-// ingest feeds one recorded scrape to the pipeline exactly as replay does.
-func ingest(p *pipeline.Pipeline, e recording.Entry) error {
-	profile, err := p.Profile(e.Target)
-	if err != nil {
-		return err
-	}
-	if e.Error != "" {
-		err := errors.New(e.Error)
-		p.RecordFailure(e.Target, "recorded_error", err, e.Time, 0)
-		return err
-	}
-	snap, err := scrape.Parse([]byte(e.Body), e.ContentType, profile, e.Time)
-	if err != nil {
-		p.RecordFailure(e.Target, scrape.FailureReason(err), err, e.Time, 0)
-		return err
-	}
-	return p.Ingest(e.Target, snap, 0)
-}
 
 // serverModel converts one window report into a table.
 func serverModel(target, model string, w slo.WindowReport, opts ServerOptions) ServerModel {

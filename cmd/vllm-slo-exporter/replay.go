@@ -14,7 +14,6 @@ import (
 	"github.com/vllm-slo-exporter/vllm-slo-exporter/exporter"
 	"github.com/vllm-slo-exporter/vllm-slo-exporter/pipeline"
 	"github.com/vllm-slo-exporter/vllm-slo-exporter/recording"
-	"github.com/vllm-slo-exporter/vllm-slo-exporter/scrape"
 )
 
 // runReplay drives the daemon's pipeline with a recording's scrapes and their
@@ -39,7 +38,7 @@ func runReplay(out io.Writer, logger *slog.Logger, configFile, recordingFile str
 		if err != nil {
 			return fail(logger, "read recording", err)
 		}
-		if err := ingestEntry(p, e); err != nil {
+		if err := p.IngestRecorded(e); err != nil {
 			logger.Warn("recorded scrape not used", "target", e.Target, "time", e.Time, "err", err)
 		}
 		if step {
@@ -63,25 +62,6 @@ func runReplay(out io.Writer, logger *slog.Logger, configFile, recordingFile str
 	return 0
 }
 
-// ingestEntry feeds one recorded scrape to the pipeline exactly as the daemon
-// feeds a live one.
-func ingestEntry(p *pipeline.Pipeline, e recording.Entry) error {
-	profile, err := p.Profile(e.Target)
-	if err != nil {
-		return err
-	}
-	if e.Error != "" {
-		err := errors.New(e.Error)
-		p.RecordFailure(e.Target, "recorded_error", err, e.Time, 0)
-		return err
-	}
-	snap, err := scrape.Parse([]byte(e.Body), e.ContentType, profile, e.Time)
-	if err != nil {
-		p.RecordFailure(e.Target, scrape.FailureReason(err), err, e.Time, 0)
-		return err
-	}
-	return p.Ingest(e.Target, snap, 0)
-}
 
 // writeExposition renders a report as Prometheus text through the same
 // collector the daemon serves.

@@ -157,7 +157,6 @@ func EvaluateScrapes(entries []recording.Entry, opts ServerOptions) ([]ServerMod
 	return out, notes, nil
 }
 
-
 // serverModel converts one window report into a table.
 func serverModel(target, model string, w slo.WindowReport, opts ServerOptions) ServerModel {
 	sm := ServerModel{Target: target, Model: model, Start: w.Window.Start, End: w.Window.End,

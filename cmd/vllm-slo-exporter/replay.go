@@ -62,7 +62,6 @@ func runReplay(out io.Writer, logger *slog.Logger, configFile, recordingFile str
 	return 0
 }
 
-
 // writeExposition renders a report as Prometheus text through the same
 // collector the daemon serves.
 func writeExposition(out io.Writer, rep *pipeline.Report) error {

@@ -257,3 +257,8 @@ func containsAll(s string, subs ...string) bool {
 	}
 	return true
 }
+
+// readBody reads a response body into b.
+func readBody(b *strings.Builder, resp *http.Response) (int64, error) {
+	return io.Copy(b, resp.Body)
+}

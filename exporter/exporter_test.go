@@ -364,3 +364,15 @@ func TestTextOutputParses(t *testing.T) {
 		t.Error("Go self-metrics missing")
 	}
 }
+
+// TestLandingPageWithoutWindows renders a model that has no evaluated window
+// yet (one scrape): the page must still render.
+func TestLandingPageWithoutWindows(t *testing.T) {
+	rep := &pipeline.Report{Targets: []pipeline.TargetReport{{Name: "a", Tried: true, Up: true,
+		Models: []pipeline.ModelReport{{Name: "m"}}}}}
+	srv := httptest.NewServer(NewHandler(Endpoints{Report: func() *pipeline.Report { return rep }}))
+	defer srv.Close()
+	if body := get(t, srv.URL+"/", http.StatusOK); !strings.Contains(body, "a · m") {
+		t.Errorf("landing page lacks the model heading:\n%s", body)
+	}
+}

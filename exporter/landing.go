@@ -1,6 +1,7 @@
 package exporter
 
 import (
+	"bytes"
 	"html/template"
 	"math"
 	"net/http"
@@ -68,9 +69,9 @@ small { color: #666; }
 {{range $w := $m.Windows}}{{range $s := $w.SLOs}}{{range $obj, $a := $s.Objectives}}<tr class="slo"><td>{{window $w.Window.Nominal}}</td><td>{{$s.Name}}</td><td>{{$obj}}</td><td>{{pct $a}}</td>
 {{if eq $obj "all"}}<td>{{bounded $s.BurnRate}}</td><td>{{bounded $s.GoodputTokensPerSecond}}</td><td>{{num $w.GenerationTokensPerSecond}}</td><td>{{bounded $s.GoodputRequestsPerSecond}}</td><td>{{num $w.RequestsPerSecond}}</td>{{else}}<td></td><td></td><td></td><td></td><td></td>{{end}}</tr>
 {{end}}{{end}}{{end}}</table>
-<table class="latency"><tr><th>window</th><th>metric</th><th>observations</th>{{range $q := (index $m.Windows 0).Quantiles.ttft}}<th>p{{pq $q.Q}} (bracket)</th>{{end}}</tr>
+{{if $m.Windows}}<table class="latency"><tr><th>window</th><th>metric</th><th>observations</th>{{range $q := $.Quantiles}}<th>p{{pq $q}} (bracket)</th>{{end}}</tr>
 {{range $w := $m.Windows}}{{range $metric := metrics}}{{with index $w.Quantiles $metric}}<tr><td>{{window $w.Window.Nominal}}</td><td>{{$metric}}</td><td>{{num (index $w.Requests $metric)}}</td>{{range .}}<td>{{bounded .Bounded}} s</td>{{end}}</tr>
-{{end}}{{end}}{{end}}</table>
+{{end}}{{end}}{{end}}</table>{{end}}
 {{if $m.Budgets}}<p>Error budget remaining: {{range $m.Budgets}}{{if .Known}}<b>{{.SLO}}</b> {{pct .Remaining}} {{end}}{{end}}</p>{{end}}
 {{end}}{{end}}
 {{end}}
@@ -81,6 +82,8 @@ small { color: #666; }
 type landingData struct {
 	Refresh int
 	Report  *pipeline.Report
+	// Quantiles head the latency table: those of the first window that has any.
+	Quantiles []float64
 }
 
 func landingHandler(e Endpoints) http.Handler {
@@ -89,11 +92,37 @@ func landingHandler(e Endpoints) http.Handler {
 		if data.Refresh <= 0 {
 			data.Refresh = 15
 		}
-		w.Header().Set("Content-Type", "text/html; charset=utf-8")
-		if err := landingTemplate.Execute(w, data); err != nil {
+		data.Quantiles = reportQuantiles(data.Report)
+		// Render fully before writing, so a template error is a clean 500.
+		var buf bytes.Buffer
+		if err := landingTemplate.Execute(&buf, data); err != nil {
 			http.Error(w, err.Error(), http.StatusInternalServerError)
+			return
 		}
+		w.Header().Set("Content-Type", "text/html; charset=utf-8")
+		w.Write(buf.Bytes())
 	})
+}
+
+// reportQuantiles returns the quantiles the report's latency series use.
+func reportQuantiles(rep *pipeline.Report) []float64 {
+	if rep == nil {
+		return nil
+	}
+	for _, t := range rep.Targets {
+		for _, m := range t.Models {
+			for _, w := range m.Windows {
+				for _, qs := range w.Quantiles {
+					out := make([]float64, len(qs))
+					for i, q := range qs {
+						out[i] = q.Q
+					}
+					return out
+				}
+			}
+		}
+	}
+	return nil
 }
 
 func formatNumber(v float64) string {

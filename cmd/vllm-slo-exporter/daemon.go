@@ -250,7 +250,11 @@ func (d *daemon) startLoop(t config.Target) error {
 				return // stopped mid-scrape: the result is not a failure of the target
 			}
 			d.ingest(r)
-			rl.tried.Store(true)
+			if !rl.tried.Swap(true) && d.ready() {
+				// Ready means serving: publish the first scrapes now rather
+				// than at the next evaluation tick.
+				d.evaluate()
+			}
 		})
 	}()
 	return nil

@@ -162,7 +162,7 @@ func TestProcStatusBytes(t *testing.T) {
 		{"Absent:", 0},
 	}
 	for _, tt := range tests {
-		if got := procStatusBytes(status, tt.key); got != tt.want {
+		if got := ProcStatusBytes(status, tt.key); got != tt.want {
 			t.Errorf("%s = %d, want %d", tt.key, got, tt.want)
 		}
 	}

@@ -154,13 +154,14 @@ func ReadMemory() Memory {
 	runtime.ReadMemStats(&ms)
 	m := Memory{HeapAlloc: ms.HeapAlloc, HeapSys: ms.HeapSys, Sys: ms.Sys}
 	if b, err := os.ReadFile("/proc/self/status"); err == nil {
-		m.RSS, m.HWM = procStatusBytes(b, "VmRSS:"), procStatusBytes(b, "VmHWM:")
+		m.RSS, m.HWM = ProcStatusBytes(b, "VmRSS:"), ProcStatusBytes(b, "VmHWM:")
 	}
 	return m
 }
 
-// procStatusBytes reads one "Key:   123 kB" line of /proc/<pid>/status.
-func procStatusBytes(status []byte, key string) uint64 {
+// ProcStatusBytes reads one "Key:   123 kB" line of /proc/<pid>/status in
+// bytes (0 when absent), for memory read from another process.
+func ProcStatusBytes(status []byte, key string) uint64 {
 	sc := bufio.NewScanner(bytes.NewReader(status))
 	for sc.Scan() {
 		line := sc.Text()

@@ -291,8 +291,12 @@ func rawName(series []byte) ([]byte, bool) {
 	if len(series) == 0 || series[0] == '{' || series[0] == '"' {
 		return nil, false
 	}
-	if i := bytes.IndexAny(series, "{ \t"); i >= 0 {
-		return series[:i], true
+	// A plain loop: bytes.IndexAny builds its byte set on every call, which
+	// showed in profiles since every sample of the body comes through here.
+	for i, b := range series {
+		if b == '{' || b == ' ' || b == '\t' {
+			return series[:i], true
+		}
 	}
 	return series, true
 }

@@ -119,7 +119,16 @@ func (c *collector) identity(ls []rawLabel) (model, le []byte, hasLE bool) {
 }
 
 func appendField(b, s []byte) []byte {
-	b = strconv.AppendInt(b, int64(len(s)), 10)
+	// The decimal length, as strconv.AppendInt writes it, with the common
+	// one- and two-digit cases written directly (they showed in profiles).
+	switch n := len(s); {
+	case n < 10:
+		b = append(b, byte('0'+n))
+	case n < 100:
+		b = append(b, byte('0'+n/10), byte('0'+n%10))
+	default:
+		b = strconv.AppendInt(b, int64(n), 10)
+	}
 	b = append(b, ':')
 	return append(b, s...)
 }

@@ -226,9 +226,31 @@ func (s shape) share(b buckets, i int, x float64) float64 {
 // +Inf bucket gives Estimate = Upper = +Inf, Lower the last finite edge. All
 // fields are NaN when the bracket is not defined.
 func (e Estimator) Quantile(q float64, h Histogram) Bounded {
-	nan := math.NaN()
+	return e.quantilesOf(h).quantile(q)
+}
+
+// fittedHistogram is one histogram prepared once for several quantiles: the
+// estimator's fit (a bisection over every bucket, the costly part) is made at
+// most once and shared, which gives the same values as fitting per quantile.
+type fittedHistogram struct {
+	e      Estimator
+	b      buckets
+	ok     bool
+	s      shape
+	fitted bool
+}
+
+// quantilesOf prepares h for quantile estimates.
+func (e Estimator) quantilesOf(h Histogram) *fittedHistogram {
 	b, ok := prepare(h)
-	if !ok || !(q >= 0 && q <= 1) || b.n <= 0 {
+	return &fittedHistogram{e: e, b: b, ok: ok}
+}
+
+// quantile is Estimator.Quantile of the prepared histogram.
+func (fh *fittedHistogram) quantile(q float64) Bounded {
+	nan := math.NaN()
+	b := fh.b
+	if !fh.ok || !(q >= 0 && q <= 1) || b.n <= 0 {
 		return Bounded{Estimate: nan, Lower: nan, Upper: nan}
 	}
 	r := rankOf(q, b.n)
@@ -242,6 +264,9 @@ func (e Estimator) Quantile(q float64, h Histogram) Bounded {
 	if c := b.count[i]; c > 0 {
 		f = (r - b.cumBelow(i) - 0.5) / c
 	}
-	res.Estimate = e.fit(b).at(b, i, f)
+	if !fh.fitted {
+		fh.s, fh.fitted = fh.e.fit(b), true
+	}
+	res.Estimate = fh.s.at(b, i, f)
 	return res
 }

@@ -157,6 +157,7 @@ func EvaluateWindow(w Window, slos []SLO, opts Options) WindowReport {
 // and keeping the estimates non-decreasing in q (the brackets already are).
 func quantiles(e Estimator, qs []float64, h Histogram) []Quantile {
 	out := make([]Quantile, 0, len(qs))
+	fh := e.quantilesOf(h)
 	for _, q := range qs {
 		if !(q >= 0 && q <= 1) {
 			continue
@@ -165,7 +166,7 @@ func quantiles(e Estimator, qs []float64, h Histogram) []Quantile {
 		if math.IsNaN(p) {
 			p = math.Inf(1)
 		}
-		out = append(out, Quantile{Q: q, Bounded: e.Quantile(q, h), Prometheus: p})
+		out = append(out, Quantile{Q: q, Bounded: fh.quantile(q), Prometheus: p})
 	}
 	return out
 }

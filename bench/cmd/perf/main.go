@@ -1,0 +1,55 @@
+// Command perf prints the tables of BENCHMARKS.md: per-scrape cost against
+// the textparse floor and the expfmt alternative, how that cost grows,
+// memory with many targets after 30 days of history, and a fleet run of the
+// real daemon against 500 simulated targets.
+//
+//	go run ./bench/cmd/perf scrape  [-runs 5] [-benchtime 1s]
+//	go run ./bench/cmd/perf growth  [-runs 3] [-benchtime 500ms]
+//	go run ./bench/cmd/perf mem     [-targets 1,100,1000] [-periods 1d,7d,30d] [-runs 3]
+//	go run ./bench/cmd/perf fleet   [-targets 500] [-duration 5m]
+package main
+
+import (
+	"flag"
+	"fmt"
+	"os"
+	"testing"
+)
+
+func main() {
+	if len(os.Args) < 2 {
+		fmt.Fprintln(os.Stderr, "usage: perf scrape|growth|mem|mem-one|fleet [flags]")
+		os.Exit(2)
+	}
+	testing.Init() // registers -test.benchtime, which testing.Benchmark reads
+	cmd, args := os.Args[1], os.Args[2:]
+	var err error
+	switch cmd {
+	case "scrape":
+		err = runScrape(args)
+	case "growth":
+		err = runGrowth(args)
+	case "mem":
+		err = runMem(args)
+	case "mem-one":
+		err = runMemOne(args)
+	case "fleet":
+		err = runFleet(args)
+	default:
+		err = fmt.Errorf("unknown command %q", cmd)
+	}
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "perf %s: %v\n", cmd, err)
+		os.Exit(1)
+	}
+}
+
+// setBenchtime sets how long testing.Benchmark runs each case.
+func setBenchtime(d string) error {
+	if err := flag.Set("test.benchtime", d); err != nil {
+		return fmt.Errorf("benchtime %q: %w", d, err)
+	}
+	return nil
+}
+
+func mb(b uint64) string { return fmt.Sprintf("%.1f", float64(b)/(1<<20)) }

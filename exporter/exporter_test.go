@@ -28,7 +28,7 @@ var start = time.Date(2026, 11, 29, 0, 0, 0, 0, time.UTC)
 
 // simReport runs the demo simulator through the pipeline for ten minutes of
 // virtual time, with the given model name, and returns the last report.
-func simReport(t *testing.T, modelName string) *pipeline.Report {
+func simReport(t testing.TB, modelName string) *pipeline.Report {
 	t.Helper()
 	cfg := sim.DemoConfig(5, start)
 	cfg.Models[0].Name = modelName
@@ -374,5 +374,23 @@ func TestLandingPageWithoutWindows(t *testing.T) {
 	defer srv.Close()
 	if body := get(t, srv.URL+"/", http.StatusOK); !strings.Contains(body, "a · m") {
 		t.Errorf("landing page lacks the model heading:\n%s", body)
+	}
+}
+
+// TestMetricsFollowNewReport checks that the rendered families are cached per
+// report, never beyond it.
+func TestMetricsFollowNewReport(t *testing.T) {
+	up := &pipeline.Report{Targets: []pipeline.TargetReport{{Name: "a", Tried: true, Up: true}}}
+	down := &pipeline.Report{Targets: []pipeline.TargetReport{{Name: "a", Tried: true, Up: false}}}
+	current := up
+	srv := httptest.NewServer(NewHandler(Endpoints{Report: func() *pipeline.Report { return current }}))
+	defer srv.Close()
+	for i, want := range []string{`vllm_slo_target_up{target="a"} 1`, `vllm_slo_target_up{target="a"} 1`, `vllm_slo_target_up{target="a"} 0`} {
+		if i == 2 {
+			current = down
+		}
+		if body := get(t, srv.URL+"/metrics", http.StatusOK); !strings.Contains(body, want) {
+			t.Errorf("scrape %d lacks %q", i, want)
+		}
 	}
 }

@@ -50,9 +50,7 @@ func NewSelfRegistry() *prometheus.Registry {
 // NewHandler serves /metrics, the landing page, /config, /-/healthy,
 // /-/ready and /-/reload.
 func NewHandler(e Endpoints) http.Handler {
-	slo := prometheus.NewRegistry()
-	slo.MustRegister(NewCollector(e.Report))
-	gatherers := prometheus.Gatherers{slo}
+	gatherers := prometheus.Gatherers{&reportGatherer{source: e.Report}}
 	if e.Self != nil {
 		gatherers = append(gatherers, e.Self)
 	}

@@ -9,6 +9,7 @@ import (
 	"net/http/httptest"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -382,12 +383,13 @@ func TestLandingPageWithoutWindows(t *testing.T) {
 func TestMetricsFollowNewReport(t *testing.T) {
 	up := &pipeline.Report{Targets: []pipeline.TargetReport{{Name: "a", Tried: true, Up: true}}}
 	down := &pipeline.Report{Targets: []pipeline.TargetReport{{Name: "a", Tried: true, Up: false}}}
-	current := up
-	srv := httptest.NewServer(NewHandler(Endpoints{Report: func() *pipeline.Report { return current }}))
+	var current atomic.Pointer[pipeline.Report]
+	current.Store(up)
+	srv := httptest.NewServer(NewHandler(Endpoints{Report: current.Load}))
 	defer srv.Close()
 	for i, want := range []string{`vllm_slo_target_up{target="a"} 1`, `vllm_slo_target_up{target="a"} 1`, `vllm_slo_target_up{target="a"} 0`} {
 		if i == 2 {
-			current = down
+			current.Store(down)
 		}
 		if body := get(t, srv.URL+"/metrics", http.StatusOK); !strings.Contains(body, want) {
 			t.Errorf("scrape %d lacks %q", i, want)

@@ -91,7 +91,9 @@ var faults = []fault{
 		return func(w http.ResponseWriter, req *http.Request) { http.NotFound(w, req) }
 	}},
 	{name: "500", reason: scrape.ReasonHTTPStatus, serve: func(*rig) behaviour {
-		return func(w http.ResponseWriter, _ *http.Request) { http.Error(w, "engine dead", http.StatusInternalServerError) }
+		return func(w http.ResponseWriter, _ *http.Request) {
+			http.Error(w, "engine dead", http.StatusInternalServerError)
+		}
 	}},
 	{name: "redirect loop", reason: scrape.ReasonConnection, serve: func(*rig) behaviour {
 		return func(w http.ResponseWriter, req *http.Request) { http.Redirect(w, req, req.URL.Path, http.StatusFound) }
@@ -180,7 +182,7 @@ func TestFaults(t *testing.T) {
 			}
 			var msgs []string
 			for i := range 3 {
-				err := r.step(b)
+				err := r.stepFault(b)
 				if err == nil {
 					t.Fatalf("faulty scrape %d succeeded", i)
 				}

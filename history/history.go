@@ -48,6 +48,8 @@ func (h *History) Retention() Retention {
 // models absent from the snapshot get no point. Points that age out are
 // thinned into coarser tiers, and models whose points all aged out of the
 // last tier are forgotten.
+//
+// A snapshot not newer than the last one is refused with ErrOutOfOrder.
 func (h *History) Append(s *scrape.Snapshot) error {
 	if s == nil {
 		return errors.New("history: append: nil snapshot")
@@ -64,8 +66,7 @@ func (h *History) Append(s *scrape.Snapshot) error {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if h.hasNow && t <= h.now {
-		return fmt.Errorf("history: append: time %s is not after the previous scrape %s (clock stepped back?)",
-			s.Time.Format(time.RFC3339Nano), fromNanos(h.now).Format(time.RFC3339Nano))
+		return ErrOutOfOrder
 	}
 	for name, ms := range s.Models {
 		if ms == nil {
@@ -100,6 +101,11 @@ var (
 
 // toNanos converts an appended time to Unix nanoseconds, refusing times
 // before 1970 or after 2262 (including the zero time).
+// ErrOutOfOrder refuses a snapshot whose time is not after the previous
+// one's: the system clock stepped back. Its text never changes, so a clock
+// that stays behind is logged once, not at every scrape.
+var ErrOutOfOrder = errors.New("history: scrape time is not after the previous scrape's (the clock stepped back?); waiting for it to pass")
+
 func toNanos(t time.Time) (int64, error) {
 	if t.Before(minTime) || t.After(maxTime) {
 		return 0, fmt.Errorf("time %s outside 1970..2262", t.Format(time.RFC3339Nano))

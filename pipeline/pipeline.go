@@ -9,6 +9,7 @@
 package pipeline
 
 import (
+	"errors"
 	"fmt"
 	"maps"
 	"math"
@@ -159,7 +160,11 @@ func (p *Pipeline) Ingest(name string, snap *scrape.Snapshot, duration time.Dura
 	prev := t.hist.Newest()
 	if err := t.hist.Append(snap); err != nil {
 		t.up = false
-		t.failures["out_of_order"]++
+		reason := "invalid_value"
+		if errors.Is(err, history.ErrOutOfOrder) {
+			reason = "out_of_order"
+		}
+		t.failures[reason]++
 		t.lastError = err.Error()
 		return fmt.Errorf("target %q: %w", name, err)
 	}

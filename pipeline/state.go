@@ -3,9 +3,10 @@ package pipeline
 import (
 	"bytes"
 	"encoding/gob"
-	"errors"
 	"fmt"
 	"maps"
+
+	"github.com/vllm-slo-exporter/vllm-slo-exporter/history"
 )
 
 // stateVersion is the version of the state format MarshalState writes;
@@ -65,8 +66,8 @@ func (t *target) state() (targetState, error) {
 }
 
 // UnmarshalState restores the targets of a state that are still configured
-// with the same URL and profile; the others start fresh. A corrupt or
-// foreign state is an error and changes nothing.
+// with the same URL and profile; the others start fresh. A corrupt, partly
+// corrupt or foreign state is an error and changes nothing.
 func (p *Pipeline) UnmarshalState(data []byte) (restored int, err error) {
 	defer func() {
 		// gob guards itself, but a state file is outside input: never panic.
@@ -83,24 +84,39 @@ func (p *Pipeline) UnmarshalState(data []byte) (restored int, err error) {
 	}
 	p.mu.RLock()
 	defer p.mu.RUnlock()
-	var errs []error
+	// Decode every history first; swap them in only if all decode, so a
+	// partly corrupt state changes nothing.
+	type restore struct {
+		t    *target
+		hist *history.History
+		good map[string]map[string]map[string]float64
+	}
+	var todo []restore
 	for _, ts := range st.Targets {
 		t, ok := p.targets[ts.Name]
 		if !ok {
 			continue
 		}
 		t.mu.Lock()
-		if t.spec.URL == ts.URL && t.spec.Profile.Name == ts.Profile {
-			if err := t.hist.UnmarshalBinary(ts.History); err != nil {
-				errs = append(errs, fmt.Errorf("target %q: %w", ts.Name, err))
-			} else {
-				if ts.Good != nil {
-					t.good = ts.Good
-				}
-				restored++
-			}
-		}
+		same := t.spec.URL == ts.URL && t.spec.Profile.Name == ts.Profile
+		retention := t.hist.Retention()
 		t.mu.Unlock()
+		if !same {
+			continue
+		}
+		h := history.New(retention)
+		if err := h.UnmarshalBinary(ts.History); err != nil {
+			return 0, fmt.Errorf("decode state of target %q: %w", ts.Name, err)
+		}
+		todo = append(todo, restore{t: t, hist: h, good: ts.Good})
 	}
-	return restored, errors.Join(errs...)
+	for _, r := range todo {
+		r.t.mu.Lock()
+		r.t.hist = r.hist
+		if r.good != nil {
+			r.t.good = r.good
+		}
+		r.t.mu.Unlock()
+	}
+	return len(todo), nil
 }

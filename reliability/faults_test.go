@@ -19,9 +19,6 @@ type fault struct {
 	serve func(r *rig) behaviour
 	// reason is the failure reason the scrape must be counted under.
 	reason string
-	// bug, when set, is a known defect of another package that makes this
-	// case fail today (see knownBug).
-	bug string
 }
 
 // editLine replaces the value of the first sample line starting with prefix.
@@ -156,7 +153,7 @@ var faults = []fault{
 	{name: "NaN histogram sum", reason: scrape.ReasonInvalidValue, serve: edited(func(b []byte) []byte { return editLine(b, e2eSum, "NaN") })},
 	{name: "negative histogram sum", reason: scrape.ReasonInvalidValue, serve: edited(func(b []byte) []byte {
 		return editLine(editLine(b, e2eSum, "-1"), `vllm:e2e_request_latency_seconds_sum{engine="1"`, "-1")
-	}), bug: "scrape.Parse accepts a negative latency _sum; history.Append then refuses the snapshot and pipeline.Ingest counts it as reason out_of_order"},
+	})},
 }
 
 // TestFaults drives every fault through the real scrape → pipeline →
@@ -188,9 +185,7 @@ func TestFaults(t *testing.T) {
 				}
 				msgs = append(msgs, err.Error())
 				all := r.check()
-				if got := failures(all, f.reason); got != float64(i+1) && f.bug != "" {
-					knownBug(t, "%s: %v", f.bug, err)
-				} else if got != float64(i+1) {
+				if got := failures(all, f.reason); got != float64(i+1) {
 					t.Fatalf("after %d faults: failures{reason=%q} = %v, want %v (err: %v)", i+1, f.reason, got, i+1, err)
 				}
 				// The windows still hold the good scrapes' numbers, not zeros.

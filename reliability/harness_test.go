@@ -2,7 +2,6 @@ package reliability
 
 import (
 	"context"
-	"flag"
 	"fmt"
 	"io"
 	"net"
@@ -27,24 +26,6 @@ import (
 	"github.com/vllm-slo-exporter/vllm-slo-exporter/sim"
 	"github.com/vllm-slo-exporter/vllm-slo-exporter/slo"
 )
-
-// strict turns the known bugs of other packages (listed in RELIABILITY.md)
-// from skips into failures, so that the lead can check a fix with
-// `go test ./reliability -reliability.strict`.
-var strict = flag.Bool("reliability.strict", false, "fail (instead of skip) on known bugs of other packages")
-
-// knownBug marks a behaviour that is wrong in another package and reported to
-// the lead: it fails under -reliability.strict and skips otherwise, so CI
-// stays green until the fix lands and the test then guards it.
-func knownBug(t *testing.T, format string, args ...any) {
-	t.Helper()
-	msg := "KNOWN BUG (RELIABILITY.md): " + fmt.Sprintf(format, args...)
-	if *strict {
-		t.Error(msg)
-		return
-	}
-	t.Skip(msg)
-}
 
 // Names and settings shared by the rigs.
 const (

@@ -30,6 +30,7 @@ const maxRedirects = 10
 type Fetcher struct {
 	name      string
 	url       string
+	display   string // url with any password hidden, for messages
 	client    *http.Client
 	timeout   time.Duration
 	bodyLimit int64
@@ -54,10 +55,10 @@ type Response struct {
 func NewFetcher(name, rawURL string, httpCfg config.HTTPClientConfig, timeout time.Duration, bodyLimit int64) (*Fetcher, error) {
 	u, err := url.Parse(rawURL)
 	if err != nil {
-		return nil, fmt.Errorf("target %q: url %q: %w", name, rawURL, err)
+		return nil, fmt.Errorf("target %q: url: %w", name, err)
 	}
 	if u.Scheme != "http" && u.Scheme != "https" {
-		return nil, fmt.Errorf("target %q: url %q: scheme must be http or https", name, rawURL)
+		return nil, fmt.Errorf("target %q: url %q: scheme must be http or https", name, u.Redacted())
 	}
 	if timeout < 0 || bodyLimit < 0 {
 		return nil, fmt.Errorf("target %q: negative timeout %v or body limit %d", name, timeout, bodyLimit)
@@ -79,7 +80,7 @@ func NewFetcher(name, rawURL string, httpCfg config.HTTPClientConfig, timeout ti
 			return nil
 		}
 	}
-	return &Fetcher{name: name, url: rawURL, client: client, timeout: timeout, bodyLimit: bodyLimit, userAgent: ua}, nil
+	return &Fetcher{name: name, url: rawURL, display: u.Redacted(), client: client, timeout: timeout, bodyLimit: bodyLimit, userAgent: ua}, nil
 }
 
 // errRedirectLoop stops a redirect chain that is too long.
@@ -96,8 +97,8 @@ func versionString() string {
 // Name returns the target name.
 func (f *Fetcher) Name() string { return f.name }
 
-// URL returns the target URL.
-func (f *Fetcher) URL() string { return f.url }
+// URL returns the target URL with any password hidden.
+func (f *Fetcher) URL() string { return f.display }
 
 // Fetch GETs the target once. Every failure is a *FetchError naming the
 // target and URL; a non-2xx status is a failure (ReasonHTTPStatus). When a
@@ -132,7 +133,7 @@ func (f *Fetcher) Fetch(ctx context.Context) (Response, error) {
 		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 4096))
 		failed := Response{ContentType: resp.Header.Get("Content-Type"), Status: resp.StatusCode, Duration: time.Since(start)}
 		return failed, &FetchError{Reason: ReasonHTTPStatus,
-			Err: fmt.Errorf("target %q: GET %s: status %d", f.name, f.url, resp.StatusCode)}
+			Err: fmt.Errorf("target %q: GET %s: status %d", f.name, f.display, resp.StatusCode)}
 	}
 	body, err := f.readBody(ctx, resp)
 	if err != nil {
@@ -230,7 +231,7 @@ func (f *Fetcher) Scrape(ctx context.Context, p Profile, now time.Time) (*Snapsh
 	}
 	snap, err := Parse(resp.Body, resp.ContentType, p, now)
 	if err != nil {
-		return nil, resp, fmt.Errorf("target %q: parse %s: %w", f.name, f.url, err)
+		return nil, resp, fmt.Errorf("target %q: parse %s: %w", f.name, f.display, err)
 	}
 	return snap, resp, nil
 }

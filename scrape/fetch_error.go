@@ -60,5 +60,5 @@ func FailureReason(err error) string {
 
 // fetchErr builds a FetchError whose message names the target and request.
 func (f *Fetcher) fetchErr(reason string, format string, args ...any) error {
-	return &FetchError{Reason: reason, Err: fmt.Errorf("target %q: GET %s: "+format, append([]any{f.name, f.url}, args...)...)}
+	return &FetchError{Reason: reason, Err: fmt.Errorf("target %q: GET %s: "+format, append([]any{f.name, f.display}, args...)...)}
 }

@@ -244,7 +244,9 @@ func (c *collector) sample(p textparse.Parser, series []byte, v float64) error {
 			if ch.hasSum {
 				return lineErr(ReasonDuplicateSeries, "second _sum for %s", ch.desc)
 			}
-			if math.IsNaN(v) || math.IsInf(v, 0) {
+			// Every histogram a profile names sums latencies or token
+			// counts, which cannot be negative.
+			if math.IsNaN(v) || math.IsInf(v, 0) || v < 0 {
 				return lineErr(ReasonInvalidValue, "_sum %v", v)
 			}
 			ch.sum, ch.hasSum = v, true

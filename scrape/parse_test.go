@@ -353,6 +353,7 @@ func TestParseErrors(t *testing.T) {
 		{"garbage first line", "hello world\n", ReasonInvalidExposition, 1, ""},
 		{"no +Inf bucket", hist(ttftName, "m", "0", []string{"0.1", "1.0"}, []string{"1", "2"}, "1"), ReasonInvalidHistogram, 0, "no +Inf bucket"},
 		{"non-monotonic buckets", hist(ttftName, "m", "0", []string{"0.1", "1.0", "+Inf"}, []string{"2", "1", "3"}, "1"), ReasonInvalidHistogram, 0, "below"},
+		{"negative _sum", hist(ttftName, "m", "0", []string{"0.1", "+Inf"}, []string{"1", "2"}, "-0.5"), ReasonInvalidValue, 4, "_sum -0.5"},
 		{"missing _sum", hist(ttftName, "m", "0", []string{"0.1", "+Inf"}, []string{"1", "2"}, ""), ReasonInvalidHistogram, 0, "no _sum"},
 		{"bad le", hist(ttftName, "m", "0", []string{"fast", "+Inf"}, []string{"1", "2"}, "1"), ReasonInvalidHistogram, 1, "fast"},
 		{"NaN le", hist(ttftName, "m", "0", []string{"NaN", "+Inf"}, []string{"1", "2"}, "1"), ReasonInvalidHistogram, 1, ""},

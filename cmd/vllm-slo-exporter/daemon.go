@@ -30,15 +30,16 @@ type daemon struct {
 	configFile string
 	now        func() time.Time
 
-	mu     sync.Mutex // guards cfg, loops and errs
-	cfg    *config.Config
-	loops  map[string]*runningLoop
-	errs   map[string]string // last logged error per target, to log changes only
-	warned map[string]bool   // warnings already logged
-	pipe   *pipeline.Pipeline
-	report atomic.Pointer[pipeline.Report]
-	ctx    context.Context
-	wg     sync.WaitGroup
+	mu      sync.Mutex // guards cfg, loops and errs
+	cfg     *config.Config
+	loops   map[string]*runningLoop
+	errs    map[string]string  // last logged error per target, to log changes only
+	warned  map[string]bool    // warnings already logged
+	dropped map[string]float64 // models dropped when last logged, per target
+	pipe    *pipeline.Pipeline
+	report  atomic.Pointer[pipeline.Report]
+	ctx     context.Context
+	wg      sync.WaitGroup
 
 	notifier        *exporter.Notifier // guarded by mu
 	stopNotifier    context.CancelFunc
@@ -68,6 +69,7 @@ func newDaemon(logger *slog.Logger, configFile string, cfg *config.Config) *daem
 		loops:      map[string]*runningLoop{},
 		errs:       map[string]string{},
 		warned:     map[string]bool{},
+		dropped:    map[string]float64{},
 		pipe:       pipeline.New(specFromConfig(cfg)),
 		self:       exporter.NewSelfRegistry(),
 		reloadOK: prometheus.NewGauge(prometheus.GaugeOpts{
@@ -384,6 +386,13 @@ func (d *daemon) warnOnce(rep *pipeline.Report) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	for _, t := range rep.Targets {
+		// Model names refused by the cap: logged when the first is refused
+		// and again whenever the count doubles, never at every scrape.
+		if n := t.ModelsDropped; n > 0 && n >= 2*d.dropped[t.Name] {
+			d.dropped[t.Name] = n
+			d.logger.Warn("target serves more model_name values than max_models_per_target; new ones are dropped, existing ones kept",
+				"target", t.Name, "dropped_total", n)
+		}
 		for _, w := range t.Warnings {
 			if key := t.Name + "\x00" + w; !d.warned[key] {
 				d.warned[key] = true

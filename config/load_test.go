@@ -21,7 +21,7 @@ var fileErrors = map[string]string{
 	"bad_alert_windows.yml":           `testdata/bad_alert_windows.yml:9: slos[0].alerts[0].short_window: 1h must be shorter than long_window 5m`,
 	"bad_alertmanager_url.yml":        `testdata/bad_alertmanager_url.yml:6: alerting.alertmanagers[0].url: "localhost:9093" is missing an "http://" or "https://" scheme`,
 	"bad_body_size.yml":               `testdata/bad_body_size.yml:2: global.body_size_limit: "10 megabytes" is not a valid size (use e.g. 512KiB, 10MiB, 1GiB)`,
-	"bad_currency.yml":                `testdata/bad_currency.yml:5: cost.currency: "\t" must be a currency code such as USD or CNY`,
+	"bad_currency.yml":                `testdata/bad_currency.yml:5: cost.currency: "\t" must be a currency code such as USD or CNY, or another non-empty label value`,
 	"bad_dunder_label.yml":            `testdata/bad_dunder_label.yml:4: targets[0].labels.__name__: label name "__name__" is reserved for the exporter's own use`,
 	"bad_duplicate_key.yml":           `testdata/bad_duplicate_key.yml:4: targets[0].name: key "name" is repeated (first at line 2)`,
 	"bad_duplicate_slo.yml":           `testdata/bad_duplicate_slo.yml:8: slos[1].name: SLO name "s" is already used by slos[0]`,

@@ -21,15 +21,13 @@ import (
 // appears in URLs and logs unquoted.
 var targetNameRE = regexp.MustCompile(`^[a-zA-Z0-9_.:-]+$`)
 
-// currencyRE is an ISO 4217 code.
-var currencyRE = regexp.MustCompile(`^[A-Z]{3}$`)
 
 // ReservedLabels lists the label names the exporter sets itself; a target's
 // extra labels and the external labels may not use them (nor any name starting
 // with "__").
 func ReservedLabels() []string {
-	return []string{"alertname", "basis", "currency", "kind", "le", "metric", "model_name",
-		"objective", "quantile", "reason", "severity", "slo", "stage", "target", "window"}
+	return []string{"alertname", "basis", "currency", "kind", "le", "long_window", "metric", "model_name",
+		"objective", "quantile", "reason", "severity", "short_window", "slo", "stage", "target", "window"}
 }
 
 // validate checks a decoded and defaulted configuration, normalising the
@@ -277,8 +275,8 @@ func validateCost(c Cost) *fieldError {
 	if !validCost(c.GPUHourlyCost) {
 		return errorf("cost.gpu_hourly_cost", "%v must be a finite number >= 0", c.GPUHourlyCost)
 	}
-	if !currencyRE.MatchString(c.Currency) && !labelValueSafe(c.Currency) {
-		return errorf("cost.currency", "%q must be a currency code such as USD or CNY", c.Currency)
+	if !labelValueSafe(c.Currency) {
+		return errorf("cost.currency", "%q must be a currency code such as USD or CNY, or another non-empty label value", c.Currency)
 	}
 	return nil
 }

@@ -8,7 +8,6 @@ package exporter
 
 import (
 	"maps"
-	"math"
 	"slices"
 	"strconv"
 	"strings"
@@ -265,6 +264,3 @@ func FormatWindow(d time.Duration) string {
 func FormatQuantile(q float64) string {
 	return strconv.FormatFloat(q, 'f', -1, 64)
 }
-
-// finite reports whether v is a number that is neither NaN nor infinite.
-func finite(v float64) bool { return !math.IsNaN(v) && !math.IsInf(v, 0) }

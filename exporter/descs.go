@@ -61,7 +61,7 @@ func newDescSet(extra []string) *descSet {
 		predicted:      desc("concurrency_predicted", "Little's Law concurrency λ·W over the window (exact: increase of the latency sum / window).", with(model, "window", "stage")),
 		observed:       desc("concurrency_observed", "Time-average over the window of vLLM's running/waiting gauges sampled at scrapes.", with(model, "window", "stage")),
 		alertFiring:    desc("alert_firing", "1 while the alert fires, 0 while it is pending (the condition holds, its for duration has not passed).", with(model, "slo", "alertname", "severity")),
-		goodTotal:      desc("good_requests_total", "Estimated requests that met the objective (objective=\"all\": every objective), summed over scrape intervals; merge across a fleet with sum(rate()).", with(model, "slo", "objective")),
+		goodTotal:      desc("good_requests_total", "Estimated requests that met the objective (objective=\"all\": every per-request objective; objective=\"itl\" counts token gaps, not requests), summed over scrape intervals; merge across a fleet with sum(rate()).", with(model, "slo", "objective")),
 
 		latency:         bounded("latency", "seconds", "latency quantile estimate over the window; the bounds are the bucket that certainly holds the quantile (nearest rank).", with(model, "metric", "window", "quantile")),
 		attainment:      bounded("attainment", "ratio", "share of requests meeting the objective over the window.", with(model, "slo", "objective", "window")),

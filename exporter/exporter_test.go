@@ -396,3 +396,23 @@ func TestMetricsFollowNewReport(t *testing.T) {
 		}
 	}
 }
+
+// TestNotifierSendsRefiredAlertAtOnce: an alert that resolves and fires again
+// within the resend delay is a new instance, sent at once.
+func TestNotifierSendsRefiredAlertAtOnce(t *testing.T) {
+	am := &fakeAlertmanager{}
+	srv := httptest.NewServer(am)
+	defer srv.Close()
+	n := NewNotifier(NotifierOptions{Alertmanagers: []AlertmanagerTarget{{URL: srv.URL}}, ResendDelay: 5 * time.Minute})
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go n.Run(ctx)
+	labels := map[string]string{"alertname": "x"}
+	n.Notify(start, []pipeline.Alert{{Labels: labels, State: pipeline.StateFiring, ActiveAt: start}})
+	waitFor(t, "the firing", func() bool { return len(am.received()) == 1 })
+	n.Notify(start.Add(time.Minute), []pipeline.Alert{{Labels: labels, State: pipeline.StateResolved, ActiveAt: start, ResolvedAt: start.Add(time.Minute)}})
+	waitFor(t, "the resolve", func() bool { return len(am.received()) == 2 })
+	again := start.Add(3 * time.Minute)
+	n.Notify(again, []pipeline.Alert{{Labels: labels, State: pipeline.StateFiring, ActiveAt: again}})
+	waitFor(t, "the second firing", func() bool { return len(am.received()) == 3 })
+}

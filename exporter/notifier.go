@@ -9,7 +9,6 @@ import (
 	"log/slog"
 	"maps"
 	"net/http"
-	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -22,7 +21,10 @@ import (
 // AlertmanagerTarget is one Alertmanager the notifier posts to.
 type AlertmanagerTarget struct {
 	// URL is the base URL; alerts go to URL + "/api/v2/alerts".
-	URL     string
+	URL string
+	// Display names the Alertmanager in labels, logs and errors: the URL
+	// with any password hidden.
+	Display string
 	Client  *http.Client
 	Timeout time.Duration
 }
@@ -143,18 +145,24 @@ func (n *Notifier) due(now time.Time, alerts []pipeline.Alert) []amAlert {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	validFor := 4 * max(n.opts.ResendDelay, n.opts.EvaluationInterval, time.Minute)
+	// Only the firing alerts of this evaluation are remembered, so the map
+	// never grows, and an alert that fires again after resolving (a new
+	// ActiveAt) is a new instance, sent at once.
+	sent := make(map[string]time.Time, len(n.lastSent))
+	defer func() { n.lastSent = sent }()
 	var out []amAlert
 	for _, a := range alerts {
 		if a.State == pipeline.StatePending {
 			continue
 		}
-		key := stateKey(a)
 		if a.State == pipeline.StateFiring {
+			key := a.Fingerprint() + "@" + a.ActiveAt.Format(time.RFC3339Nano)
 			if last, ok := n.lastSent[key]; ok && now.Sub(last) < n.opts.ResendDelay {
+				sent[key] = last
 				continue
 			}
+			sent[key] = now
 		}
-		n.lastSent[key] = now
 		labels := maps.Clone(a.Labels)
 		for k, v := range n.opts.ExternalLabels {
 			if _, ok := labels[k]; !ok {
@@ -172,14 +180,6 @@ func (n *Notifier) due(now time.Time, alerts []pipeline.Alert) []amAlert {
 	return out
 }
 
-func stateKey(a pipeline.Alert) string {
-	var b strings.Builder
-	for _, k := range sortedKeys(a.Labels) {
-		fmt.Fprintf(&b, "%s=%q,", k, a.Labels[k])
-	}
-	b.WriteString(string(a.State))
-	return b.String()
-}
 
 // Run sends queued batches until ctx ends.
 func (n *Notifier) Run(ctx context.Context) {
@@ -206,11 +206,11 @@ func (n *Notifier) send(ctx context.Context, batch []amAlert) {
 		go func() {
 			defer wg.Done()
 			if err := n.postWithRetry(ctx, am, body); err != nil {
-				n.metrics.errors.WithLabelValues(am.URL).Inc()
-				n.opts.Logger.Warn("alerts not delivered", "alertmanager", am.URL, "alerts", len(batch), "err", err)
+				n.metrics.errors.WithLabelValues(am.name()).Inc()
+				n.opts.Logger.Warn("alerts not delivered", "alertmanager", am.name(), "alerts", len(batch), "err", err)
 				return
 			}
-			n.metrics.sent.WithLabelValues(am.URL).Add(float64(len(batch)))
+			n.metrics.sent.WithLabelValues(am.name()).Add(float64(len(batch)))
 		}()
 	}
 	wg.Wait()
@@ -234,6 +234,13 @@ func (n *Notifier) postWithRetry(ctx context.Context, am AlertmanagerTarget, bod
 	return err
 }
 
+func (am AlertmanagerTarget) name() string {
+	if am.Display != "" {
+		return am.Display
+	}
+	return am.URL
+}
+
 func post(ctx context.Context, am AlertmanagerTarget, body []byte) error {
 	timeout := am.Timeout
 	if timeout <= 0 {
@@ -242,9 +249,10 @@ func post(ctx context.Context, am AlertmanagerTarget, body []byte) error {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	url := strings.TrimSuffix(am.URL, "/") + "/api/v2/alerts"
+	shown := strings.TrimSuffix(am.name(), "/") + "/api/v2/alerts"
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(body))
 	if err != nil {
-		return fmt.Errorf("POST %s: %w", url, err)
+		return fmt.Errorf("POST %s: %w", shown, err)
 	}
 	req.Header.Set("Content-Type", "application/json")
 	client := am.Client
@@ -253,21 +261,13 @@ func post(ctx context.Context, am AlertmanagerTarget, body []byte) error {
 	}
 	resp, err := client.Do(req)
 	if err != nil {
-		return fmt.Errorf("POST %s: %w", url, err)
+		return fmt.Errorf("POST %s: %w", shown, err) // net/http hides the password itself
 	}
 	defer resp.Body.Close()
 	io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
 	if resp.StatusCode/100 != 2 {
-		return fmt.Errorf("POST %s: status %s", url, resp.Status)
+		return fmt.Errorf("POST %s: status %s", shown, resp.Status)
 	}
 	return nil
 }
 
-func sortedKeys(m map[string]string) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	return keys
-}

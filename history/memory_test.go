@@ -18,13 +18,13 @@ func heldBytes(h *History) int {
 		for _, tier := range sr.tiers {
 			n += cap(tier) * int(unsafe.Sizeof(point{}))
 			for i := range tier {
-				n += 8 * cap(tier[i].vals)
+				n += 8*cap(tier[i].vals) + cap(tier[i].enc)
 				segs[tier[i].seg] = true
 			}
 		}
 	}
 	for sg := range segs {
-		n += int(unsafe.Sizeof(*sg)) + len(sg.entries)*int(unsafe.Sizeof(entry{}))
+		n += int(unsafe.Sizeof(*sg)) + len(sg.entries)*int(unsafe.Sizeof(entry{})) + 8*cap(sg.base)
 		for _, e := range sg.entries {
 			n += 8 * len(e.edges)
 		}

@@ -51,6 +51,9 @@ type segment struct {
 	// observed is true when the segment began with a restart seen by this
 	// history (not merely with the first scrape of the model).
 	observed bool
+	// base is the value vector the segment's packed points are encoded
+	// against (see pack); nil until the first point is packed, then fixed.
+	base []float64
 }
 
 func newSegment(start int64, observed bool) *segment {
@@ -108,9 +111,13 @@ type gaugeState struct {
 
 // point is one scrape of one model.
 type point struct {
-	t    int64 // Unix ns
-	seg  *segment
+	t   int64 // Unix ns
+	seg *segment
+	// vals are the cumulative values in the segment's layout order (a prefix
+	// of it), or nil when the point is packed into enc (coarse tiers); read
+	// them through values.
 	vals []float64
+	enc  []byte
 	g    [numGauges]gaugeState
 }
 
@@ -188,6 +195,7 @@ const createdTolerance = 1.0
 // process start changed, a histogram's buckets changed, or a value decreased.
 func needsNewSegment(prev *point, ms *scrape.ModelSample) bool {
 	sg := prev.seg
+	prevVals := prev.values()
 	if ms.Created != 0 && sg.created != 0 && math.Abs(ms.Created-sg.created) >= createdTolerance {
 		return true
 	}
@@ -199,7 +207,7 @@ func needsNewSegment(prev *point, ms *scrape.ModelSample) bool {
 		if !slices.Equal(e.edges, h.Edges) {
 			return true
 		}
-		old := prev.vals[e.off:e.end()]
+		old := prevVals[e.off:e.end()]
 		for i, c := range h.Counts {
 			if c < old[i] {
 				return true
@@ -210,7 +218,7 @@ func needsNewSegment(prev *point, ms *scrape.ModelSample) bool {
 		}
 	}
 	for f, v := range ms.Counters {
-		if e := sg.lookup(key{scrape.KindCounter, f}); e != nil && v < prev.vals[e.off] {
+		if e := sg.lookup(key{scrape.KindCounter, f}); e != nil && v < prevVals[e.off] {
 			return true
 		}
 	}
@@ -259,7 +267,7 @@ func (s *series) add(t int64, ms *scrape.ModelSample) bool {
 	// families absent from this scrape, overwritten by those present.
 	vals := make([]float64, sg.size)
 	if prev != nil && prev.seg == sg {
-		copy(vals, prev.vals)
+		copy(vals, prev.values())
 	}
 	for f, h := range ms.Histograms {
 		e := sg.lookup(key{scrape.KindHistogram, f})
@@ -330,6 +338,7 @@ func (s *series) compact(now int64, tiers []Tier) {
 			s.tiers[k] = s.tiers[k][1:]
 			next := s.frontFrom(k)
 			if k+1 < len(s.tiers) && (next == nil || next.seg != p.seg || s.firstInBucket(k+1, p.t, tiers[k+1].Step)) {
+				p.packPoint()
 				s.tiers[k+1] = append(s.tiers[k+1], p)
 				continue
 			}

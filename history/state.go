@@ -68,7 +68,7 @@ func (h *History) MarshalBinary() ([]byte, error) {
 					segIndex[p.seg] = si
 					ms.Segments = append(ms.Segments, encodeSegment(p.seg))
 				}
-				ps := pointState{T: p.t, Tier: k, Seg: si, Vals: p.vals}
+				ps := pointState{T: p.t, Tier: k, Seg: si, Vals: p.values()}
 				for g, gs := range p.g {
 					ps.Gauges[g] = [4]float64{gs.v, gs.integral, gs.known, gs.max}
 				}
@@ -165,6 +165,7 @@ func decodeModel(ms modelState, nTiers int) (*series, error) {
 	sr := newSeries(nTiers)
 	sr.resets = ms.Resets
 	var prev *point
+	var prevVals []float64
 	prevTier, prevSeg := math.MaxInt, -1
 	for i, ps := range ms.Points {
 		if ps.Seg < 0 || ps.Seg >= len(segs) {
@@ -184,14 +185,14 @@ func decodeModel(ms modelState, nTiers int) (*series, error) {
 		if !isPrefix(sg, len(ps.Vals)) {
 			return nil, fmt.Errorf("point %d: %d values do not fit the segment layout", i, len(ps.Vals))
 		}
-		if prev != nil && prev.seg == sg && len(ps.Vals) < len(prev.vals) {
-			return nil, fmt.Errorf("point %d: %d values, fewer than the %d of the segment's previous point", i, len(ps.Vals), len(prev.vals))
+		if prev != nil && prev.seg == sg && len(ps.Vals) < len(prevVals) {
+			return nil, fmt.Errorf("point %d: %d values, fewer than the %d of the segment's previous point", i, len(ps.Vals), len(prevVals))
 		}
 		for j, v := range ps.Vals {
 			if bad(v) {
 				return nil, fmt.Errorf("point %d: value %d is %v", i, j, v)
 			}
-			if prev != nil && prev.seg == sg && j < len(prev.vals) && v < prev.vals[j] {
+			if prev != nil && prev.seg == sg && j < len(prevVals) && v < prevVals[j] {
 				return nil, fmt.Errorf("point %d: value %d decreases within a segment", i, j)
 			}
 		}
@@ -202,6 +203,10 @@ func decodeModel(ms modelState, nTiers int) (*series, error) {
 				return nil, fmt.Errorf("point %d: gauge %s aggregates %v unusable", i, gaugeFamily(g), v)
 			}
 			p.g[g] = gaugeState{v: v[0], integral: v[1], known: v[2], max: v[3]}
+		}
+		prevVals = p.vals
+		if tier > 0 {
+			p.packPoint()
 		}
 		sr.tiers[tier] = append(sr.tiers[tier], p)
 		prev = &sr.tiers[tier][len(sr.tiers[tier])-1]

@@ -205,19 +205,19 @@ func (s *series) increases(pieces []piece) increases {
 	layouts := map[key][]float64{}
 	out := increases{hists: map[key]slo.Histogram{}, counters: map[scrape.Family]float64{}}
 	for _, pc := range pieces {
-		to := s.at(pc.to)
+		to := s.at(pc.to).values()
 		var from []float64
 		if pc.from >= 0 {
-			from = s.at(pc.from).vals
+			from = s.at(pc.from).values()
 		}
 		empty := pc.from == pc.to
 		for i := range pc.seg.entries {
 			e := &pc.seg.entries[i]
-			if e.end() > len(to.vals) {
+			if e.end() > len(to) {
 				break // entries are in offset order: the rest came later
 			}
 			if e.kind == scrape.KindCounter {
-				out.counters[e.fam] += delta(to.vals, from, e.off)
+				out.counters[e.fam] += delta(to, from, e.off)
 				continue
 			}
 			layouts[e.key] = e.edges
@@ -226,9 +226,9 @@ func (s *series) increases(pieces []piece) increases {
 			}
 			p := part{edges: e.edges, counts: make([]float64, len(e.edges))}
 			for j := range p.counts {
-				p.counts[j] = delta(to.vals, from, e.off+j)
+				p.counts[j] = delta(to, from, e.off+j)
 			}
-			p.sum = delta(to.vals, from, e.off+len(e.edges))
+			p.sum = delta(to, from, e.off+len(e.edges))
 			parts[e.key] = append(parts[e.key], p)
 		}
 	}

@@ -58,6 +58,9 @@ type Alert struct {
 // Name is the alertname label.
 func (a Alert) Name() string { return a.Labels["alertname"] }
 
+// Fingerprint identifies the alert by its labels.
+func (a Alert) Fingerprint() string { return alertKey(a.Labels) }
+
 // BurnCheck is the evaluation of one BurnAlert for one model.
 type BurnCheck struct {
 	Alert       BurnAlert

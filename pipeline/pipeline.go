@@ -79,6 +79,8 @@ type target struct {
 	// offEdge holds a warning per SLO objective whose threshold is not an
 	// edge of the scraped buckets (its attainment is bracketed, not exact).
 	offEdge map[string]string
+	// sloDefs is sloDefinitions of the spec the totals were counted under.
+	sloDefs map[string]string
 	// good[model][slo][objective] accumulates estimated good requests.
 	good map[string]map[string]map[string]float64
 }
@@ -101,20 +103,58 @@ func (p *Pipeline) Reconfigure(spec Spec) {
 		if old, ok := p.targets[ts.Name]; ok && old.spec.URL == ts.URL && old.spec.Profile.Name == ts.Profile.Name {
 			old.mu.Lock()
 			old.spec = ts
+			old.reconfigure(spec)
 			old.mu.Unlock()
 			next[ts.Name] = old
 			continue
 		}
-		next[ts.Name] = newTarget(ts, spec.Retention)
+		next[ts.Name] = newTarget(ts, spec)
 	}
 	p.spec = spec
 	p.targets = next
 }
 
-func newTarget(ts TargetSpec, r history.Retention) *target {
+// reconfigure carries a kept target over to a new spec: its history moves to
+// the new retention (a longer window or period refills from now on; the
+// windows say how far back they reach), and totals and warnings of SLOs that
+// are gone or changed are dropped, so that no counter changes its meaning
+// under the same labels. t.mu must be held.
+func (t *target) reconfigure(spec Spec) {
+	if !slices.Equal(t.hist.Retention().Tiers, spec.Retention.Tiers) {
+		if data, err := t.hist.MarshalBinary(); err == nil {
+			h := history.New(spec.Retention)
+			if h.UnmarshalBinary(data) == nil {
+				t.hist = h
+			}
+		}
+	}
+	defs := sloDefinitions(spec.SLOs)
+	for _, bySLO := range t.good {
+		for name := range bySLO {
+			if defs[name] != t.sloDefs[name] {
+				delete(bySLO, name)
+			}
+		}
+	}
+	t.sloDefs = defs
+	clear(t.offEdge)
+}
+
+// sloDefinitions maps each SLO name to a text of its objectives and goal:
+// when it changes, the SLO's good-request totals mean something else.
+func sloDefinitions(slos []slo.SLO) map[string]string {
+	defs := make(map[string]string, len(slos))
+	for _, s := range slos {
+		defs[s.Name] = fmt.Sprint(s.Objectives, s.Goal)
+	}
+	return defs
+}
+
+func newTarget(ts TargetSpec, spec Spec) *target {
 	return &target{
 		spec:     ts,
-		hist:     history.New(r),
+		sloDefs:  sloDefinitions(spec.SLOs),
+		hist:     history.New(spec.Retention),
 		failures: map[string]float64{},
 		found:    map[string]string{},
 		offEdge:  map[string]string{},
@@ -154,7 +194,6 @@ func (p *Pipeline) Ingest(name string, snap *scrape.Snapshot, duration time.Dura
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	t.tried = true
-	t.lastScrape = snap.Time
 	t.scrapeDuration = duration.Seconds()
 	t.capModels(snap, spec.MaxModels)
 	prev := t.hist.Newest()
@@ -169,6 +208,7 @@ func (p *Pipeline) Ingest(name string, snap *scrape.Snapshot, duration time.Dura
 		return fmt.Errorf("target %q: %w", name, err)
 	}
 	t.up = true
+	t.lastScrape = snap.Time
 	t.lastError = ""
 	t.missing = t.missing[:0]
 	for _, f := range snap.Missing {
@@ -360,6 +400,7 @@ func (t *target) evaluateModel(spec Spec, model string, now time.Time) ModelRepo
 		w.Nominal = length
 		wr := slo.EvaluateWindow(w, spec.SLOs, opts)
 		if t.spec.Warmup > 0 {
+			wr.SLOs = nil // without the warm-up-free window, no SLO result at all
 			if ww, ok := t.hist.Window(model, now, length, warm); ok {
 				wr.SLOs = slo.EvaluateWindow(ww, spec.SLOs, slo.Options{}).SLOs
 			}

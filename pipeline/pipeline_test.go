@@ -342,3 +342,39 @@ func TestWarmupKeepsRestartOutOfSLOs(t *testing.T) {
 		t.Errorf("SLO window holds %v requests, more than the %d finished outside the warm-up", got, kept)
 	}
 }
+
+// TestReconfigureRetentionAndTotals: a reload that lengthens the windows moves
+// the history to the longer retention (it then fills up to the new length),
+// and the good-request totals of an SLO whose definition changed start over.
+func TestReconfigureRetentionAndTotals(t *testing.T) {
+	s := phased(t, sim.Phase{Duration: 10 * time.Hour, Kind: sim.Poisson, Rate: sim.DemoRate})
+	spec := testSpec(t)
+	spec.Retention = history.NewRetention(time.Hour, 2*time.Hour)
+	p := New(spec)
+	step := time.Minute
+	at := start
+	for i := 0; i < 90; i++ {
+		at = at.Add(step)
+		scrapeInto(t, p, s, at)
+	}
+	if len(p.Evaluate(at).Targets[0].Models[0].GoodRequests) == 0 {
+		t.Fatal("no good totals before the reload")
+	}
+	longer := spec
+	longer.Windows = []time.Duration{6 * time.Hour}
+	longer.Retention = history.NewRetention(6*time.Hour, 24*time.Hour)
+	longer.SLOs = []slo.SLO{interactive}
+	longer.SLOs[0].Goal = 0.9
+	p.Reconfigure(longer)
+	if g := p.Evaluate(at).Targets[0].Models[0].GoodRequests; len(g) != 0 {
+		t.Errorf("totals of a changed SLO survived the reload: %+v", g)
+	}
+	for i := 0; i < 6*60; i++ {
+		at = at.Add(step)
+		scrapeInto(t, p, s, at)
+	}
+	w := p.Evaluate(at).Targets[0].Models[0].Windows[0]
+	if got := w.Window.End.Sub(w.Window.Start); got != 6*time.Hour {
+		t.Errorf("6h window spans %v after the reload, want 6h", got)
+	}
+}

@@ -44,8 +44,10 @@ func (e Entry) Validate() error {
 		return errors.New(`missing "time"`)
 	case e.Target == "":
 		return errors.New(`missing "target"`)
-	case e.Error == "" && e.Body == "":
-		return errors.New(`neither "body" nor "error"`)
+	case e.Error == "" && e.Body == "" && e.Status == 0:
+		// A scrape answered with an empty body has its status; only an
+		// entry with nothing at all is meaningless.
+		return errors.New(`neither "body", "status" nor "error"`)
 	}
 	return nil
 }
@@ -152,9 +154,14 @@ func newScanner(r io.Reader) *bufio.Scanner {
 	return sc
 }
 
+// ErrMalformed marks a line that is not a valid entry; the reader can
+// continue past it. Other errors (an unreadable file, a line over
+// MaxLineBytes) end the reading.
+var ErrMalformed = errors.New("malformed entry")
+
 // Next returns the next entry, or io.EOF after the last one. Blank lines are
-// skipped. A malformed line is an error naming the file and line; the reader
-// can continue past it.
+// skipped. A malformed line is an error wrapping ErrMalformed and naming the
+// file and line; the reader can continue past it.
 func (r *Reader) Next() (Entry, error) {
 	for r.sc.Scan() {
 		r.line++
@@ -164,10 +171,10 @@ func (r *Reader) Next() (Entry, error) {
 		}
 		var e Entry
 		if err := json.Unmarshal(line, &e); err != nil {
-			return Entry{}, fmt.Errorf("%s:%d: %w", r.name, r.line, err)
+			return Entry{}, fmt.Errorf("%s:%d: %w: %w", r.name, r.line, ErrMalformed, err)
 		}
 		if err := e.Validate(); err != nil {
-			return Entry{}, fmt.Errorf("%s:%d: %w", r.name, r.line, err)
+			return Entry{}, fmt.Errorf("%s:%d: %w: %w", r.name, r.line, ErrMalformed, err)
 		}
 		return e, nil
 	}

@@ -51,11 +51,11 @@ func TestReaderErrors(t *testing.T) {
 	for _, tc := range []struct {
 		name, input, want string
 	}{
-		{"not json", "{\"time\":\"2026-11-29T08:00:00Z\",\"target\":\"a\",\"body\":\"x 1\"}\nnope\n", "rec:2: invalid character"},
-		{"no time", `{"target":"a","body":"x"}`, `rec:1: missing "time"`},
-		{"no target", `{"time":"2026-11-29T08:00:00Z","body":"x"}`, `rec:1: missing "target"`},
-		{"empty", `{"time":"2026-11-29T08:00:00Z","target":"a"}`, `rec:1: neither "body" nor "error"`},
-		{"bad time", `{"time":"yesterday","target":"a","body":"x"}`, `rec:1: parsing time`},
+		{"not json", "{\"time\":\"2026-11-29T08:00:00Z\",\"target\":\"a\",\"body\":\"x 1\"}\nnope\n", "rec:2: malformed entry: invalid character"},
+		{"no time", `{"target":"a","body":"x"}`, `rec:1: malformed entry: missing "time"`},
+		{"no target", `{"time":"2026-11-29T08:00:00Z","body":"x"}`, `rec:1: malformed entry: missing "target"`},
+		{"empty", `{"time":"2026-11-29T08:00:00Z","target":"a"}`, `rec:1: malformed entry: neither "body", "status" nor "error"`},
+		{"bad time", `{"time":"yesterday","target":"a","body":"x"}`, `rec:1: malformed entry: parsing time`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			r := NewReader(strings.NewReader(tc.input), "rec")
@@ -95,4 +95,21 @@ func FuzzReader(f *testing.F) {
 			}
 		}
 	})
+}
+
+// TestReaderContinuesPastMalformedLines: a bad line is ErrMalformed and the
+// next good line is still read; an empty 200 body is a valid entry.
+func TestReaderContinuesPastMalformedLines(t *testing.T) {
+	in := "nope\n" + `{"time":"2026-11-29T08:00:00Z","target":"a","status":200}` + "\n"
+	r := NewReader(strings.NewReader(in), "rec")
+	if _, err := r.Next(); !errors.Is(err, ErrMalformed) {
+		t.Fatalf("first line: %v, want ErrMalformed", err)
+	}
+	e, err := r.Next()
+	if err != nil || e.Status != 200 || e.Body != "" {
+		t.Fatalf("second line: %+v, %v", e, err)
+	}
+	if _, err := r.Next(); !errors.Is(err, io.EOF) {
+		t.Fatalf("after the last line: %v, want io.EOF", err)
+	}
 }

@@ -218,9 +218,12 @@ func ReadRecording(path string) ([]recording.Entry, error) {
 // Scraper scrapes one target now; Record uses it so tests can stand in.
 type Scraper func(ctx context.Context) (recording.Entry, error)
 
+// liveBodyLimit bounds one live scrape, as the daemon's default does.
+const liveBodyLimit = 10 << 20
+
 // FetchScraper scrapes url over HTTP with the daemon's fetcher.
 func FetchScraper(url string, timeout time.Duration, now func() time.Time) (Scraper, error) {
-	f, err := scrape.NewFetcher("live", url, config.HTTPClientConfig{}, timeout, 0)
+	f, err := scrape.NewFetcher("live", url, config.DefaultHTTPClientConfig, timeout, liveBodyLimit)
 	if err != nil {
 		return nil, err
 	}

@@ -10,6 +10,7 @@ import (
 	"github.com/prometheus/common/model"
 
 	"github.com/vllm-slo-exporter/vllm-slo-exporter/config"
+	"github.com/vllm-slo-exporter/vllm-slo-exporter/slo"
 )
 
 // fileComment heads every generated file.
@@ -192,8 +193,14 @@ func attainmentRule(s config.SLO, p objectivePlan, w model.Duration) Rule {
 // jointRule records the Fréchet lower bound of the share of requests that met
 // every objective: max(0, Σ a_i − (m−1)). It is absent unless every
 // objective's attainment is known in the window.
+//
+// ITL is per token gap, not per request, so, as in the daemon, it is left out
+// of the joint unless it is the SLO's only kind of objective.
 func jointRule(s config.SLO, plans []objectivePlan, w model.Duration, first bool) Rule {
 	r := Rule{Record: windowed(recAttain, w), Labels: objectiveLabels(s, allObjective, w)}
+	if perRequest := slices.DeleteFunc(slices.Clone(plans), func(p objectivePlan) bool { return p.obj.Metric == slo.ITL }); len(perRequest) > 0 {
+		plans = perRequest
+	}
 	terms := make([]string, len(plans))
 	for i, p := range plans {
 		terms[i] = selector(windowed(recAttain, w), "slo", s.Name, "objective", string(p.obj.Metric))

@@ -320,11 +320,11 @@ func TestJointIsFrechetLowerBound(t *testing.T) {
 			"  model_name:vllm_slo_attainment_lower:ratio_rate5m{slo=\"interactive\",objective=\"tpot\"}\n" +
 			"  + ignoring (objective) model_name:vllm_slo_attainment_lower:ratio_rate5m{slo=\"interactive\",objective=\"ttft\"}\n" +
 			"  - 1,\n  0\n)"},
-		{"three objectives", configCases[1].yaml, "chat", "clamp_min(\n" +
+		// ITL is per token gap: left out of the joint, as in the daemon.
+		{"three objectives, one ITL", configCases[1].yaml, "chat", "clamp_min(\n" +
 			"  model_name:vllm_slo_attainment_lower:ratio_rate5m{slo=\"chat\",objective=\"e2e\"}\n" +
-			"  + ignoring (objective) model_name:vllm_slo_attainment_lower:ratio_rate5m{slo=\"chat\",objective=\"itl\"}\n" +
 			"  + ignoring (objective) model_name:vllm_slo_attainment_lower:ratio_rate5m{slo=\"chat\",objective=\"ttft\"}\n" +
-			"  - 2,\n  0\n)"},
+			"  - 1,\n  0\n)"},
 		{"one objective", configCases[2].yaml, "tiny", `model_name:vllm_slo_attainment_lower:ratio_rate5m{slo="tiny",objective="e2e"}`},
 	}
 	for _, tt := range tests {

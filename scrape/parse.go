@@ -72,7 +72,7 @@ func Parse(body []byte, contentType string, p Profile, t time.Time) (*Snapshot, 
 		// err is only a warning when a parser came back (e.g. a fallback).
 		return nil, &ParseError{Reason: ReasonInvalidExposition, Err: fmt.Errorf("content type %q: %w", contentType, err)}
 	}
-	c := newCollector(newPlan(p), base)
+	c := newCollector(planFor(p), base)
 	if err := c.run(parser); err != nil {
 		return nil, err
 	}
@@ -83,13 +83,92 @@ func Parse(body []byte, contentType string, p Profile, t time.Time) (*Snapshot, 
 type collector struct {
 	plan   *plan
 	base   []byte
-	states [][]*nameState     // [family][name]
-	off    int                // byte offset of the last entry in base, -1 before any
-	lset   labels.Labels      // scratch: the label set, on the slow path
-	labels []rawLabel         // scratch: the current sample's labels, sorted
-	key    []byte             // scratch: identity of a child without le
-	group  []byte             // scratch: identity without le and pid
-	les    map[string]float64 // le values already parsed
+	states [][]*nameState    // [family][name]
+	off    int               // byte offset of the last entry in base, -1 before any
+	lset   labels.Labels     // scratch: the label set, on the slow path
+	labels []rawLabel        // scratch: the current sample's labels, sorted
+	key    []byte            // scratch: identity of a child without le
+	group  []byte            // scratch: identity without le and pid
+	fast   lastBucket        // the previous bucket line, for sameChild
+	model  string            // the last model_name made a string, for modelName
+	keys   map[string]string // identities made strings, for keyString
+	ident  lastIdentity      // what labels, key and group were computed from
+}
+
+// lastIdentity remembers the raw label bytes (after the name) that
+// c.labels, c.key and c.group were last computed from, so that the next line
+// with the same labels (a child's `_count`, `_sum`, `_created`) skips
+// scanning, sorting and key building.
+type lastIdentity struct {
+	valid         bool
+	rest          []byte // the label bytes, a slice of the body
+	model         []byte
+	hasLE         bool
+	leOff, leSize int // where le sits in rest
+}
+
+// set records the identity just computed for series (whose name is raw);
+// only labels scanned from the raw bytes (plain) can be matched by bytes.
+func (li *lastIdentity) set(plain bool, series, raw, model, le []byte, hasLE bool) {
+	*li = lastIdentity{}
+	if !plain {
+		return
+	}
+	rest := series[len(raw):]
+	if hasLE {
+		off := cap(rest) - cap(le)
+		if off < 0 || off+len(le) > len(rest) {
+			return
+		}
+		li.leOff, li.leSize = off, len(le)
+	}
+	li.valid, li.rest, li.model, li.hasLE = true, rest, model, hasLE
+}
+
+// reuse returns the remembered model and le (as a slice of series) when
+// series has the same label bytes as the remembered line and a plain name:
+// scanLabels would then read the same pairs.
+func (li *lastIdentity) reuse(series, raw []byte) (model, le []byte, hasLE, ok bool) {
+	rest := series[len(raw):]
+	if !li.valid || !bytes.Equal(rest, li.rest) || bytes.IndexByte(raw, '\\') >= 0 {
+		return nil, nil, false, false
+	}
+	if li.hasLE {
+		le = rest[li.leOff : li.leOff+li.leSize]
+	}
+	return li.model, le, li.hasLE, true
+}
+
+// modelName returns b as a string, reusing the previous one when equal: an
+// exposition names few models, on every line.
+func (c *collector) modelName(b []byte) string {
+	if string(b) != c.model {
+		c.model = string(b)
+	}
+	return c.model
+}
+
+// keyString returns c.key as a string, the same string for the same bytes:
+// the few label sets of an exposition recur in every family.
+func (c *collector) keyString() string {
+	if k, ok := c.keys[string(c.key)]; ok {
+		return k
+	}
+	if c.keys == nil {
+		c.keys = make(map[string]string)
+	}
+	k := string(c.key)
+	c.keys[k] = k
+	return k
+}
+
+// bucketHint is the capacity for a new child's buckets of st: the number its
+// first child had (children of one name share a layout), 32 before any.
+func bucketHint(st *nameState) int {
+	if len(st.les) == 0 {
+		return 32
+	}
+	return len(st.les)
 }
 
 func newCollector(pl *plan, base []byte) *collector {
@@ -106,14 +185,15 @@ type nameState struct {
 	present   bool   // a sample other than _created was seen
 	wrongType string // the declared type, when it contradicts the profile
 	hist      map[string]*histChild
-	vals      map[string]*valChild
-	created   map[string]*valChild
+	vals      map[string]valChild
+	created   map[string]valChild
+	les       []leAt // le values of the first child's buckets, for parseLE
 }
 
 // histChild is one label set of a histogram (one engine, one pid…).
 type histChild struct {
 	model    string
-	desc     string // the child's labels, for error messages
+	key      string // the child's identity (see identity), for messages
 	buckets  []bucket
 	sum      float64
 	hasSum   bool
@@ -127,7 +207,7 @@ type bucket struct {
 // valChild is one label set of a counter, gauge or _created family.
 type valChild struct {
 	model string
-	group string // identity without pid: gauges take the max within a group
+	group string // gauges: identity without pid, they take the max within a group
 	v     float64
 }
 
@@ -179,18 +259,28 @@ func (c *collector) run(p textparse.Parser) error {
 // sample handles one float sample, cheaply skipping unwanted ones: the name is
 // read from the raw series bytes and looked up before any label is read, and
 // the labels of wanted samples are scanned from the raw bytes too when they
-// are in the plain form.
+// are in the plain form. A bucket line that differs from the previous bucket
+// line only in its `le` value goes straight to that line's child.
 func (c *collector) sample(p textparse.Parser, series []byte, v float64) error {
+	if le, ok := c.sameChild(series); ok {
+		return c.bucket(c.fast.ref, c.fast.st, c.fast.child, le, true, v)
+	}
+	c.fast.child = nil
 	var ref sampleRef
 	var ok bool
-	if raw, plain := rawName(series); plain {
+	var modelB, le []byte
+	var hasLE, cached bool
+	raw, plain := rawName(series)
+	if plain {
 		if ref, ok = c.plan.samples[string(raw)]; !ok {
 			return nil
 		}
-		c.labels, plain = scanLabels(series, c.labels)
-		if !plain {
-			p.Labels(&c.lset)
-			c.labels = fromLabelSet(c.lset, c.labels)
+		if modelB, le, hasLE, cached = c.ident.reuse(series, raw); !cached {
+			c.labels, plain = scanLabels(series, c.labels)
+			if !plain {
+				p.Labels(&c.lset)
+				c.labels = fromLabelSet(c.lset, c.labels)
+			}
 		}
 	} else {
 		// A quoted name (`{"vllm:x", ...}`): only the label set knows it.
@@ -200,8 +290,11 @@ func (c *collector) sample(p textparse.Parser, series []byte, v float64) error {
 		}
 		c.labels = fromLabelSet(c.lset, c.labels)
 	}
-	sortLabels(c.labels)
-	modelB, le, hasLE := c.identity(c.labels)
+	if !cached {
+		sortLabels(c.labels)
+		modelB, le, hasLE = c.identity(c.labels)
+		c.ident.set(plain, series, raw, modelB, le, hasLE)
+	}
 	st := c.state(ref)
 	kind := c.plan.profile.Families[ref.fam].Kind
 	lineErr := func(reason, format string, args ...any) error {
@@ -215,26 +308,22 @@ func (c *collector) sample(p textparse.Parser, series []byte, v float64) error {
 		}
 		ch := st.hist[string(c.key)]
 		if ch == nil {
-			ch = &histChild{model: string(modelB), desc: describe(c.labels), buckets: make([]bucket, 0, 32)}
-			st.hist[string(c.key)] = ch
+			key := c.keyString()
+			ch = &histChild{model: c.modelName(modelB), key: key, buckets: make([]bucket, 0, bucketHint(st))}
+			st.hist[key] = ch
 		}
 		st.present = true
 		switch ref.role {
 		case roleBucket:
-			if !hasLE {
-				return lineErr(ReasonInvalidHistogram, "bucket without le label")
+			if err := c.bucket(ref, st, ch, le, hasLE, v); err != nil {
+				return err
 			}
-			edge, err := c.parseLE(le)
-			if err != nil || math.IsNaN(edge) {
-				return lineErr(ReasonInvalidHistogram, "bad le %q", le)
+			if plain && hasLE {
+				c.remember(ref, st, ch, series, le)
 			}
-			if !validCount(v) {
-				return lineErr(ReasonInvalidValue, "bucket le=%q count %v", le, v)
-			}
-			ch.buckets = append(ch.buckets, bucket{le: edge, count: v})
 		case roleCount:
 			if ch.hasCount {
-				return lineErr(ReasonDuplicateSeries, "second _count for %s", ch.desc)
+				return lineErr(ReasonDuplicateSeries, "second _count for %s", ch.desc())
 			}
 			if !validCount(v) {
 				return lineErr(ReasonInvalidValue, "_count %v", v)
@@ -242,7 +331,7 @@ func (c *collector) sample(p textparse.Parser, series []byte, v float64) error {
 			ch.hasCount = true
 		case roleSum:
 			if ch.hasSum {
-				return lineErr(ReasonDuplicateSeries, "second _sum for %s", ch.desc)
+				return lineErr(ReasonDuplicateSeries, "second _sum for %s", ch.desc())
 			}
 			// Every histogram a profile names sums latencies or token
 			// counts, which cannot be negative.
@@ -259,26 +348,92 @@ func (c *collector) sample(p textparse.Parser, series []byte, v float64) error {
 			return lineErr(ReasonInvalidValue, "gauge value %v", v)
 		}
 		if st.vals == nil {
-			st.vals = make(map[string]*valChild)
+			st.vals = make(map[string]valChild)
 		}
 		if _, dup := st.vals[string(c.key)]; dup {
 			return lineErr(ReasonDuplicateSeries, "%s seen twice", describe(c.labels))
 		}
-		st.vals[string(c.key)] = &valChild{model: string(modelB), group: string(c.group), v: v}
+		ch := valChild{model: c.modelName(modelB), v: v}
+		if kind == KindGauge {
+			ch.group = string(c.group) // only gauges group children
+		}
+		st.vals[c.keyString()] = ch
 		st.present = true
 	case roleCreated:
 		if !validCount(v) {
 			return lineErr(ReasonInvalidValue, "_created %v", v)
 		}
 		if st.created == nil {
-			st.created = make(map[string]*valChild)
+			st.created = make(map[string]valChild)
 		}
 		if _, dup := st.created[string(c.key)]; dup {
 			return lineErr(ReasonDuplicateSeries, "%s seen twice", describe(c.labels))
 		}
-		st.created[string(c.key)] = &valChild{model: string(modelB), v: v}
+		st.created[c.keyString()] = valChild{model: c.modelName(modelB), v: v}
 	}
 	return nil
+}
+
+// bucket adds one `_bucket` sample to its child.
+func (c *collector) bucket(ref sampleRef, st *nameState, ch *histChild, le []byte, hasLE bool, v float64) error {
+	lineErr := func(reason, format string, args ...any) error {
+		return &ParseError{Reason: reason, Line: c.line(), Family: ref.sample, Model: ch.model,
+			Err: fmt.Errorf(format, args...)}
+	}
+	if !hasLE {
+		return lineErr(ReasonInvalidHistogram, "bucket without le label")
+	}
+	edge, err := parseLE(st, le, len(ch.buckets))
+	if err != nil || math.IsNaN(edge) {
+		return lineErr(ReasonInvalidHistogram, "bad le %q", le)
+	}
+	if !validCount(v) {
+		return lineErr(ReasonInvalidValue, "bucket le=%q count %v", le, v)
+	}
+	ch.buckets = append(ch.buckets, bucket{le: edge, count: v})
+	return nil
+}
+
+// lastBucket is the previous bucket line read on the plain path: its raw
+// bytes before and after the `le` value, and where it went.
+type lastBucket struct {
+	ref      sampleRef
+	st       *nameState
+	child    *histChild // nil when there is no usable previous line
+	pre, suf []byte     // slices of the exposition body
+}
+
+// remember records a bucket line whose labels were scanned from its raw bytes
+// (le is a slice of series) for sameChild.
+func (c *collector) remember(ref sampleRef, st *nameState, ch *histChild, series, le []byte) {
+	start := cap(series) - cap(le)
+	if start < 0 || start+len(le) > len(series) {
+		return
+	}
+	c.fast = lastBucket{ref: ref, st: st, child: ch, pre: series[:start], suf: series[start+len(le):]}
+}
+
+// sameChild reports whether series is the previous bucket line with another
+// `le` value, which it returns. The rest of the bytes being equal (name and
+// every other label, plain text without escapes), the line has the same
+// sample name and the same child; an `le` value holding no quote or backslash
+// cannot change where any label starts or ends.
+func (c *collector) sameChild(series []byte) ([]byte, bool) {
+	f := &c.fast
+	if f.child == nil {
+		return nil, false
+	}
+	n := len(series) - len(f.pre) - len(f.suf)
+	if n < 0 || !bytes.HasPrefix(series, f.pre) || !bytes.HasSuffix(series, f.suf) {
+		return nil, false
+	}
+	le := series[len(f.pre) : len(f.pre)+n]
+	for _, b := range le {
+		if b == '"' || b == '\\' {
+			return nil, false
+		}
+	}
+	return le, true
 }
 
 // validCount reports whether v can be a count or a counter value: finite and

@@ -83,7 +83,7 @@ func assembleHistograms(snap *Snapshot, fam Family, name string, children map[st
 		ch := children[key]
 		famErr := func(reason, format string, args ...any) error {
 			return &ParseError{Reason: reason, Family: name, Model: ch.model,
-				Err: fmt.Errorf("%s: "+format, append([]any{ch.desc}, args...)...)}
+				Err: fmt.Errorf("%s: "+format, append([]any{ch.desc()}, args...)...)}
 		}
 		h, err := childHistogram(ch)
 		if err != nil {
@@ -119,11 +119,18 @@ type childError struct {
 // cumulative histogram ending in +Inf.
 func childHistogram(ch *histChild) (slo.Histogram, *childError) {
 	b := ch.buckets
-	sort.Slice(b, func(i, j int) bool { return b[i].le < b[j].le })
+	// Expositions list buckets in ascending le; sorting only when they are
+	// not strictly ascending gives the same order, without sort.Slice's cost.
+	if !strictlyAscending(b) {
+		sort.Slice(b, func(i, j int) bool { return b[i].le < b[j].le })
+	}
 	if len(b) == 0 || !math.IsInf(b[len(b)-1].le, 1) {
 		return slo.Histogram{}, &childError{ReasonInvalidHistogram, "no +Inf bucket"}
 	}
-	h := slo.Histogram{Edges: make([]float64, len(b)), Counts: make([]float64, len(b)), Sum: ch.sum}
+	// One array for both slices; Edges is clipped so that appending to it
+	// can never write into Counts.
+	vals := make([]float64, 2*len(b))
+	h := slo.Histogram{Edges: vals[:len(b):len(b)], Counts: vals[len(b):], Sum: ch.sum}
 	for i, bk := range b {
 		if i > 0 && bk.le == b[i-1].le {
 			return slo.Histogram{}, &childError{ReasonDuplicateSeries, fmt.Sprintf("bucket le=%g seen twice", bk.le)}
@@ -140,9 +147,20 @@ func childHistogram(ch *histChild) (slo.Histogram, *childError) {
 	return h, nil
 }
 
+// strictlyAscending reports whether every bucket's le is above the previous
+// one's (NaN never is: Parse refuses a NaN le).
+func strictlyAscending(b []bucket) bool {
+	for i := 1; i < len(b); i++ {
+		if !(b[i].le > b[i-1].le) {
+			return false
+		}
+	}
+	return true
+}
+
 // assembleValues sums the children of each model of a counter, or of a gauge
 // after taking the maximum over pid within each group (maxOverPID).
-func assembleValues(snap *Snapshot, fam Family, name string, children map[string]*valChild, maxOverPID bool) error {
+func assembleValues(snap *Snapshot, fam Family, name string, children map[string]valChild, maxOverPID bool) error {
 	type group struct {
 		model string
 		v     float64

@@ -152,19 +152,74 @@ func describe(ls []rawLabel) string {
 	return b.String()
 }
 
-// parseLE parses an `le` value, memoising the few distinct ones of an
-// exposition so that buckets cost no allocation.
-func (c *collector) parseLE(le []byte) (float64, error) {
-	if v, ok := c.les[string(le)]; ok {
-		return v, nil
+// parseLE parses the `le` value of bucket number pos of a child of st. The
+// children of one name list the same le values in the same order, so the
+// value its first child had at the same position is tried first.
+func parseLE(st *nameState, le []byte, pos int) (float64, error) {
+	if pos < len(st.les) && bytes.Equal(st.les[pos].raw, le) {
+		return st.les[pos].v, nil
 	}
 	v, err := strconv.ParseFloat(string(le), 64)
 	if err != nil {
 		return 0, err
 	}
-	if c.les == nil {
-		c.les = make(map[string]float64)
+	if pos == len(st.les) && pos < maxLEPos {
+		if st.les == nil {
+			st.les = make([]leAt, 0, 32)
+		}
+		st.les = append(st.les, leAt{raw: le, v: v})
 	}
-	c.les[string(le)] = v
 	return v, nil
+}
+
+// maxLEPos bounds the positions parseLE remembers.
+const maxLEPos = 256
+
+// leAt is the le value seen at one bucket position.
+type leAt struct {
+	raw []byte
+	v   float64
+}
+
+// desc renders the child's labels without le for messages, as describe does,
+// from its identity: built only when a message needs it.
+func (ch *histChild) desc() string { return describeKey(ch.key) }
+
+// describeKey renders an identity written by identity (length-prefixed
+// name and value fields, sorted, without le) as describe renders the pairs.
+func describeKey(key string) string {
+	var b strings.Builder
+	b.WriteByte('{')
+	for key != "" {
+		name, rest, ok := cutField(key)
+		if !ok {
+			break
+		}
+		value, rest, ok := cutField(rest)
+		if !ok {
+			break
+		}
+		key = rest
+		if b.Len() > 1 {
+			b.WriteString(", ")
+		}
+		b.WriteString(name)
+		b.WriteByte('=')
+		b.WriteString(strconv.Quote(value))
+	}
+	b.WriteByte('}')
+	return b.String()
+}
+
+// cutField splits one `len:bytes` field written by appendField off s.
+func cutField(s string) (field, rest string, ok bool) {
+	i := strings.IndexByte(s, ':')
+	if i < 0 {
+		return "", "", false
+	}
+	n, err := strconv.Atoi(s[:i])
+	if err != nil || n < 0 || n > len(s)-i-1 {
+		return "", "", false
+	}
+	return s[i+1 : i+1+n], s[i+1+n:], true
 }

@@ -1,6 +1,7 @@
 package scrape
 
 import (
+	"slices"
 	"strings"
 
 	"github.com/prometheus/common/model"
@@ -33,12 +34,52 @@ type typeRef struct {
 }
 
 // plan is a profile compiled for lookups by sample name and by declared family
-// name. It is built per Parse (a few dozen map entries) so that Parse keeps no
-// state between calls.
+// name. Plans of the built-in profiles are compiled once (builtinPlans); any
+// other profile's per Parse. A plan is never modified once built.
 type plan struct {
 	profile Profile
 	samples map[string]sampleRef
 	types   map[string]typeRef
+}
+
+// builtinPlans are the plans of the built-in profiles, compiled once at
+// start-up from copies of them and read-only afterwards.
+var builtinPlans = []*plan{newPlan(cloneProfile(VLLM)), newPlan(cloneProfile(SGLang))}
+
+// planFor returns the compiled plan for p: a built-in one when p has the very
+// same content (so a caller that modified a profile gets a fresh plan), else
+// a new one.
+func planFor(p Profile) *plan {
+	for _, pl := range builtinPlans {
+		if sameProfile(pl.profile, p) {
+			return pl
+		}
+	}
+	return newPlan(p)
+}
+
+// cloneProfile deep-copies p, so that no later change to p reaches the copy.
+func cloneProfile(p Profile) Profile {
+	out := Profile{Name: p.Name, Families: make([]FamilySpec, len(p.Families))}
+	for i, f := range p.Families {
+		out.Families[i] = FamilySpec{Family: f.Family, Kind: f.Kind, Names: slices.Clone(f.Names)}
+	}
+	return out
+}
+
+// sameProfile reports whether a and b map the same families to the same
+// names, in the same order.
+func sameProfile(a, b Profile) bool {
+	if a.Name != b.Name || len(a.Families) != len(b.Families) {
+		return false
+	}
+	for i, f := range a.Families {
+		g := b.Families[i]
+		if f.Family != g.Family || f.Kind != g.Kind || !slices.Equal(f.Names, g.Names) {
+			return false
+		}
+	}
+	return true
 }
 
 // newPlan compiles p. When two profile names would claim the same sample name,

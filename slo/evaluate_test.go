@@ -218,3 +218,17 @@ func BenchmarkEvaluateWindow(b *testing.B) {
 		EvaluateWindow(w, slos, opts)
 	}
 }
+
+// TestITLOnlySLOWithoutITLHistogram: with no ITL histogram an ITL-only SLO
+// has no "all" (and no burn rate) instead of an invented exact 100%.
+func TestITLOnlySLOWithoutITLHistogram(t *testing.T) {
+	w := busyWindow() // no ITL histogram
+	rep := EvaluateWindow(w, []SLO{{Name: "gaps", Objectives: []Objective{{ITL, 0.05}}, Goal: 0.99}}, Options{})
+	if len(rep.SLOs) != 1 {
+		t.Fatalf("got %d SLO results", len(rep.SLOs))
+	}
+	r := rep.SLOs[0]
+	if _, ok := r.Objectives[AllKey]; ok || r.HasBurnRate {
+		t.Errorf("ITL-only SLO without ITL data: all=%v burn=%v (has %v), want absent", r.Objectives[AllKey], r.BurnRate, r.HasBurnRate)
+	}
+}

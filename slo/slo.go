@@ -23,7 +23,8 @@ import "math"
 //
 // An objective whose histogram is absent contributes [0, nB] to the joint
 // bounds with no evidence against it (estimate nB), and is absent from the
-// per-objective maps.
+// per-objective maps; an SLO whose only objectives are ITL without an ITL
+// histogram has no "all" at all.
 func evaluateSLO(w Window, s SLO, nB, secs float64, e Estimator) SLOResult {
 	res := SLOResult{
 		Name:         s.Name,
@@ -66,7 +67,11 @@ func evaluateSLO(w Window, s SLO, nB, secs float64, e Estimator) SLOResult {
 	}
 	var joint Bounded
 	switch {
-	case len(perRequest) == 0 && len(gapRatios) > 0:
+	case len(perRequest) == 0 && len(gapRatios) == 0:
+		// Only ITL objectives, and no ITL histogram: nothing is known, and
+		// "all" is absent rather than an invented 100%.
+		return res
+	case len(perRequest) == 0:
 		joint = Exact(1)
 		for _, r := range gapRatios {
 			joint = Bounded{Estimate: joint.Estimate * r.Estimate, Lower: joint.Lower * r.Lower, Upper: joint.Upper * r.Upper}

@@ -30,8 +30,10 @@ type daemon struct {
 	configFile string
 	now        func() time.Time
 
-	mu      sync.Mutex // guards cfg, loops and errs
+	mu      sync.Mutex // guards cfg, loops, errs, warnings, closing and the notifier
 	cfg     *config.Config
+	closing bool       // shutting down: no more reloads
+	evalMu  sync.Mutex // one evaluation at a time, so reports are stored in time order
 	loops   map[string]*runningLoop
 	errs    map[string]string  // last logged error per target, to log changes only
 	warned  map[string]bool    // warnings already logged
@@ -105,12 +107,12 @@ func runDaemon(logger *slog.Logger, configFile string, webFlags *web.FlagConfig)
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	d := newDaemon(logger, configFile, cfg)
-	return d.serve(ctx, webFlags, nil)
+	return d.serve(ctx, func(srv *http.Server) error { return web.ListenAndServe(srv, webFlags, logger) })
 }
 
-// serve runs until ctx ends; ready, when not nil, is closed once the HTTP
-// server is listening (demo uses it to print URLs).
-func (d *daemon) serve(ctx context.Context, webFlags *web.FlagConfig, ready chan<- struct{}) int {
+// serve runs until ctx ends, serving HTTP with listenAndServe (exporter-
+// toolkit's, which adds TLS and basic auth from --web.config.file).
+func (d *daemon) serve(ctx context.Context, listenAndServe func(*http.Server) error) int {
 	loopsCtx, stopLoops := context.WithCancel(context.Background())
 	d.ctx = loopsCtx
 	d.loadState()
@@ -147,10 +149,7 @@ func (d *daemon) serve(ctx context.Context, webFlags *web.FlagConfig, ready chan
 
 	srv := &http.Server{Handler: d.handler(), ReadHeaderTimeout: 10 * time.Second}
 	srvErr := make(chan error, 1)
-	go func() { srvErr <- web.ListenAndServe(srv, webFlags, d.logger) }()
-	if ready != nil {
-		close(ready)
-	}
+	go func() { srvErr <- listenAndServe(srv) }()
 	code := 0
 	select {
 	case <-ctx.Done():
@@ -161,6 +160,9 @@ func (d *daemon) serve(ctx context.Context, webFlags *web.FlagConfig, ready chan
 			code = 1
 		}
 	}
+	d.mu.Lock()
+	d.closing = true // from here on a reload is refused
+	d.mu.Unlock()
 	stopLoops()
 	d.wg.Wait()
 	d.saveState()
@@ -307,6 +309,8 @@ func (d *daemon) evaluateEvery(ctx context.Context) {
 }
 
 func (d *daemon) evaluate() {
+	d.evalMu.Lock()
+	defer d.evalMu.Unlock()
 	rep := d.pipe.Evaluate(d.now())
 	d.report.Store(rep)
 	d.warnOnce(rep)
@@ -327,6 +331,10 @@ func (d *daemon) reload() error {
 		return err
 	}
 	d.mu.Lock()
+	if d.closing {
+		d.mu.Unlock()
+		return errors.New("shutting down")
+	}
 	old := d.cfg
 	d.cfg = cfg
 	if err := d.startNotifier(); err != nil {
@@ -353,9 +361,9 @@ func (d *daemon) startNotifier() error {
 	for i, am := range a.Alertmanagers {
 		client, err := commoncfg.NewClientFromConfig(am.HTTPClientConfig, fmt.Sprintf("alertmanager-%d", i))
 		if err != nil {
-			return fmt.Errorf("alertmanager %s: %w", am.URL, err)
+			return fmt.Errorf("alertmanager %s: %w", config.RedactURL(am.URL), err)
 		}
-		targets = append(targets, exporter.AlertmanagerTarget{URL: am.URL, Client: client, Timeout: time.Duration(am.Timeout)})
+		targets = append(targets, exporter.AlertmanagerTarget{URL: am.URL, Display: config.RedactURL(am.URL), Client: client, Timeout: time.Duration(am.Timeout)})
 	}
 	if d.stopNotifier != nil {
 		d.stopNotifier()
@@ -376,7 +384,11 @@ func (d *daemon) startNotifier() error {
 	})
 	ctx, cancel := context.WithCancel(d.ctx)
 	d.notifier, d.stopNotifier = n, cancel
-	go n.Run(ctx)
+	d.wg.Add(1)
+	go func() {
+		defer d.wg.Done()
+		n.Run(ctx)
+	}()
 	return nil
 }
 

@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"net"
+	"net/http"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -67,19 +69,19 @@ func runDemo(logger *slog.Logger, webAddr, simAddr string) int {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	d := newDaemon(logger, file, dcfg)
-	addrs := []string{webAddr}
+	// Listen before printing the URLs, so a taken port fails before them.
+	ln, err := net.Listen("tcp", webAddr)
+	if err != nil {
+		return fail(logger, "demo", err)
+	}
 	systemd := false
 	configFile := ""
-	flags := &web.FlagConfig{WebListenAddresses: &addrs, WebSystemdSocket: &systemd, WebConfigFile: &configFile}
-	ready := make(chan struct{})
-	go func() {
-		<-ready
-		fmt.Printf("\nvllm-slo-exporter demo\n")
-		fmt.Printf("  simulated vLLM:  http://%s/metrics  (model %s, 2 engines, overload %v of every %v)\n", simBound, sim.DemoModel, sim.DemoOverload, sim.DemoPeriod)
-		fmt.Printf("  landing page:    http://%s/\n", webAddr)
-		fmt.Printf("  SLO series:      http://%s/metrics\n", webAddr)
-		fmt.Printf("  configuration:   http://%s/config\n", webAddr)
-		fmt.Printf("Windows fill within minutes; the first overload starts %v after the start. Ctrl-C stops.\n\n", sim.DemoPeriod-sim.DemoOverload)
-	}()
-	return d.serve(ctx, flags, ready)
+	flags := &web.FlagConfig{WebListenAddresses: &[]string{webAddr}, WebSystemdSocket: &systemd, WebConfigFile: &configFile}
+	fmt.Printf("\nvllm-slo-exporter demo\n")
+	fmt.Printf("  simulated vLLM:  http://%s/metrics  (model %s, 2 engines, overload %v of every %v)\n", simBound, sim.DemoModel, sim.DemoOverload, sim.DemoPeriod)
+	fmt.Printf("  landing page:    http://%s/\n", ln.Addr())
+	fmt.Printf("  SLO series:      http://%s/metrics\n", ln.Addr())
+	fmt.Printf("  configuration:   http://%s/config\n", ln.Addr())
+	fmt.Printf("Windows fill within minutes; the first overload starts %v after the start. Ctrl-C stops.\n\n", sim.DemoPeriod-sim.DemoOverload)
+	return d.serve(ctx, func(srv *http.Server) error { return web.Serve(ln, srv, flags, logger) })
 }

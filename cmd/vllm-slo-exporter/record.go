@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"os"
 	"os/signal"
@@ -23,7 +24,11 @@ type recordOptions struct {
 // scrape, failures included, with its time. Ctrl-C ends it early and keeps
 // what was recorded.
 func runRecord(logger *slog.Logger, o recordOptions) int {
-	f, err := scrape.NewFetcher(o.target, o.url, commoncfg.DefaultHTTPClientConfig, o.timeout, 64<<20)
+	if o.duration <= 0 || o.interval <= 0 || o.timeout <= 0 {
+		return fail(logger, "record", fmt.Errorf("--duration, --interval and --timeout must be positive (got %v, %v, %v)", o.duration, o.interval, o.timeout))
+	}
+	// Stay under the recording's line limit even when JSON escapes the body.
+	f, err := scrape.NewFetcher(o.target, o.url, commoncfg.DefaultHTTPClientConfig, o.timeout, recording.MaxLineBytes/4)
 	if err != nil {
 		return fail(logger, "record", err)
 	}

@@ -35,6 +35,10 @@ func runReplay(out io.Writer, logger *slog.Logger, configFile, recordingFile str
 		if errors.Is(err, io.EOF) {
 			break
 		}
+		if errors.Is(err, recording.ErrMalformed) {
+			logger.Warn("recording line skipped", "err", err)
+			continue
+		}
 		if err != nil {
 			return fail(logger, "read recording", err)
 		}

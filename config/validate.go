@@ -21,7 +21,6 @@ import (
 // appears in URLs and logs unquoted.
 var targetNameRE = regexp.MustCompile(`^[a-zA-Z0-9_.:-]+$`)
 
-
 // ReservedLabels lists the label names the exporter sets itself; a target's
 // extra labels and the external labels may not use them (nor any name starting
 // with "__").

@@ -180,7 +180,6 @@ func (n *Notifier) due(now time.Time, alerts []pipeline.Alert) []amAlert {
 	return out
 }
 
-
 // Run sends queued batches until ctx ends.
 func (n *Notifier) Run(ctx context.Context) {
 	for {
@@ -270,4 +269,3 @@ func post(ctx context.Context, am AlertmanagerTarget, body []byte) error {
 	}
 	return nil
 }
-

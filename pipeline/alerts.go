@@ -221,21 +221,12 @@ func with(base map[string]string, kv ...string) map[string]string {
 	return out
 }
 
-// neededMissing lists the missing families that some SLO objective needs, or
-// that every SLO needs to count finished requests (e2e).
+// neededMissing lists the missing families that evaluating the SLOs needs
+// (slo.NeededMetrics).
 func neededMissing(missing []string, slos []slo.SLO) []string {
-	if len(slos) == 0 {
-		return nil
-	}
-	need := map[string]bool{string(slo.E2E): true}
-	for _, s := range slos {
-		for _, o := range s.Objectives {
-			need[string(o.Metric)] = true
-		}
-	}
 	var out []string
 	for _, f := range missing {
-		if need[f] {
+		if slices.Contains(slo.NeededMetrics(slos), slo.Metric(f)) {
 			out = append(out, f)
 		}
 	}

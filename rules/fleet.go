@@ -72,18 +72,20 @@ func fleetGroup(cfg *config.Config) Group {
 	return g
 }
 
-// neededFamilies lists the latency metrics some SLO needs, as the daemon does:
-// every objective's metric, plus e2e; sorted.
+// neededFamilies lists the latency metrics some SLO needs, exactly as the
+// daemon's alert does (slo.NeededMetrics).
 func neededFamilies(cfg *config.Config) []string {
-	if len(cfg.SLOs) == 0 {
-		return nil
-	}
-	need := []string{string(slo.E2E)}
+	var slos []slo.SLO
 	for _, s := range cfg.SLOs {
-		for m := range s.Objectives {
-			need = append(need, string(m))
+		var objs []slo.Objective
+		for _, o := range s.ObjectiveList() {
+			objs = append(objs, slo.Objective{Metric: o.Metric})
 		}
+		slos = append(slos, slo.SLO{Objectives: objs})
 	}
-	slices.Sort(need)
-	return slices.Compact(need)
+	var out []string
+	for _, m := range slo.NeededMetrics(slos) {
+		out = append(out, string(m))
+	}
+	return out
 }

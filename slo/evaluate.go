@@ -2,6 +2,7 @@ package slo
 
 import (
 	"math"
+	"slices"
 	"time"
 )
 
@@ -248,4 +249,22 @@ func finished(w Window) (float64, bool) {
 // finite reports whether v is neither NaN nor infinite.
 func finite(v float64) bool {
 	return !math.IsNaN(v) && !math.IsInf(v, 0)
+}
+
+// NeededMetrics lists the latency metrics that evaluating the SLOs needs,
+// sorted: every objective's metric, plus e2e, which counts the finished
+// requests. A target without one of them cannot be judged on its SLOs; the
+// daemon's alert and the generated Prometheus rule both use this list.
+func NeededMetrics(slos []SLO) []Metric {
+	if len(slos) == 0 {
+		return nil
+	}
+	need := []Metric{E2E}
+	for _, s := range slos {
+		for _, o := range s.Objectives {
+			need = append(need, o.Metric)
+		}
+	}
+	slices.Sort(need)
+	return slices.Compact(need)
 }

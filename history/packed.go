@@ -99,15 +99,6 @@ func (p *point) values() []float64 {
 	return unpack(p.enc, p.seg.base)
 }
 
-// numValues is the length of the point's value vector, without decoding it.
-func (p *point) numValues() int {
-	if p.enc == nil {
-		return len(p.vals)
-	}
-	n, _ := binary.Uvarint(p.enc)
-	return int(n)
-}
-
 // packPoint converts a raw point to the packed form, making its values the
 // segment's base when the segment has none yet.
 func (p *point) packPoint() {

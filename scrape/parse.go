@@ -7,6 +7,7 @@ import (
 	"io"
 	"math"
 	"mime"
+	"strings"
 	"time"
 
 	"github.com/prometheus/prometheus/model/labels"
@@ -53,9 +54,13 @@ func Parse(body []byte, contentType string, p Profile, t time.Time) (*Snapshot, 
 	if contentType == "" {
 		contentType = "text/plain; version=0.0.4"
 	}
-	if mt, _, err := mime.ParseMediaType(contentType); err == nil && mt == "application/vnd.google.protobuf" {
-		return nil, &ParseError{Reason: ReasonInvalidExposition,
-			Err: fmt.Errorf("unsupported Content-Type %q", contentType)}
+	// Only a type naming protobuf can parse as the protobuf media type; the
+	// check skips mime.ParseMediaType's cost on every other scrape.
+	if strings.Contains(strings.ToLower(contentType), "protobuf") {
+		if mt, _, err := mime.ParseMediaType(contentType); err == nil && mt == "application/vnd.google.protobuf" {
+			return nil, &ParseError{Reason: ReasonInvalidExposition,
+				Err: fmt.Errorf("unsupported Content-Type %q", contentType)}
+		}
 	}
 	// The classic parser appends a newline to a body that lacks one, which
 	// would move the series into another array; doing it here keeps every
@@ -83,20 +88,21 @@ func Parse(body []byte, contentType string, p Profile, t time.Time) (*Snapshot, 
 type collector struct {
 	plan   *plan
 	base   []byte
-	states [][]*nameState    // [family][name]
-	off    int               // byte offset of the last entry in base, -1 before any
-	lset   labels.Labels     // scratch: the label set, on the slow path
-	labels []rawLabel        // scratch: the current sample's labels, sorted
-	key    []byte            // scratch: identity of a child without le
-	group  []byte            // scratch: identity without le and pid
-	fast   lastBucket        // the previous bucket line, for sameChild
-	model  string            // the last model_name made a string, for modelName
-	keys   map[string]string // identities made strings, for keyString
-	ident  lastIdentity      // what labels, key and group were computed from
+	states [][]*nameState       // [family][name]
+	off    int                  // byte offset of the last entry in base, -1 before any
+	lset   labels.Labels        // scratch: the label set, on the slow path
+	labels []rawLabel           // scratch: the current sample's labels, sorted
+	key    []byte               // scratch: identity of a child without le
+	group  []byte               // scratch: identity without le and pid
+	fast   lastBucket           // the previous bucket line, for sameChild
+	model  string               // the last model_name made a string, for modelName
+	keys   map[string]string    // identities made strings, for keyString
+	ident  lastIdentity         // what key and group were computed from
+	idents map[string]identInfo // label sets without le seen, by raw bytes
 }
 
 // lastIdentity remembers the raw label bytes (after the name) that
-// c.labels, c.key and c.group were last computed from, so that the next line
+// c.key and c.group were last computed from, so that the next line
 // with the same labels (a child's `_count`, `_sum`, `_created`) skips
 // scanning, sorting and key building.
 type lastIdentity struct {
@@ -150,25 +156,62 @@ func (c *collector) modelName(b []byte) string {
 
 // keyString returns c.key as a string, the same string for the same bytes:
 // the few label sets of an exposition recur in every family.
-func (c *collector) keyString() string {
-	if k, ok := c.keys[string(c.key)]; ok {
+func (c *collector) keyString() string { return c.intern(c.key) }
+
+// intern returns b as a string, the same string for the same bytes.
+func (c *collector) intern(b []byte) string {
+	if k, ok := c.keys[string(b)]; ok {
 		return k
 	}
 	if c.keys == nil {
 		c.keys = make(map[string]string)
 	}
-	k := string(c.key)
+	k := string(b)
 	c.keys[k] = k
 	return k
 }
 
-// bucketHint is the capacity for a new child's buckets of st: the number its
-// first child had (children of one name share a layout), 32 before any.
+// identInfo is what identity computed from one set of raw label bytes
+// without le: the interned key and group, and the model_name bytes.
+type identInfo struct {
+	key, group string
+	model      []byte
+}
+
+// maxIdents bounds the label sets remembered in collector.idents.
+const maxIdents = 4096
+
+// lookupIdent sets c.key and c.group from the label bytes of a plain series
+// seen before (without le), returning its model_name.
+func (c *collector) lookupIdent(series, raw []byte) ([]byte, bool) {
+	info, ok := c.idents[string(series[len(raw):])]
+	if !ok || bytes.IndexByte(raw, '\\') >= 0 {
+		return nil, false
+	}
+	c.key = append(c.key[:0], info.key...)
+	c.group = append(c.group[:0], info.group...)
+	return info.model, true
+}
+
+// rememberIdent records the identity just computed for a plain series
+// without le, for lookupIdent.
+func (c *collector) rememberIdent(series, raw, model []byte) {
+	if len(c.idents) >= maxIdents {
+		return
+	}
+	if c.idents == nil {
+		c.idents = make(map[string]identInfo)
+	}
+	c.idents[string(series[len(raw):])] = identInfo{key: c.keyString(), group: c.intern(c.group), model: model}
+}
+
+// bucketHint is the capacity for a new child's buckets of st: the most an
+// earlier child had (children of one name share a layout), 32 before any.
 func bucketHint(st *nameState) int {
-	if len(st.les) == 0 {
+	if st.maxLen == 0 {
 		return 32
 	}
-	return len(st.les)
+	return st.maxLen
 }
 
 func newCollector(pl *plan, base []byte) *collector {
@@ -186,8 +229,8 @@ type nameState struct {
 	wrongType string // the declared type, when it contradicts the profile
 	hist      map[string]*histChild
 	vals      map[string]valChild
-	created   map[string]valChild
-	les       []leAt // le values of the first child's buckets, for parseLE
+	created   map[string]createdChild
+	maxLen    int // the most buckets a child of this name has had so far
 }
 
 // histChild is one label set of a histogram (one engine, one pid…).
@@ -204,7 +247,13 @@ type bucket struct {
 	le, count float64
 }
 
-// valChild is one label set of a counter, gauge or _created family.
+// createdChild is the `_created` sample of one label set.
+type createdChild struct {
+	model string
+	v     float64
+}
+
+// valChild is one label set of a counter or gauge.
 type valChild struct {
 	model string
 	group string // gauges: identity without pid, they take the max within a group
@@ -275,7 +324,13 @@ func (c *collector) sample(p textparse.Parser, series []byte, v float64) error {
 		if ref, ok = c.plan.samples[string(raw)]; !ok {
 			return nil
 		}
-		if modelB, le, hasLE, cached = c.ident.reuse(series, raw); !cached {
+		modelB, le, hasLE, cached = c.ident.reuse(series, raw)
+		if !cached {
+			if modelB, cached = c.lookupIdent(series, raw); cached {
+				c.ident.set(true, series, raw, modelB, nil, false)
+			}
+		}
+		if !cached {
 			c.labels, plain = scanLabels(series, c.labels)
 			if !plain {
 				p.Labels(&c.lset)
@@ -294,6 +349,9 @@ func (c *collector) sample(p textparse.Parser, series []byte, v float64) error {
 		sortLabels(c.labels)
 		modelB, le, hasLE = c.identity(c.labels)
 		c.ident.set(plain, series, raw, modelB, le, hasLE)
+		if plain && !hasLE {
+			c.rememberIdent(series, raw, modelB)
+		}
 	}
 	st := c.state(ref)
 	kind := c.plan.profile.Families[ref.fam].Kind
@@ -351,7 +409,7 @@ func (c *collector) sample(p textparse.Parser, series []byte, v float64) error {
 			st.vals = make(map[string]valChild)
 		}
 		if _, dup := st.vals[string(c.key)]; dup {
-			return lineErr(ReasonDuplicateSeries, "%s seen twice", describe(c.labels))
+			return lineErr(ReasonDuplicateSeries, "%s seen twice", describeKey(string(c.key)))
 		}
 		ch := valChild{model: c.modelName(modelB), v: v}
 		if kind == KindGauge {
@@ -364,34 +422,38 @@ func (c *collector) sample(p textparse.Parser, series []byte, v float64) error {
 			return lineErr(ReasonInvalidValue, "_created %v", v)
 		}
 		if st.created == nil {
-			st.created = make(map[string]valChild)
+			st.created = make(map[string]createdChild)
 		}
 		if _, dup := st.created[string(c.key)]; dup {
-			return lineErr(ReasonDuplicateSeries, "%s seen twice", describe(c.labels))
+			return lineErr(ReasonDuplicateSeries, "%s seen twice", describeKey(string(c.key)))
 		}
-		st.created[c.keyString()] = valChild{model: c.modelName(modelB), v: v}
+		st.created[c.keyString()] = createdChild{model: c.modelName(modelB), v: v}
 	}
 	return nil
 }
 
 // bucket adds one `_bucket` sample to its child.
 func (c *collector) bucket(ref sampleRef, st *nameState, ch *histChild, le []byte, hasLE bool, v float64) error {
-	lineErr := func(reason, format string, args ...any) error {
-		return &ParseError{Reason: reason, Line: c.line(), Family: ref.sample, Model: ch.model,
-			Err: fmt.Errorf(format, args...)}
-	}
 	if !hasLE {
-		return lineErr(ReasonInvalidHistogram, "bucket without le label")
+		return c.bucketErr(ref, ch, ReasonInvalidHistogram, "bucket without le label")
 	}
-	edge, err := parseLE(st, le, len(ch.buckets))
+	edge, err := parseLE(le)
 	if err != nil || math.IsNaN(edge) {
-		return lineErr(ReasonInvalidHistogram, "bad le %q", le)
+		return c.bucketErr(ref, ch, ReasonInvalidHistogram, "bad le %q", le)
 	}
 	if !validCount(v) {
-		return lineErr(ReasonInvalidValue, "bucket le=%q count %v", le, v)
+		return c.bucketErr(ref, ch, ReasonInvalidValue, "bucket le=%q count %v", le, v)
 	}
 	ch.buckets = append(ch.buckets, bucket{le: edge, count: v})
+	st.maxLen = max(st.maxLen, len(ch.buckets))
 	return nil
+}
+
+// bucketErr is the error of a bad bucket line (kept out of bucket, which
+// runs for nearly every line of an exposition).
+func (c *collector) bucketErr(ref sampleRef, ch *histChild, reason, format string, args ...any) error {
+	return &ParseError{Reason: reason, Line: c.line(), Family: ref.sample, Model: ch.model,
+		Err: fmt.Errorf(format, args...)}
 }
 
 // lastBucket is the previous bucket line read on the plain path: its raw

@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"slices"
 	"sort"
 	"time"
 
@@ -85,23 +84,22 @@ func assembleHistograms(snap *Snapshot, fam Family, name string, children map[st
 			return &ParseError{Reason: reason, Family: name, Model: ch.model,
 				Err: fmt.Errorf("%s: "+format, append([]any{ch.desc()}, args...)...)}
 		}
-		h, err := childHistogram(ch)
-		if err != nil {
+		if err := checkChild(ch); err != nil {
 			return famErr(err.reason, "%s", err.msg)
 		}
 		ms := modelSample(snap, ch.model)
 		prev, ok := ms.Histograms[fam]
 		if !ok {
-			ms.Histograms[fam] = h
+			ms.Histograms[fam] = childHistogram(ch)
 			continue
 		}
-		if !slices.Equal(prev.Edges, h.Edges) {
-			return famErr(ReasonInvalidHistogram, "bucket layout %v differs from another child's %v", h.Edges, prev.Edges)
+		if !sameEdges(prev.Edges, ch.buckets) {
+			return famErr(ReasonInvalidHistogram, "bucket layout %v differs from another child's %v", childHistogram(ch).Edges, prev.Edges)
 		}
-		for i := range prev.Counts {
-			prev.Counts[i] += h.Counts[i]
+		for i, bk := range ch.buckets {
+			prev.Counts[i] += bk.count
 		}
-		prev.Sum += h.Sum
+		prev.Sum += ch.sum
 		if math.IsInf(prev.Total(), 0) || math.IsInf(prev.Sum, 0) {
 			return famErr(ReasonInvalidValue, "sum over children overflows")
 		}
@@ -115,9 +113,9 @@ type childError struct {
 	reason, msg string
 }
 
-// childHistogram sorts one child's buckets by le and checks that they form a
-// cumulative histogram ending in +Inf.
-func childHistogram(ch *histChild) (slo.Histogram, *childError) {
+// checkChild sorts one child's buckets by le and checks that they form a
+// cumulative histogram ending in +Inf, with a `_sum`.
+func checkChild(ch *histChild) *childError {
 	b := ch.buckets
 	// Expositions list buckets in ascending le; sorting only when they are
 	// not strictly ascending gives the same order, without sort.Slice's cost.
@@ -125,26 +123,48 @@ func childHistogram(ch *histChild) (slo.Histogram, *childError) {
 		sort.Slice(b, func(i, j int) bool { return b[i].le < b[j].le })
 	}
 	if len(b) == 0 || !math.IsInf(b[len(b)-1].le, 1) {
-		return slo.Histogram{}, &childError{ReasonInvalidHistogram, "no +Inf bucket"}
+		return &childError{ReasonInvalidHistogram, "no +Inf bucket"}
 	}
-	// One array for both slices; Edges is clipped so that appending to it
-	// can never write into Counts.
-	vals := make([]float64, 2*len(b))
-	h := slo.Histogram{Edges: vals[:len(b):len(b)], Counts: vals[len(b):], Sum: ch.sum}
-	for i, bk := range b {
-		if i > 0 && bk.le == b[i-1].le {
-			return slo.Histogram{}, &childError{ReasonDuplicateSeries, fmt.Sprintf("bucket le=%g seen twice", bk.le)}
+	for i := 1; i < len(b); i++ {
+		bk := b[i]
+		if bk.le == b[i-1].le {
+			return &childError{ReasonDuplicateSeries, fmt.Sprintf("bucket le=%g seen twice", bk.le)}
 		}
-		if i > 0 && bk.count < b[i-1].count {
-			return slo.Histogram{}, &childError{ReasonInvalidHistogram,
+		if bk.count < b[i-1].count {
+			return &childError{ReasonInvalidHistogram,
 				fmt.Sprintf("bucket le=%g count %g is below le=%g count %g", bk.le, bk.count, b[i-1].le, b[i-1].count)}
 		}
-		h.Edges[i], h.Counts[i] = bk.le, bk.count
 	}
 	if !ch.hasSum {
-		return slo.Histogram{}, &childError{ReasonInvalidHistogram, "no _sum"}
+		return &childError{ReasonInvalidHistogram, "no _sum"}
 	}
-	return h, nil
+	return nil
+}
+
+// childHistogram is a checked child's histogram.
+func childHistogram(ch *histChild) slo.Histogram {
+	n := len(ch.buckets)
+	// One array for both slices; Edges is clipped so that appending to it
+	// can never write into Counts.
+	vals := make([]float64, 2*n)
+	h := slo.Histogram{Edges: vals[:n:n], Counts: vals[n:], Sum: ch.sum}
+	for i, bk := range ch.buckets {
+		h.Edges[i], h.Counts[i] = bk.le, bk.count
+	}
+	return h
+}
+
+// sameEdges reports whether the buckets have exactly the given edges.
+func sameEdges(edges []float64, b []bucket) bool {
+	if len(edges) != len(b) {
+		return false
+	}
+	for i, bk := range b {
+		if bk.le != edges[i] {
+			return false
+		}
+	}
+	return true
 }
 
 // strictlyAscending reports whether every bucket's le is above the previous
@@ -165,16 +185,25 @@ func assembleValues(snap *Snapshot, fam Family, name string, children map[string
 		model string
 		v     float64
 	}
+	if !maxOverPID {
+		// Counters: every child is its own group, summed in key order.
+		for _, key := range sortedKeys(children) {
+			ch := children[key]
+			ms := modelSample(snap, ch.model)
+			ms.Counters[fam] += ch.v
+			if math.IsInf(ms.Counters[fam], 0) {
+				return &ParseError{Reason: ReasonInvalidValue, Family: name, Model: ch.model, Err: errors.New("sum over children overflows")}
+			}
+		}
+		return nil
+	}
+	// Gauges: the maximum over pid within each group, then the groups summed.
 	groups := make(map[string]*group)
 	for _, key := range sortedKeys(children) {
 		ch := children[key]
-		gk := key
-		if maxOverPID {
-			gk = ch.group
-		}
-		g := groups[gk]
+		g := groups[ch.group]
 		if g == nil {
-			groups[gk] = &group{model: ch.model, v: ch.v}
+			groups[ch.group] = &group{model: ch.model, v: ch.v}
 			continue
 		}
 		g.v = math.Max(g.v, ch.v)
@@ -182,15 +211,8 @@ func assembleValues(snap *Snapshot, fam Family, name string, children map[string
 	for _, key := range sortedKeys(groups) {
 		g := groups[key]
 		ms := modelSample(snap, g.model)
-		if maxOverPID {
-			ms.Gauges[fam] += g.v
-			if math.IsInf(ms.Gauges[fam], 0) {
-				return &ParseError{Reason: ReasonInvalidValue, Family: name, Model: g.model, Err: errors.New("sum over children overflows")}
-			}
-			continue
-		}
-		ms.Counters[fam] += g.v
-		if math.IsInf(ms.Counters[fam], 0) {
+		ms.Gauges[fam] += g.v
+		if math.IsInf(ms.Gauges[fam], 0) {
 			return &ParseError{Reason: ReasonInvalidValue, Family: name, Model: g.model, Err: errors.New("sum over children overflows")}
 		}
 	}

@@ -2,6 +2,7 @@ package scrape
 
 import (
 	"bytes"
+	"math"
 	"strconv"
 	"strings"
 
@@ -152,33 +153,52 @@ func describe(ls []rawLabel) string {
 	return b.String()
 }
 
-// parseLE parses the `le` value of bucket number pos of a child of st. The
-// children of one name list the same le values in the same order, so the
-// value its first child had at the same position is tried first.
-func parseLE(st *nameState, le []byte, pos int) (float64, error) {
-	if pos < len(st.les) && bytes.Equal(st.les[pos].raw, le) {
-		return st.les[pos].v, nil
+// parseLE parses an `le` value exactly as strconv.ParseFloat does. The usual
+// forms (`+Inf`, and short plain decimals such as `0.005` or `2500.0`) are
+// read directly: a decimal whose digits form an integer m < 2^53 with k ≤ 22
+// digits after the point is m / 10^k, both exact float64s, so the one
+// correctly rounded division gives ParseFloat's result. Anything else goes
+// to ParseFloat.
+func parseLE(le []byte) (float64, error) {
+	if string(le) == "+Inf" {
+		return math.Inf(1), nil
 	}
-	v, err := strconv.ParseFloat(string(le), 64)
-	if err != nil {
-		return 0, err
+	if v, ok := parseShortDecimal(le); ok {
+		return v, nil
 	}
-	if pos == len(st.les) && pos < maxLEPos {
-		if st.les == nil {
-			st.les = make([]leAt, 0, 32)
-		}
-		st.les = append(st.les, leAt{raw: le, v: v})
-	}
-	return v, nil
+	return strconv.ParseFloat(string(le), 64)
 }
 
-// maxLEPos bounds the positions parseLE remembers.
-const maxLEPos = 256
+// pow10 are the powers of ten a float64 holds exactly.
+var pow10 = [...]float64{1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10,
+	1e11, 1e12, 1e13, 1e14, 1e15, 1e16, 1e17, 1e18, 1e19, 1e20, 1e21, 1e22}
 
-// leAt is the le value seen at one bucket position.
-type leAt struct {
-	raw []byte
-	v   float64
+// parseShortDecimal reads `digits[.digits]` with at most 15 digits in all
+// (so the mantissa is below 2^53), reporting false for any other form.
+func parseShortDecimal(b []byte) (float64, bool) {
+	if len(b) == 0 || len(b) > 16 {
+		return 0, false
+	}
+	var m uint64
+	digits, frac, dot := 0, 0, false
+	for i, c := range b {
+		switch {
+		case c >= '0' && c <= '9':
+			m = m*10 + uint64(c-'0')
+			digits++
+			if dot {
+				frac++
+			}
+		case c == '.' && !dot && i > 0 && i < len(b)-1:
+			dot = true
+		default:
+			return 0, false
+		}
+	}
+	if digits == 0 || digits > 15 || frac >= len(pow10) {
+		return 0, false
+	}
+	return float64(m) / pow10[frac], true
 }
 
 // desc renders the child's labels without le for messages, as describe does,

@@ -99,13 +99,13 @@ var (
 	maxTime = time.Unix(0, math.MaxInt64)
 )
 
-// toNanos converts an appended time to Unix nanoseconds, refusing times
-// before 1970 or after 2262 (including the zero time).
 // ErrOutOfOrder refuses a snapshot whose time is not after the previous
 // one's: the system clock stepped back. Its text never changes, so a clock
 // that stays behind is logged once, not at every scrape.
 var ErrOutOfOrder = errors.New("history: scrape time is not after the previous scrape's (the clock stepped back?); waiting for it to pass")
 
+// toNanos converts an appended time to Unix nanoseconds, refusing times
+// before 1970 or after 2262 (including the zero time).
 func toNanos(t time.Time) (int64, error) {
 	if t.Before(minTime) || t.After(maxTime) {
 		return 0, fmt.Errorf("time %s outside 1970..2262", t.Format(time.RFC3339Nano))

@@ -10,7 +10,6 @@ import (
 	"os/signal"
 	"path/filepath"
 	"syscall"
-	"time"
 
 	"github.com/prometheus/exporter-toolkit/web"
 
@@ -41,13 +40,7 @@ cost:
 // runDemo starts the simulator and the daemon against it on loopback, prints
 // the URLs, and runs until interrupted.
 func runDemo(logger *slog.Logger, webAddr, simAddr string) int {
-	cfg := sim.DemoConfig(1, time.Now())
-	cfg.DiscardTruth = true
-	s, err := sim.New(cfg)
-	if err != nil {
-		return fail(logger, "simulator", err)
-	}
-	simBound, stopSim, err := startSimulator(s, simAddr)
+	_, simBound, stopSim, err := startSimulator(simAddr, 1, false)
 	if err != nil {
 		return fail(logger, "demo", err)
 	}

@@ -15,12 +15,20 @@ import (
 	"github.com/vllm-slo-exporter/vllm-slo-exporter/sim"
 )
 
-// startSimulator serves a simulator on addr with the wall clock; it returns the
-// listener's address and a function that stops the server.
-func startSimulator(s *sim.Sim, addr string) (string, func(), error) {
+// startSimulator builds the demo workload's simulator (keeping the
+// per-request truth only when asked) and serves it on addr with the wall
+// clock; it returns the simulator, the listener's address and a function that
+// stops the server.
+func startSimulator(addr string, seed uint64, keepTruth bool) (*sim.Sim, string, func(), error) {
+	cfg := sim.DemoConfig(seed, time.Now())
+	cfg.DiscardTruth = !keepTruth
+	s, err := sim.New(cfg)
+	if err != nil {
+		return nil, "", nil, fmt.Errorf("simulator: %w", err)
+	}
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
-		return "", nil, fmt.Errorf("simulator: %w", err)
+		return nil, "", nil, fmt.Errorf("simulator: %w", err)
 	}
 	srv := &http.Server{Handler: s.Handler(time.Now), ReadHeaderTimeout: 10 * time.Second}
 	go srv.Serve(ln)
@@ -29,21 +37,15 @@ func startSimulator(s *sim.Sim, addr string) (string, func(), error) {
 		defer cancel()
 		srv.Shutdown(ctx)
 	}
-	return ln.Addr().String(), stop, nil
+	return s, ln.Addr().String(), stop, nil
 }
 
 // runSimulate is the simulate command: the demo workload on its own, with the
 // ground truth written at exit when asked for.
 func runSimulate(logger *slog.Logger, addr, truthFile string, seed uint64) int {
-	cfg := sim.DemoConfig(seed, time.Now())
-	cfg.DiscardTruth = truthFile == ""
-	s, err := sim.New(cfg)
+	s, bound, stop, err := startSimulator(addr, seed, truthFile != "")
 	if err != nil {
-		return fail(logger, "simulator", err)
-	}
-	bound, stop, err := startSimulator(s, addr)
-	if err != nil {
-		return fail(logger, "simulator", err)
+		return fail(logger, "simulate", err)
 	}
 	logger.Info("simulated vLLM serving", "metrics", "http://"+bound+"/metrics", "model", sim.DemoModel)
 	ctx, cancel := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)

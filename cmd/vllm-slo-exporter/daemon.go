@@ -214,6 +214,7 @@ func (d *daemon) startLoops() {
 		if !ok || l.key != loopKey(t, d.cfg) || !l.target.Equal(t) {
 			l.cancel()
 			delete(d.loops, name)
+			delete(d.errs, name)
 		}
 	}
 	for _, t := range d.cfg.Targets {

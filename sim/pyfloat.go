@@ -72,17 +72,25 @@ func pyRepr(v float64) string {
 	return b.String()
 }
 
+// nonFinite spells infinities and NaN as every exposition format does.
+func nonFinite(v float64) (string, bool) {
+	switch {
+	case math.IsInf(v, 1):
+		return "+Inf", true
+	case math.IsInf(v, -1):
+		return "-Inf", true
+	case math.IsNaN(v):
+		return "NaN", true
+	}
+	return "", false
+}
+
 // pyGoString formats v as prometheus_client's floatToGoString: Python's repr,
 // except that positive numbers with more than six integer digits switch to a
 // Go-like exponent ("7.557572e+06", "1e+06"), and infinities are "+Inf"/"-Inf".
 func pyGoString(v float64) string {
-	switch {
-	case math.IsInf(v, 1):
-		return "+Inf"
-	case math.IsInf(v, -1):
-		return "-Inf"
-	case math.IsNaN(v):
-		return "NaN"
+	if s, ok := nonFinite(v); ok {
+		return s
 	}
 	s := pyRepr(v)
 	dot := strings.IndexByte(s, '.')
@@ -96,11 +104,8 @@ func pyGoString(v float64) string {
 // goShort formats v in Go's shortest form ("1", "0.001", "1e+06"): integral
 // edges without ".0", as other clients print them.
 func goShort(v float64) string {
-	switch {
-	case math.IsInf(v, 1):
-		return "+Inf"
-	case math.IsInf(v, -1):
-		return "-Inf"
+	if s, ok := nonFinite(v); ok {
+		return s
 	}
 	return strconv.FormatFloat(v, 'g', -1, 64)
 }
@@ -108,13 +113,8 @@ func goShort(v float64) string {
 // rustFloat formats v as the Rust prometheus-client crate prints f64 values
 // (shortest round-trip, always with a decimal point for integral values).
 func rustFloat(v float64) string {
-	switch {
-	case math.IsInf(v, 1):
-		return "+Inf"
-	case math.IsInf(v, -1):
-		return "-Inf"
-	case math.IsNaN(v):
-		return "NaN"
+	if s, ok := nonFinite(v); ok {
+		return s
 	}
 	s := strconv.FormatFloat(v, 'g', -1, 64)
 	if !strings.ContainsAny(s, ".eEn") {

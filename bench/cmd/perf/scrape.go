@@ -9,13 +9,8 @@ import (
 )
 
 func runScrape(args []string) error {
-	fs := flag.NewFlagSet("scrape", flag.ContinueOnError)
-	runs := fs.Int("runs", 5, "runs per case; figures are medians")
-	bt := fs.String("benchtime", "1s", "time per case per run")
-	if err := fs.Parse(args); err != nil {
-		return err
-	}
-	if err := setBenchtime(*bt); err != nil {
+	runs, err := timingFlags("scrape", args, 5, "1s")
+	if err != nil {
 		return err
 	}
 	fmt.Printf("| exposition | bytes | case | µs/scrape | allocs | KiB alloc | × floor | expfmt ÷ case |\n|---|---|---|---|---|---|---|---|\n")
@@ -29,7 +24,7 @@ func runScrape(args []string) error {
 			return err
 		}
 		cases := append(bench.ParseCases(body, ct), bench.FullCase(sc, st))
-		res, err := bench.Measure(*runs, cases)
+		res, err := bench.Measure(runs, cases)
 		if err != nil {
 			return err
 		}
@@ -45,13 +40,8 @@ func runScrape(args []string) error {
 }
 
 func runGrowth(args []string) error {
-	fs := flag.NewFlagSet("growth", flag.ContinueOnError)
-	runs := fs.Int("runs", 3, "runs per case; figures are medians")
-	bt := fs.String("benchtime", "500ms", "time per case per run")
-	if err := fs.Parse(args); err != nil {
-		return err
-	}
-	if err := setBenchtime(*bt); err != nil {
+	runs, err := timingFlags("growth", args, 3, "500ms")
+	if err != nil {
 		return err
 	}
 	fmt.Printf("By exposition size (default workload: 4 windows × 4 quantiles × 1 SLO)\n\n")
@@ -68,7 +58,7 @@ func runGrowth(args []string) error {
 				return err
 			}
 			cases := append(bench.ParseCases(body, ct)[:2], bench.FullCase(sc, st))
-			res, err := bench.Measure(*runs, cases)
+			res, err := bench.Measure(runs, cases)
 			if err != nil {
 				return err
 			}
@@ -90,7 +80,7 @@ func runGrowth(args []string) error {
 			if err != nil {
 				return err
 			}
-			res, err := bench.Measure(*runs, []bench.Case{bench.FullCase(sc, st)})
+			res, err := bench.Measure(runs, []bench.Case{bench.FullCase(sc, st)})
 			if err != nil {
 				return err
 			}
@@ -99,4 +89,16 @@ func runGrowth(args []string) error {
 		}
 	}
 	return nil
+}
+
+// timingFlags parses the -runs and -benchtime flags every timing table takes
+// and applies the bench time; it returns the number of runs.
+func timingFlags(name string, args []string, runs int, benchtime string) (int, error) {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	n := fs.Int("runs", runs, "runs per case; figures are medians")
+	bt := fs.String("benchtime", benchtime, "time per case per run")
+	if err := fs.Parse(args); err != nil {
+		return 0, err
+	}
+	return *n, setBenchtime(*bt)
 }

@@ -456,3 +456,26 @@ func TestPresetsRun(t *testing.T) {
 		}
 	}
 }
+
+// TestCancellationDrains checks the engines' books once a workload with
+// cancellations has ended and drained: no KV cache held, nothing running or
+// waiting, no pending abort, and every request ended one way or another.
+func TestCancellationDrains(t *testing.T) {
+	cfg := cancelConfig(17)
+	cfg.Models[0].Workload.Phases[0].Duration = 45 * time.Second
+	s := mustNew(t, cfg)
+	s.Advance(5 * time.Minute)
+	for _, e := range s.models[0].engines {
+		if e.kvUsed != 0 || len(e.running) != 0 || e.numWaiting() != 0 || e.waitingCancelled != 0 || e.nextCancel() != never {
+			t.Errorf("engine %d: kv %d, running %d, waiting %d, cancelled in queue %d, next abort %d",
+				e.idx, e.kvUsed, len(e.running), e.numWaiting(), e.waitingCancelled, e.nextCancel())
+		}
+	}
+	outcomes := map[Outcome]int{}
+	for _, r := range s.Truth() {
+		outcomes[r.Outcome()]++
+	}
+	if outcomes[OutcomeInFlight] != 0 || outcomes[OutcomeAbandoned] < 20 || outcomes[OutcomeCancelled] < 20 {
+		t.Errorf("outcomes after the drain %v: want none in flight and both kinds of cancellation", outcomes)
+	}
+}

@@ -62,6 +62,9 @@ type Pipeline struct {
 	mu      sync.RWMutex
 	spec    Spec
 	targets map[string]*target
+	// retired are targets a reload removed or re-pointed, kept for revival
+	// (see retired.go).
+	retired []*target
 
 	alertMu sync.Mutex
 	alerts  alertBook
@@ -97,8 +100,9 @@ func New(spec Spec) *Pipeline {
 }
 
 // Reconfigure swaps in a new spec. A target whose name, URL and profile did
-// not change keeps its history and counters; others start fresh, and targets
-// no longer configured are dropped.
+// not change keeps its history and counters; others start fresh (or revive a
+// recently retired target of the same name, URL and profile), and targets no
+// longer configured or re-pointed are retired.
 func (p *Pipeline) Reconfigure(spec Spec) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -112,8 +116,9 @@ func (p *Pipeline) Reconfigure(spec Spec) {
 			next[ts.Name] = old
 			continue
 		}
-		next[ts.Name] = newTarget(ts, spec)
+		next[ts.Name] = p.reviveOrNew(ts, spec)
 	}
+	p.retire(next)
 	p.spec = spec
 	p.targets = next
 }

@@ -103,6 +103,12 @@ func validateGlobal(g *Global) *fieldError {
 	if g.MaxModelsPerTarget < 0 {
 		return errorf("global.max_models_per_target", "%d must be positive", g.MaxModelsPerTarget)
 	}
+	if g.HistorySizeLimit < 0 {
+		return errorf("global.history_size_limit", "%s must not be negative", g.HistorySizeLimit)
+	}
+	if g.HistoryTotalSizeLimit < 0 {
+		return errorf("global.history_total_size_limit", "%s must not be negative", g.HistoryTotalSizeLimit)
+	}
 	return nil
 }
 

@@ -141,6 +141,8 @@ func (r *renderer) target(t pipeline.TargetReport) {
 	}
 	r.emit(d.resets, prometheus.CounterValue, t.Resets, r.base)
 	r.emit(d.modelsDropped, prometheus.CounterValue, t.ModelsDropped, r.base)
+	r.gauge(d.historyBytes, float64(t.History.Bytes), r.base)
+	r.emit(d.historyDropped, prometheus.CounterValue, float64(t.History.DroppedPoints), r.base)
 	for _, f := range t.Missing {
 		r.gauge(d.missing, 1, r.base, f)
 	}

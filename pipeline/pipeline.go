@@ -47,6 +47,10 @@ type Spec struct {
 	// MaxModels caps the distinct model_name values kept per target; 0 means no cap.
 	MaxModels int
 	Retention history.Retention
+	// HistoryLimit caps the memory of one target's history (0: none), and
+	// HistoryTotalLimit that of all targets together (0: none): each target
+	// then gets an equal share. See history.Retention.MaxBytes.
+	HistoryLimit, HistoryTotalLimit int64
 	// Alerts are the burn-rate alerts of the SLOs.
 	Alerts []BurnAlert
 }
@@ -58,6 +62,9 @@ type Pipeline struct {
 	mu      sync.RWMutex
 	spec    Spec
 	targets map[string]*target
+	// retired are targets a reload removed or re-pointed, kept for revival
+	// (see retired.go).
+	retired []*target
 
 	alertMu sync.Mutex
 	alerts  alertBook
@@ -93,8 +100,9 @@ func New(spec Spec) *Pipeline {
 }
 
 // Reconfigure swaps in a new spec. A target whose name, URL and profile did
-// not change keeps its history and counters; others start fresh, and targets
-// no longer configured are dropped.
+// not change keeps its history and counters; others start fresh (or revive a
+// recently retired target of the same name, URL and profile), and targets no
+// longer configured or re-pointed are retired.
 func (p *Pipeline) Reconfigure(spec Spec) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -108,8 +116,9 @@ func (p *Pipeline) Reconfigure(spec Spec) {
 			next[ts.Name] = old
 			continue
 		}
-		next[ts.Name] = newTarget(ts, spec)
+		next[ts.Name] = p.reviveOrNew(ts, spec)
 	}
+	p.retire(next)
 	p.spec = spec
 	p.targets = next
 }
@@ -120,9 +129,10 @@ func (p *Pipeline) Reconfigure(spec Spec) {
 // are gone or changed are dropped, so that no counter changes its meaning
 // under the same labels. t.mu must be held.
 func (t *target) reconfigure(spec Spec) {
+	t.hist.SetMaxBytes(spec.historyLimitPerTarget())
 	if !slices.Equal(t.hist.Retention().Tiers, spec.Retention.Tiers) {
 		if data, err := t.hist.MarshalBinary(); err == nil {
-			h := history.New(spec.Retention)
+			h := history.New(spec.retention())
 			if h.UnmarshalBinary(data) == nil {
 				t.hist = h
 			}
@@ -140,6 +150,26 @@ func (t *target) reconfigure(spec Spec) {
 	clear(t.offEdge)
 }
 
+// historyLimitPerTarget is the memory cap of each target's history: the
+// per-target limit, lowered to an equal share of the total limit.
+func (s Spec) historyLimitPerTarget() int64 {
+	limit := s.HistoryLimit
+	if s.HistoryTotalLimit > 0 && len(s.Targets) > 0 {
+		share := s.HistoryTotalLimit / int64(len(s.Targets))
+		if limit <= 0 || share < limit {
+			limit = share
+		}
+	}
+	return limit
+}
+
+// retention is the retention of a target's history under this spec.
+func (s Spec) retention() history.Retention {
+	r := s.Retention
+	r.MaxBytes = s.historyLimitPerTarget()
+	return r
+}
+
 // sloDefinitions maps each SLO name to a text of its objectives and goal:
 // when it changes, the SLO's good-request totals mean something else.
 func sloDefinitions(slos []slo.SLO) map[string]string {
@@ -154,7 +184,7 @@ func newTarget(ts TargetSpec, spec Spec) *target {
 	return &target{
 		spec:     ts,
 		sloDefs:  sloDefinitions(spec.SLOs),
-		hist:     history.New(spec.Retention),
+		hist:     history.New(spec.retention()),
 		failures: map[string]float64{},
 		found:    map[string]string{},
 		offEdge:  map[string]string{},
@@ -376,6 +406,7 @@ func (t *target) evaluate(spec Spec, now time.Time) TargetReport {
 		Missing:        slices.Clone(t.missing),
 		Found:          maps.Clone(t.found),
 		ModelsDropped:  t.modelsDropped,
+		History:        t.hist.Usage(),
 		HourlyCost:     t.spec.HourlyCost,
 	}
 	for _, k := range slices.Sorted(maps.Keys(t.offEdge)) {
@@ -389,8 +420,8 @@ func (t *target) evaluate(spec Spec, now time.Time) TargetReport {
 
 func (t *target) evaluateModel(spec Spec, model string, now time.Time) ModelReport {
 	mr := ModelReport{Name: model}
-	plain := history.Options{}
-	warm := history.Options{Warmup: t.spec.Warmup}
+	plain := t.windowOptions(false)
+	warm := t.windowOptions(true)
 	opts := slo.Options{Quantiles: spec.Quantiles}
 	for _, length := range spec.Windows {
 		w, ok := t.hist.Window(model, now, length, plain)
@@ -417,9 +448,25 @@ func (t *target) evaluateModel(spec Spec, model string, now time.Time) ModelRepo
 	return mr
 }
 
+// maxGapIntervals is how many scrape intervals apart two scrapes may be for a
+// window's start to be taken across them: one failed scrape is tolerated, a
+// longer outage (or a clock jump) makes the window start after it.
+const maxGapIntervals = 2
+
+// windowOptions are the history options of the target's evaluated windows;
+// with warm set, the warm-up after each restart is left out. (The good-request
+// totals use neither: their increase over a gap is still exact.)
+func (t *target) windowOptions(warm bool) history.Options {
+	o := history.Options{MaxGap: maxGapIntervals * t.spec.Interval}
+	if warm {
+		o.Warmup = t.spec.Warmup
+	}
+	return o
+}
+
 func (t *target) budget(s slo.SLO, model string, now time.Time) Budget {
 	b := Budget{SLO: s.Name}
-	w, ok := t.hist.Window(model, now, s.Period, history.Options{Warmup: t.spec.Warmup})
+	w, ok := t.hist.Window(model, now, s.Period, t.windowOptions(true))
 	if !ok {
 		return b
 	}
@@ -446,7 +493,7 @@ func (t *target) burnCheck(spec Spec, a BurnAlert, model string, now time.Time) 
 		}
 	}
 	burn := func(length time.Duration) (slo.Bounded, bool) {
-		w, ok := t.hist.Window(model, now, length, history.Options{Warmup: t.spec.Warmup})
+		w, ok := t.hist.Window(model, now, length, t.windowOptions(true))
 		if !ok {
 			return slo.Bounded{}, false
 		}

@@ -3,6 +3,7 @@ package pipeline
 import (
 	"time"
 
+	"github.com/vllm-slo-exporter/vllm-slo-exporter/history"
 	"github.com/vllm-slo-exporter/vllm-slo-exporter/slo"
 )
 
@@ -58,6 +59,9 @@ type TargetReport struct {
 	Warnings []string
 	// ModelsDropped counts model_name values refused by the cardinality cap.
 	ModelsDropped float64
+	// History is the memory the target's history holds against its limit,
+	// and what the limit dropped.
+	History history.Usage
 	// HourlyCost is the target's GPU cost per hour (0: no cost series).
 	HourlyCost float64
 	// Models are sorted by name.

@@ -20,6 +20,9 @@ func specFromConfig(cfg *config.Config) pipeline.Spec {
 		Quantiles: cfg.Global.Quantiles,
 		Currency:  cfg.Cost.Currency,
 		MaxModels: cfg.Global.MaxModelsPerTarget,
+
+		HistoryLimit:      int64(cfg.Global.HistorySizeLimit),
+		HistoryTotalLimit: int64(cfg.Global.HistoryTotalSizeLimit),
 	}
 	var longestWindow time.Duration
 	for _, w := range cfg.Global.Windows {

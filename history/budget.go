@@ -9,9 +9,10 @@ import (
 // history can enforce Retention.MaxBytes without walking its points on every
 // scrape. The estimate counts what grows with the data a target sends: point
 // headers, value vectors (raw or packed), segment layouts (entries, bucket
-// edges, index and packing base). Slice growth headroom and map buckets are
-// not counted, so the heap held is somewhat above the estimate (at most about
-// twice the point headers).
+// edges, index and packing base), by length, so that equal data give equal
+// estimates (a history restored from a state file reads the same). Slice
+// growth headroom and map buckets are not counted, so the heap held is
+// somewhat above the estimate (about one more point header per point).
 
 // Sizes of the fixed parts, from the types themselves.
 var (
@@ -24,12 +25,12 @@ var (
 
 // pointBytes is what one point holds.
 func pointBytes(p *point) int64 {
-	return pointHeaderBytes + 8*int64(cap(p.vals)) + int64(cap(p.enc))
+	return pointHeaderBytes + 8*int64(len(p.vals)) + int64(len(p.enc))
 }
 
 // segmentBytes is what one segment's layout holds.
 func segmentBytes(sg *segment) int64 {
-	n := segmentHeaderBytes + 8*int64(cap(sg.base))
+	n := segmentHeaderBytes + 8*int64(len(sg.base))
 	for i := range sg.entries {
 		n += entryBytes + indexEntryBytes + 8*int64(len(sg.entries[i].edges))
 	}

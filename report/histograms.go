@@ -190,3 +190,8 @@ func serverModel(target, model string, w slo.WindowReport, opts ServerOptions) S
 	}
 	return sm
 }
+
+// isExact reports whether a range is a single number.
+func (r Range) isExact() bool {
+	return r.Lower == r.Upper || (math.IsNaN(float64(r.Lower)) && math.IsNaN(float64(r.Upper)))
+}

@@ -8,48 +8,19 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 )
 
 var start = time.Date(2026, 11, 29, 8, 0, 0, 0, time.UTC)
 
-// stepClock is a fake clock that moves only when asked: After moves it by
-// the whole wait at once, so a schedule runs without waiting.
-type stepClock struct {
-	mu  sync.Mutex
-	cur time.Time
-}
-
-func (c *stepClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.cur
-}
-
-func (c *stepClock) After(d time.Duration) <-chan time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.cur = c.cur.Add(d)
-	ch := make(chan time.Time, 1)
-	ch <- c.cur
-	return ch
-}
-
-func (c *stepClock) advance(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.cur = c.cur.Add(d)
-}
-
 // offsets runs Record over a scraper that takes `took` of fake time and
 // returns the scrape times as offsets from the start.
 func offsets(t *testing.T, sched Schedule, took time.Duration) []time.Duration {
 	t.Helper()
-	clock := &stepClock{cur: start}
+	clock := NewStepClock(start)
 	scr := func(context.Context) Entry {
-		clock.advance(took)
+		clock.Advance(took)
 		return Entry{Target: "a", Status: 200}
 	}
 	var got []time.Duration
@@ -101,7 +72,7 @@ func TestRecordStops(t *testing.T) {
 		return Entry{Target: "a", Error: "context canceled"}
 	}
 	var saved []Entry
-	n, err := Record(ctx, cutShort, sched, &stepClock{cur: start}, func(e Entry) error {
+	n, err := Record(ctx, cutShort, sched, NewStepClock(start), func(e Entry) error {
 		saved = append(saved, e)
 		return nil
 	})
@@ -111,7 +82,7 @@ func TestRecordStops(t *testing.T) {
 
 	full := errors.New("disk full")
 	ok := func(context.Context) Entry { return Entry{Target: "a", Status: 200} }
-	n, err = Record(context.Background(), ok, sched, &stepClock{cur: start}, func(Entry) error { return full })
+	n, err = Record(context.Background(), ok, sched, NewStepClock(start), func(Entry) error { return full })
 	if n != 0 || !errors.Is(err, full) {
 		t.Errorf("save error: %d saved, err %v; want 0 and %v", n, err, full)
 	}
@@ -119,7 +90,7 @@ func TestRecordStops(t *testing.T) {
 
 func TestScheduleValidate(t *testing.T) {
 	for _, s := range []Schedule{{0, time.Second}, {time.Second, 0}, {-time.Second, time.Second}} {
-		if _, err := Record(context.Background(), nil, s, &stepClock{}, nil); err == nil || !strings.Contains(err.Error(), "must be positive") {
+		if _, err := Record(context.Background(), nil, s, NewStepClock(start), nil); err == nil || !strings.Contains(err.Error(), "must be positive") {
 			t.Errorf("%+v: err %v, want must be positive", s, err)
 		}
 	}
@@ -155,7 +126,7 @@ func TestHTTPScraper(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	n, err := Record(context.Background(), scr, Schedule{Duration: time.Minute, Interval: 30 * time.Second}, &stepClock{cur: start}, w.Write)
+	n, err := Record(context.Background(), scr, Schedule{Duration: time.Minute, Interval: 30 * time.Second}, NewStepClock(start), w.Write)
 	if cerr := w.Close(); err != nil || cerr != nil || n != 3 {
 		t.Fatalf("Record: %d saved, err %v, close %v", n, err, cerr)
 	}

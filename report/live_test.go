@@ -4,34 +4,12 @@ import (
 	"context"
 	"net/http/httptest"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
+	"github.com/vllm-slo-exporter/vllm-slo-exporter/recording"
 	"github.com/vllm-slo-exporter/vllm-slo-exporter/sim"
 )
-
-// stepClock is shared by the simulated server and the live report: the
-// server reads the time, and each wait of the report moves it on at once.
-type stepClock struct {
-	mu  sync.Mutex
-	cur time.Time
-}
-
-func (c *stepClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.cur
-}
-
-func (c *stepClock) After(d time.Duration) <-chan time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.cur = c.cur.Add(d)
-	ready := make(chan time.Time, 1)
-	ready <- c.cur
-	return ready
-}
 
 // TestLiveReport scrapes a simulated vLLM over HTTP as `report --url` does,
 // every 15 s of simulated time for 5 minutes, and gets the histogram table
@@ -41,7 +19,9 @@ func TestLiveReport(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	clock := &stepClock{cur: t0}
+	// The server reads the report's clock: each wait of the report moves
+	// both on at once.
+	clock := recording.NewStepClock(t0)
 	srv := httptest.NewServer(s.Handler(clock.Now))
 	defer srv.Close()
 	opts := Options{URL: srv.URL + "/metrics", Duration: 5 * time.Minute, Interval: 15 * time.Second, Clock: clock,

@@ -1,5 +1,5 @@
 // Package config is the exporter's YAML configuration: the types, their
-// defaults, strict loading and validation (SPEC §5).
+// defaults, strict loading and validation.
 //
 // Loading is strict: an unknown key, a bad value or a setting the rest of the
 // program could not honour is an error naming the file, the line and the field,

@@ -1,6 +1,7 @@
 package config
 
 import (
+	"maps"
 	"math"
 	"net/url"
 	"regexp"
@@ -177,7 +178,7 @@ func validateHTTPClient(h *commoncfg.HTTPClientConfig, path string) *fieldError 
 
 // validateLabels checks extra label names and values.
 func validateLabels(labels map[string]string, path string) *fieldError {
-	for _, name := range sortedKeys(labels) {
+	for _, name := range slices.Sorted(maps.Keys(labels)) { // in order: the first error is always the same
 		p := path + "." + name
 		if !model.LegacyValidation.IsValidLabelName(name) {
 			return errorf(p, "%q is not a valid label name", name)
@@ -318,14 +319,4 @@ func metricNames() string {
 		names[i] = string(m)
 	}
 	return strings.Join(names, " ")
-}
-
-// sortedKeys returns a map's keys in order, so that errors are deterministic.
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	return keys
 }

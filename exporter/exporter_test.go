@@ -104,8 +104,8 @@ func value(m *dto.Metric) float64 {
 	return m.GetCounter().GetValue()
 }
 
-// TestCollectorInvariants renders a real report and checks the SPEC §6
-// invariants on the exposed series: lower ≤ estimate ≤ upper, ratios in
+// TestCollectorInvariants renders a real report and checks the invariants of
+// docs/design.md on the exposed series: lower ≤ estimate ≤ upper, ratios in
 // [0, 1], quantiles non-decreasing in q, no NaN, and the common labels.
 func TestCollectorInvariants(t *testing.T) {
 	mfs := gather(t, simReport(t, "Qwen/Qwen2.5-7B-Instruct"))

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/gob"
 	"fmt"
+	"maps"
 	"math"
 	"slices"
 
@@ -56,7 +57,7 @@ func (h *History) MarshalBinary() ([]byte, error) {
 	h.mu.RLock()
 	defer h.mu.RUnlock()
 	st := stateFile{Version: stateVersion, Now: h.now, HasNow: h.hasNow, Resets: h.resets}
-	for _, name := range sortedKeys(h.models) {
+	for _, name := range slices.Sorted(maps.Keys(h.models)) {
 		sr := h.models[name]
 		ms := modelState{Name: name, Resets: sr.resets, Latest: sr.latest, LatestT: sr.latestT}
 		segIndex := map[*segment]int{}
@@ -283,13 +284,4 @@ func isPrefix(sg *segment, n int) bool {
 		}
 	}
 	return false
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	return keys
 }

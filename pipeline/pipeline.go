@@ -483,15 +483,17 @@ func (t *target) budget(s slo.SLO, model string, now time.Time) Budget {
 	return b
 }
 
-// burnCheck evaluates one burn-rate alert's two windows for a model.
+// burnCheck evaluates one burn-rate alert's two windows for a model. An
+// alert whose SLO the spec does not define is not evaluated against an
+// empty SLO: it stays unknown (never active) and its Reason says why.
 func (t *target) burnCheck(spec Spec, a BurnAlert, model string, now time.Time) BurnCheck {
 	c := BurnCheck{Alert: a}
-	var s slo.SLO
-	for _, candidate := range spec.SLOs {
-		if candidate.Name == a.SLO {
-			s = candidate
-		}
+	i := slices.IndexFunc(spec.SLOs, func(s slo.SLO) bool { return s.Name == a.SLO })
+	if i < 0 {
+		c.Reason = fmt.Sprintf("the spec defines no SLO %q", a.SLO)
+		return c
 	}
+	s := spec.SLOs[i]
 	burn := func(length time.Duration) (slo.Bounded, bool) {
 		w, ok := t.hist.Window(model, now, length, t.windowOptions(true))
 		if !ok {
@@ -507,6 +509,9 @@ func (t *target) burnCheck(spec Spec, a BurnAlert, model string, now time.Time) 
 	c.Long, okLong = burn(a.Long)
 	c.Short, okShort = burn(a.Short)
 	c.Known = okLong && okShort
+	if !c.Known {
+		c.Reason = "the long or the short window holds no finished request"
+	}
 	return c
 }
 

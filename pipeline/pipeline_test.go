@@ -378,3 +378,31 @@ func TestReconfigureRetentionAndTotals(t *testing.T) {
 		t.Errorf("6h window spans %v after the reload, want 6h", got)
 	}
 }
+
+// TestBurnCheckWithoutItsSLO: an alert naming an SLO the spec does not
+// define is never active and says why, while the alert beside it is
+// evaluated as usual.
+func TestBurnCheckWithoutItsSLO(t *testing.T) {
+	spec := testSpec(t)
+	orphan := fastPage
+	orphan.SLO = "batch"
+	spec.Alerts = append(spec.Alerts, orphan)
+	s := phased(t, sim.Phase{Kind: sim.Poisson, Rate: 4 * sim.DemoRate})
+	p := New(spec)
+	step := 15 * time.Second
+	var rep *Report
+	for at := start.Add(step); !at.After(start.Add(15 * time.Minute)); at = at.Add(step) {
+		scrapeInto(t, p, s, at)
+		rep = p.Evaluate(at)
+	}
+	burns := rep.Targets[0].Models[0].Burns
+	if len(burns) != 2 {
+		t.Fatalf("%d burn checks, want 2", len(burns))
+	}
+	if b := burns[0]; !b.Known || b.Reason != "" || !b.Active() {
+		t.Errorf("the overloaded SLO's alert: known %v, active %v, reason %q; want known and active", b.Known, b.Active(), b.Reason)
+	}
+	if b := burns[1]; b.Known || b.Active() || !strings.Contains(b.Reason, `no SLO "batch"`) {
+		t.Errorf("the orphan alert: known %v, active %v, reason %q; want unknown, inactive, naming the SLO", b.Known, b.Active(), b.Reason)
+	}
+}

@@ -170,8 +170,9 @@ func (w *expWriter) vllmFamilies() {
 		return min(1, float64(c.e.kvUsed)/float64(c.e.m.cfg.Engine.KVCapacityTokens))
 	}
 	if w.st.Format == MultiProcess {
-		// Before vLLM's fix #28792 this gauge had no multiprocess mode, so every
-		// API-server process wrote its own pid-labelled series.
+		// Before vLLM 0.12 (https://github.com/vllm-project/vllm/pull/28792)
+		// this gauge had no multiprocess mode, so every API-server process
+		// wrote its own pid-labelled series.
 		w.header(kvName, kvHelp, "gauge")
 		for _, c := range cs {
 			for p := range w.st.apiServers() {

@@ -52,11 +52,10 @@ func TestObservationTiming(t *testing.T) {
 		return parse(t, body, ct).must(t, name, "engine", eng, "model_name", "m")
 	}
 	type stage struct {
-		at         time.Time
-		ttft, e2e  bool // whether r is counted
-		itlFromR   int  // r's ITL observations so far
-		tokensOfR  int
-		checkEvery bool
+		at        time.Time
+		ttft, e2e bool // whether r is counted
+		itlFromR  int  // r's ITL observations so far
+		tokensOfR int
 	}
 	stages := []stage{
 		{at: r.FirstToken.Add(-time.Nanosecond), tokensOfR: 0},

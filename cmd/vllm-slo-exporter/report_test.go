@@ -1,4 +1,4 @@
-package report
+package main
 
 import (
 	"slices"
@@ -8,10 +8,10 @@ import (
 	"github.com/alecthomas/kingpin/v2"
 )
 
-// TestRegisterFlags parses a command line into Options.
-func TestRegisterFlags(t *testing.T) {
+// TestReportFlags parses a report command line into report.Options.
+func TestReportFlags(t *testing.T) {
 	app := kingpin.New("x", "")
-	o := Register(app.Command("report", ""))
+	o := addReportFlags(app.Command("report", ""))
 	_, err := app.Parse([]string{"report", "--bench=a.json", "--bench=b.json", "--goodput=ttft:500", "--goodput=tpot:50",
 		"--percentile=50", "--percentile=99.9", "--rank=nearest", "--gpu-hourly-cost=2.5", "--format=markdown",
 		"--plot=s.svg", "--recording=r.jsonl", "--window=5m"})

@@ -1,15 +1,11 @@
 package report
 
 import (
-	"context"
 	"errors"
 	"fmt"
-	"io"
 	"math"
 	"slices"
 	"time"
-
-	"github.com/prometheus/common/config"
 
 	"github.com/vllm-slo-exporter/vllm-slo-exporter/history"
 	"github.com/vllm-slo-exporter/vllm-slo-exporter/pipeline"
@@ -195,76 +191,7 @@ func serverModel(target, model string, w slo.WindowReport, opts ServerOptions) S
 	return sm
 }
 
-// ReadRecording reads every scrape of a recording file (see SPEC §7).
-func ReadRecording(path string) ([]recording.Entry, error) {
-	r, err := recording.Open(path)
-	if err != nil {
-		return nil, fmt.Errorf("recording %s: %w", path, err)
-	}
-	defer r.Close()
-	var out []recording.Entry
-	for {
-		e, err := r.Next()
-		if errors.Is(err, io.EOF) {
-			return out, nil
-		}
-		if err != nil {
-			return nil, fmt.Errorf("recording %s: %w", path, err)
-		}
-		out = append(out, e)
-	}
-}
-
-// Scraper scrapes one target now; Record uses it so tests can stand in.
-type Scraper func(ctx context.Context) (recording.Entry, error)
-
-// liveBodyLimit bounds one live scrape, as the daemon's default does.
-const liveBodyLimit = 10 << 20
-
-// FetchScraper scrapes url over HTTP with the daemon's fetcher.
-func FetchScraper(url string, timeout time.Duration, now func() time.Time) (Scraper, error) {
-	f, err := scrape.NewFetcher("live", url, config.DefaultHTTPClientConfig, timeout, liveBodyLimit)
-	if err != nil {
-		return nil, err
-	}
-	return func(ctx context.Context) (recording.Entry, error) {
-		resp, err := f.Fetch(ctx)
-		e := recording.Entry{Time: now(), Target: "live"}
-		if err != nil {
-			e.Error = err.Error()
-			return e, nil
-		}
-		e.Status, e.ContentType, e.Body = resp.Status, resp.ContentType, string(resp.Body)
-		return e, nil
-	}, nil
-}
-
-// Record scrapes every interval for duration (a first scrape at once and a
-// last one at the end), returning the scrapes in memory, as `record` would
-// write them. It stops early, with what it has, when ctx ends.
-func Record(ctx context.Context, s Scraper, duration, interval time.Duration) ([]recording.Entry, error) {
-	if duration <= 0 || interval <= 0 {
-		return nil, fmt.Errorf("live report: duration %s and interval %s must be positive", duration, interval)
-	}
-	var out []recording.Entry
-	deadline := time.Now().Add(duration)
-	tick := time.NewTicker(interval)
-	defer tick.Stop()
-	for {
-		e, err := s(ctx)
-		if err != nil {
-			return out, err
-		}
-		out = append(out, e)
-		left := time.Until(deadline)
-		if left <= 0 {
-			return out, nil
-		}
-		select {
-		case <-ctx.Done():
-			return out, nil
-		case <-tick.C:
-		case <-time.After(left):
-		}
-	}
+// isExact reports whether a range is a single number.
+func (r Range) isExact() bool {
+	return r.Lower == r.Upper || (math.IsNaN(float64(r.Lower)) && math.IsNaN(float64(r.Upper)))
 }

@@ -1,7 +1,6 @@
 package report
 
 import (
-	"encoding/json"
 	"math"
 	"strings"
 	"testing"
@@ -84,82 +83,4 @@ func equalBools(a, b []bool) bool {
 		}
 	}
 	return true
-}
-
-// TestOneTokenRequests: a one-token request has no TPOT sample but counts
-// with TPOT 0 for goodput, as vLLM does.
-func TestOneTokenRequests(t *testing.T) {
-	body := `{"duration": 1, "ttfts": [0.1, 0.1], "itls": [[], [0.2]], "input_lens": [1, 1], "output_lens": [1, 2], "errors": ["", ""]}`
-	f, err := ParseBench([]byte(body), "x")
-	if err != nil {
-		t.Fatal(err)
-	}
-	objs, _ := ParseGoodput([]string{"tpot:50"})
-	r := Evaluate(f, BenchOptions{Goodput: objs})
-	if r.TPOT.Count != 1 || math.Abs(r.TPOT.Mean-0.2) > 1e-15 {
-		t.Errorf("TPOT %+v, want one sample of 0.2", r.TPOT)
-	}
-	if r.Goodput.GoodRequests != 1 || r.Goodput.GoodTokens != 1 {
-		t.Errorf("goodput %+v, want the one-token request good", r.Goodput)
-	}
-}
-
-// TestParseGoodput reads vLLM's --goodput syntax.
-func TestParseGoodput(t *testing.T) {
-	cases := []struct {
-		in      []string
-		want    string
-		wantErr string
-	}{
-		{[]string{"ttft:500", "tpot:50"}, "ttft:500 tpot:50", ""},
-		{[]string{"ttft:500 tpot:50,e2el:2000"}, "ttft:500 tpot:50 e2el:2000", ""},
-		{[]string{"TTFT:1.5", "ttft:2"}, "ttft:2", ""},
-		{nil, "", ""},
-		{[]string{"ttft"}, "", "want KEY:VALUE"},
-		{[]string{"queue:5"}, "", `unknown metric "queue"`},
-		{[]string{"ttft:-1"}, "", "not a non-negative number"},
-		{[]string{"ttft:NaN"}, "", "not a non-negative number"},
-	}
-	for _, c := range cases {
-		got, err := ParseGoodput(c.in)
-		if c.wantErr != "" {
-			if err == nil || !strings.Contains(err.Error(), c.wantErr) {
-				t.Errorf("%q: err %v, want %q", c.in, err, c.wantErr)
-			}
-			continue
-		}
-		if err != nil || objectivesText(got) != c.want {
-			t.Errorf("%q: %q %v, want %q", c.in, objectivesText(got), err, c.want)
-		}
-	}
-}
-
-// TestNumJSON: infinities and NaN survive JSON encoding.
-func TestNumJSON(t *testing.T) {
-	b, err := json.Marshal([]Num{1.5, Num(math.Inf(1)), Num(math.Inf(-1)), Num(math.NaN())})
-	if err != nil || string(b) != `[1.5,"+Inf","-Inf",null]` {
-		t.Errorf("got %s %v", b, err)
-	}
-}
-
-// TestNumpyArithmetic pins numpy's summation and lerp on hand cases.
-func TestNumpyArithmetic(t *testing.T) {
-	// 0.1 summed ten times: sequentially 0.9999999999999999, numpy's
-	// eight accumulators give 1.
-	tenth := make([]float64, 10)
-	for i := range tenth {
-		tenth[i] = 0.1
-	}
-	if got := npSum(tenth); got != 1 {
-		t.Errorf("npSum(0.1 x 10) = %v, want 1 (numpy)", got)
-	}
-	if got := npPercentile(50, []float64{1, 2, 3, 4}); got != 2.5 {
-		t.Errorf("p50 of 1..4 = %v", got)
-	}
-	if got := npPercentile(100, []float64{1, 2}); got != 2 {
-		t.Errorf("p100 = %v", got)
-	}
-	if got := npMedian([]float64{1, 2, 4, 8}); got != 3 {
-		t.Errorf("median = %v", got)
-	}
 }

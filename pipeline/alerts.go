@@ -65,6 +65,8 @@ func (a Alert) Fingerprint() string { return alertKey(a.Labels) }
 type BurnCheck struct {
 	Alert       BurnAlert
 	Long, Short slo.Bounded
+	// LongEvidence and ShortEvidence say what each window rests on.
+	LongEvidence, ShortEvidence Evidence
 	// Known is false when either window holds no finished request, or when
 	// the spec defines no SLO of the alert's name.
 	Known bool
@@ -72,11 +74,38 @@ type BurnCheck struct {
 	Reason string
 }
 
-// Active reports whether the alert's condition holds. It pages on the upper
-// (pessimistic) burn rate of both windows: when the histograms cannot say
-// whether requests met every objective, the alert assumes they did not.
+// Active reports whether the alert's condition holds: over both windows,
+// the upper (pessimistic) burn rate exceeds the factor, and so does the
+// observed burn rate (Evidence.Observed), the same quantity the generated
+// rules page on.
+//
+// Neither condition misses a breach of the finished requests: the true burn
+// rate cannot exceed the upper bound, and the requests that missed some
+// objective are at most the sum of those that missed each one, which the
+// histograms count. The second condition keeps a bound made wide only by
+// what the window cannot see (requests still in flight, a window of a few
+// seconds after a start or a restart) from paging: no bad request stands
+// behind it.
 func (c BurnCheck) Active() bool {
-	return c.Known && c.Long.Upper > c.Alert.Factor && c.Short.Upper > c.Alert.Factor
+	f := c.Alert.Factor
+	return c.Known && c.Long.Upper > f && c.Short.Upper > f &&
+		c.LongEvidence.Observed > f && c.ShortEvidence.Observed > f
+}
+
+// Evidence is what one window's burn rate rests on.
+type Evidence struct {
+	// Requests is the number of requests that finished in the window.
+	Requests float64
+	// Coverage is the share of the window's nominal length that the history
+	// spans (scrapes since start, since a restart's warm-up, or since a gap
+	// the window may not cross), in [0, 1].
+	Coverage float64
+	// Observed is the burn rate of the requests the histograms show bad: the
+	// sum over the joint's objectives of each one's bad share (1 - its
+	// attainment lower bound), over 1 - goal. It is what the generated rules
+	// compute (the Frechet bound), without the allowance the daemon's bounds
+	// make for requests the window cannot see.
+	Observed float64
 }
 
 // resolvedRetention keeps a resolved alert in the report long enough for a

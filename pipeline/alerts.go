@@ -223,19 +223,30 @@ func alertConditions(rep *Report, spec Spec) []condition {
 	return out
 }
 
+// burnCondition is the condition of an active burn alert. Its labels are
+// exactly those of the generated rule's alert (alertname, severity, slo,
+// model_name, long_window, short_window), so that Alertmanager merges the
+// daemon's and Prometheus's alert for one breach; the target is named in the
+// annotations.
 func burnCondition(base map[string]string, modelName string, c BurnCheck) condition {
 	a := c.Alert
-	labels := with(base, "alertname", AlertBurnRate, "severity", a.Severity, "slo", a.SLO, "model_name", modelName,
-		"long_window", model.Duration(a.Long).String(), "short_window", model.Duration(a.Short).String())
+	labels := map[string]string{"alertname": AlertBurnRate, "severity": a.Severity, "slo": a.SLO, "model_name": modelName,
+		"long_window": model.Duration(a.Long).String(), "short_window": model.Duration(a.Short).String()}
 	ann := map[string]string{
 		"summary": fmt.Sprintf("SLO %s of %s on %s burns its error budget at %s× or more over %s", a.SLO, modelName,
 			base["target"], num(a.Factor), model.Duration(a.Long)),
-		"description": fmt.Sprintf("Burn rate over %s: estimate %s, bounds [%s, %s]; over %s: estimate %s, bounds [%s, %s]; threshold %s. "+
-			"Paging uses the upper bound (the pessimistic joint attainment), because vLLM's separate histograms cannot say which requests met every objective.",
-			model.Duration(a.Long), num(c.Long.Estimate), num(c.Long.Lower), num(c.Long.Upper),
-			model.Duration(a.Short), num(c.Short.Estimate), num(c.Short.Lower), num(c.Short.Upper), num(a.Factor)),
+		"description": fmt.Sprintf("Burn rate over %s: observed %s, estimate %s, bounds [%s, %s], from %s finished requests over %s%% of the window; "+
+			"over %s: observed %s, estimate %s, bounds [%s, %s], from %s finished requests over %s%% of the window; threshold %s. "+
+			"It pages when the upper bound and the observed burn rate (requests the histograms show bad) both exceed the threshold in both windows.",
+			model.Duration(a.Long), num(c.LongEvidence.Observed), num(c.Long.Estimate), num(c.Long.Lower), num(c.Long.Upper),
+			num(c.LongEvidence.Requests), num(100*c.LongEvidence.Coverage),
+			model.Duration(a.Short), num(c.ShortEvidence.Observed), num(c.Short.Estimate), num(c.Short.Lower), num(c.Short.Upper),
+			num(c.ShortEvidence.Requests), num(100*c.ShortEvidence.Coverage), num(a.Factor)),
+		"target":          base["target"],
 		"burn_rate":       num(c.Long.Upper),
 		"burn_rate_short": num(c.Short.Upper),
+		"coverage":        num(c.LongEvidence.Coverage),
+		"coverage_short":  num(c.ShortEvidence.Coverage),
 	}
 	if a.RunbookURL != "" {
 		ann["runbook_url"] = a.RunbookURL

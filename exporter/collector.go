@@ -159,6 +159,7 @@ func (r *renderer) model(m pipeline.ModelReport) {
 	for _, b := range m.Budgets {
 		if b.Known {
 			r.bounded(r.d.budget, b.Remaining, r.models, b.SLO)
+			r.gauge(r.d.budgetCoverage, b.Coverage, r.models, b.SLO)
 		}
 	}
 	for _, g := range m.GoodRequests {
@@ -169,6 +170,7 @@ func (r *renderer) model(m pipeline.ModelReport) {
 func (r *renderer) window(w slo.WindowReport) {
 	d := r.d
 	win := FormatWindow(w.Window.Nominal)
+	r.gauge(d.windowCoverage, pipeline.WindowCoverage(w.Window, w.Window.Nominal), r.models, win)
 	for _, metric := range slo.Metrics {
 		n, ok := w.Requests[metric]
 		if !ok {
@@ -220,7 +222,7 @@ func (r *renderer) alerts(alerts []pipeline.Alert, target string) {
 	state := map[key]float64{}
 	var order []key
 	for _, a := range alerts {
-		if a.Labels["target"] != target || a.State == pipeline.StateResolved {
+		if a.Target != target || a.State == pipeline.StateResolved {
 			continue
 		}
 		k := key{a.Labels["model_name"], a.Labels["slo"], a.Name(), a.Labels["severity"]}

@@ -17,7 +17,7 @@ type descSet struct {
 
 	historyBytes, historyDropped *prometheus.Desc
 
-	windowRequests, throughput, requestRate, predicted, observed, goodTotal *prometheus.Desc
+	windowCoverage, budgetCoverage, windowRequests, throughput, requestRate, predicted, observed, goodTotal *prometheus.Desc
 
 	alertFiring *prometheus.Desc
 
@@ -59,6 +59,8 @@ func newDescSet(extra []string) *descSet {
 		historyDropped: desc("target_history_points_dropped_total", "History points dropped, oldest first, to stay within the memory limit: windows then reach less far back.", target),
 		missing:        desc("target_metric_missing", "1 when a family the profile needs is absent from the target's last good scrape (renamed by an upgrade, or --disable-log-stats), 0 when present.", with(target, "metric")),
 
+		windowCoverage: desc("window_coverage_ratio", "Share of the window's nominal length that its scrapes span; below 1 after a start, a restart or a scrape gap, when every number of the window rests on the shorter span.", with(model, "window")),
+		budgetCoverage: desc("error_budget_coverage_ratio", "Share of the SLO period that the error budget rests on; below 1 until the exporter has watched a whole period (or after a long gap).", with(model, "slo")),
 		windowRequests: desc("window_requests", "Observations of the latency metric in the window.", with(model, "metric", "window")),
 		throughput:     desc("throughput_tokens_per_second", "Tokens processed per second over the window, exact from vLLM's counters.", with(model, "window", "kind")),
 		requestRate:    desc("requests_per_second", "Finished requests per second over the window, exact.", with(model, "window")),

@@ -47,6 +47,10 @@ const (
 
 // Alert is one alert instance: a set of labels and its state over time.
 type Alert struct {
+	// Target is the target whose evaluation raised the alert. A burn-rate
+	// alert does not carry it as a label (so that it matches the generated
+	// rule's alert); its annotations name it.
+	Target      string
 	Labels      map[string]string
 	Annotations map[string]string
 	State       AlertState
@@ -59,7 +63,7 @@ type Alert struct {
 func (a Alert) Name() string { return a.Labels["alertname"] }
 
 // Fingerprint identifies the alert by its labels.
-func (a Alert) Fingerprint() string { return alertKey(a.Labels) }
+func (a Alert) Fingerprint() string { return a.Target + "\x00" + alertKey(a.Labels) }
 
 // BurnCheck is the evaluation of one BurnAlert for one model.
 type BurnCheck struct {
@@ -114,6 +118,7 @@ const resolvedRetention = 15 * time.Minute
 
 // condition is one alert that should be active now.
 type condition struct {
+	target      string
 	labels      map[string]string
 	annotations map[string]string
 	hold        time.Duration
@@ -149,11 +154,11 @@ func (b *alertBook) update(now time.Time, conds []condition) []Alert {
 	b.last = now
 	seen := map[string]bool{}
 	for _, c := range conds {
-		key := alertKey(c.labels)
+		key := c.target + "\x00" + alertKey(c.labels)
 		seen[key] = true
 		a, ok := b.alerts[key]
 		if !ok || a.State == StateResolved {
-			a = &Alert{Labels: c.labels, State: StatePending, ActiveAt: now}
+			a = &Alert{Target: c.target, Labels: c.labels, State: StatePending, ActiveAt: now}
 			b.alerts[key] = a
 		}
 		a.Annotations = c.annotations
@@ -199,7 +204,8 @@ func alertConditions(rep *Report, spec Spec) []condition {
 					"summary":     fmt.Sprintf("vLLM target %s cannot be scraped", t.Name),
 					"description": "Last error: " + t.LastError,
 				},
-				hold: hold,
+				hold:   hold,
+				target: t.Name,
 			})
 		}
 		if needed := neededMissing(t.Missing, spec.SLOs); len(needed) > 0 {
@@ -209,7 +215,8 @@ func alertConditions(rep *Report, spec Spec) []condition {
 					"summary":     fmt.Sprintf("vLLM target %s lacks metric families the SLOs need: %s", t.Name, strings.Join(needed, ", ")),
 					"description": "Renamed by a vLLM upgrade, or vLLM runs with --disable-log-stats. SLO series for these objectives are absent, not zero.",
 				},
-				hold: hold,
+				hold:   hold,
+				target: t.Name,
 			})
 		}
 		for _, m := range t.Models {
@@ -251,7 +258,7 @@ func burnCondition(base map[string]string, modelName string, c BurnCheck) condit
 	if a.RunbookURL != "" {
 		ann["runbook_url"] = a.RunbookURL
 	}
-	return condition{labels: labels, annotations: ann, hold: a.For}
+	return condition{target: base["target"], labels: labels, annotations: ann, hold: a.For}
 }
 
 func num(v float64) string { return strconv.FormatFloat(v, 'g', 4, 64) }

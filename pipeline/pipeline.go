@@ -480,6 +480,7 @@ func (t *target) budget(s slo.SLO, model string, now time.Time) Budget {
 	}
 	b.Remaining = slo.ErrorBudgetRemaining(all, s.Goal)
 	b.Known = true
+	b.Coverage = WindowCoverage(w, s.Period)
 	return b
 }
 
@@ -504,7 +505,7 @@ func (t *target) burnCheck(spec Spec, a BurnAlert, model string, now time.Time) 
 			return slo.Bounded{}, Evidence{}, false
 		}
 		ev := objectiveEvidence(rep.SLOs[0], s)
-		ev.Requests, ev.Coverage = rep.SLOs[0].Requests, coverage(w, length)
+		ev.Requests, ev.Coverage = rep.SLOs[0].Requests, WindowCoverage(w, length)
 		return rep.SLOs[0].BurnRate, ev, true
 	}
 	var okLong, okShort bool
@@ -529,8 +530,11 @@ func (t *target) goodTotals(model string) []GoodTotal {
 	return out
 }
 
-// coverage is the share of a window's nominal length its scrapes span.
-func coverage(w slo.Window, length time.Duration) float64 {
+// WindowCoverage is the share of a window's nominal length that its scrapes
+// span, in [0, 1]: less than 1 after a start, a restart's warm-up or a gap
+// the window may not cross, when every number of the window rests on that
+// shorter span.
+func WindowCoverage(w slo.Window, length time.Duration) float64 {
 	if length <= 0 {
 		return 0
 	}

@@ -3,20 +3,24 @@ package alertquality
 import (
 	"flag"
 	"fmt"
+	"os/exec"
 	"strings"
 	"testing"
+
+	"github.com/vllm-slo-exporter/vllm-slo-exporter/rules"
 )
 
 var full = flag.Bool("full", false, "run every scenario of the library, the slow ones too")
 
-// TestDaemonAlertQuality plays the library (the fast subset unless -full)
-// through the daemon's pipeline and checks the targets for every alert: no
-// false page, no missed page, firing within DetectGrace of the truth and
-// resolving within ResolveGrace of its end. With -v it prints the README's
-// table and the candidate policies the daemon's was chosen against.
-func TestDaemonAlertQuality(t *testing.T) {
-	var table, policies strings.Builder
-	table.WriteString("| scenario | what happens | alert | truth fires | daemon fires | false / missed | delay / resolve |\n|---|---|---|---|---|---|---|\n")
+// TestAlertQuality plays the library (the fast subset unless -full) through
+// the daemon's pipeline and, unless -short or without Debian's prometheus
+// and promtool, replays the same scrapes through the generated rules in
+// Prometheus. For every alert of both paths it checks the targets: no false
+// page, no missed page, firing within DetectGrace of the truth and resolving
+// within ResolveGrace of its end. With -v it prints the README's table and
+// the candidate policies the daemon's was chosen against.
+func TestAlertQuality(t *testing.T) {
+	var runs []*Run
 	for _, sc := range Library() {
 		if sc.Full && !*full {
 			continue
@@ -25,35 +29,92 @@ func TestDaemonAlertQuality(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		runs = append(runs, run)
+	}
+	withRules := !testing.Short() && installed("prometheus", "promtool")
+	if withRules {
+		evaluateRules(t, runs)
+	} else {
+		t.Log("generated rules not evaluated: -short, or prometheus/promtool not installed")
+	}
+	var table, policies strings.Builder
+	table.WriteString("| scenario | what happens | alert | truth fires | daemon fires | rules fire | false / missed | delay / resolve |\n|---|---|---|---|---|---|---|---|\n")
+	for _, run := range runs {
 		for _, k := range run.Keys {
-			want, got := run.Truth[k], run.Daemon[k]
-			s := score(want, got)
-			if len(want) > 0 || len(got) > 0 {
-				fmt.Fprintf(&table, "| %s | %s | %s | %s | %s | %d / %d | %s |\n",
-					sc.Name, sc.What, k, describe(want), describe(got), s.False, s.Missed, delays(s))
+			want := run.Truth[k]
+			ds := check(t, run, k, "daemon", run.Daemon[k])
+			rs, rulesCell := Score{}, "not run"
+			if withRules {
+				rs = check(t, run, k, "rules", run.Rules[k])
+				rulesCell = describe(run.Rules[k])
 			}
-			if s.False > 0 || s.Missed > 0 {
-				t.Errorf("%s %s: truth %s, daemon %s: %d false, %d missed", sc.Name, k, describe(want), describe(got), s.False, s.Missed)
-			}
-			for i := range s.Delays {
-				if s.Delays[i] > DetectGrace || s.Resolves[i] > ResolveGrace {
-					t.Errorf("%s %s: fired %v after the truth, resolved %v after it", sc.Name, k, s.Delays[i], s.Resolves[i])
-				}
+			if len(want) > 0 || len(run.Daemon[k]) > 0 || len(run.Rules[k]) > 0 {
+				fmt.Fprintf(&table, "| %s | %s | %s | %s | %s | %s | %d / %d, %d / %d | %s; %s |\n",
+					run.Scenario.Name, run.Scenario.What, k, describe(want), describe(run.Daemon[k]), rulesCell,
+					ds.False, ds.Missed, rs.False, rs.Missed, delays(ds), delays(rs))
 			}
 			comparePolicies(&policies, run, k)
 		}
 		if len(run.TargetDown) > 0 {
-			fmt.Fprintf(&table, "| %s | %s | target down | | %s | | |\n", sc.Name, sc.What, describe(run.TargetDown))
+			fmt.Fprintf(&table, "| %s | %s | target down | | %s | | | |\n", run.Scenario.Name, run.Scenario.What, describe(run.TargetDown))
 		}
 	}
-	t.Log("\n" + table.String() + "\nCandidate policies (false/missed per alert):\n" + policies.String())
+	t.Log("\n" + table.String() + "\nCandidate daemon policies (false/missed per alert):\n" + policies.String())
 }
 
-// delays writes the detection delays and resolve delays of a score.
+// check scores one path's episodes of an alert against the truth and fails
+// the test when a target is missed.
+func check(t *testing.T, run *Run, k Key, path string, got []Episode) Score {
+	t.Helper()
+	want := run.Truth[k]
+	s := score(want, got)
+	if s.False > 0 || s.Missed > 0 {
+		t.Errorf("%s %s %s: truth %s, got %s: %d false, %d missed", run.Scenario.Name, k, path, describe(want), describe(got), s.False, s.Missed)
+	}
+	for i := range s.Delays {
+		if s.Delays[i] > DetectGrace || s.Resolves[i] > ResolveGrace {
+			t.Errorf("%s %s %s: fired %v after the truth, resolved %v after it", run.Scenario.Name, k, path, s.Delays[i], s.Resolves[i])
+		}
+	}
+	return s
+}
+
+// evaluateRules replays every run through the generated rules in Prometheus.
+func evaluateRules(t *testing.T, runs []*Run) {
+	t.Helper()
+	rf, err := rules.Generate(runs[0].Config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	prom, err := StartPrometheus(t.TempDir(), runs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer prom.Stop()
+	for i, run := range runs {
+		if err := prom.EvaluateRules(rf, run, i); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+func installed(bins ...string) bool {
+	for _, b := range bins {
+		if _, err := exec.LookPath(b); err != nil {
+			return false
+		}
+	}
+	return true
+}
+
+// delays writes the detection and resolve delays of a score.
 func delays(s Score) string {
 	var parts []string
 	for i := range s.Delays {
 		parts = append(parts, short(s.Delays[i])+" / "+short(s.Resolves[i]))
+	}
+	if len(parts) == 0 {
+		return "–"
 	}
 	return strings.Join(parts, ", ")
 }

@@ -54,8 +54,9 @@ type Run struct {
 	Config   *config.Config
 	// Scrapes are every scrape, failed or not, in order.
 	Scrapes []Scrape
-	// Truth and Daemon are, per alert (Key), the firing episodes.
-	Truth, Daemon map[Key][]Episode
+	// Truth, Daemon and Rules are, per alert (Key), the firing episodes;
+	// Rules is nil until Prometheus.EvaluateRules fills it.
+	Truth, Daemon, Rules map[Key][]Episode
 	// Keys lists the alerts in policy order.
 	Keys []Key
 	// TargetDown are the episodes of the daemon's target-down alert.

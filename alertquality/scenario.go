@@ -75,11 +75,13 @@ func Library() []Scenario {
 				c.Models[0].Workload.Cancel = sim.Cancellation{Share: 0.6, AtFirstToken: 0.3, Reaction: 10 * time.Millisecond}
 				return c
 			}},
-		{Name: "diurnal", What: "rate ramps 0.4x to 1.6x and back over 2 h", Length: 2 * time.Hour, Full: true,
+		{Name: "diurnal", What: "rate ramps 0.4x to 2x and back over 2 h", Length: 2 * time.Hour, Full: true,
 			Sim: demo(poisson(20*time.Minute, 0.4), poisson(20*time.Minute, 1), poisson(20*time.Minute, 1.6),
-				poisson(20*time.Minute, 1.6), poisson(20*time.Minute, 1), poisson(0, 0.4))},
-		{Name: "slow-burn", What: "2.2x the rate for 100 min from 10m", Length: 2*time.Hour + 30*time.Minute, Full: true,
-			Sim: demo(poisson(10*time.Minute, 1), poisson(100*time.Minute, 2.2), poisson(0, 1))},
+				poisson(20*time.Minute, 2), poisson(20*time.Minute, 1), poisson(0, 0.4))},
+		{Name: "slow-burn", What: "2.4x the rate (burn ~2.3x) for 40 min from 10m", Length: 70 * time.Minute,
+			Sim: demo(poisson(10*time.Minute, 1), poisson(40*time.Minute, 2.4), poisson(0, 1))},
+		{Name: "medium-burn", What: "2.6x the rate (burn ~10x) for 15 min from 10m", Length: 45 * time.Minute,
+			Sim: demo(poisson(10*time.Minute, 1), poisson(15*time.Minute, 2.6), poisson(0, 1))},
 	}
 }
 

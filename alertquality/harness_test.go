@@ -3,7 +3,9 @@ package alertquality
 import (
 	"flag"
 	"fmt"
+	"maps"
 	"os/exec"
+	"slices"
 	"strings"
 	"testing"
 
@@ -47,6 +49,7 @@ func TestAlertQuality(t *testing.T) {
 			if withRules {
 				rs = check(t, run, k, "rules", run.Rules[k])
 				rulesCell = describe(run.Rules[k])
+				sameLabels(t, run, k)
 			}
 			if len(want) > 0 || len(run.Daemon[k]) > 0 || len(run.Rules[k]) > 0 {
 				fmt.Fprintf(&table, "| %s | %s | %s | %s | %s | %s | %d / %d, %d / %d | %s; %s |\n",
@@ -77,6 +80,19 @@ func check(t *testing.T, run *Run, k Key, path string, got []Episode) Score {
 		}
 	}
 	return s
+}
+
+// sameLabels checks that when both paths fire an alert they fire it with
+// the same label sets, so that Alertmanager holds one alert per breach.
+func sameLabels(t *testing.T, run *Run, k Key) {
+	t.Helper()
+	if len(run.Daemon[k]) == 0 || len(run.Rules[k]) == 0 {
+		return
+	}
+	if !maps.Equal(run.DaemonLabels[k], run.RuleLabels[k]) {
+		t.Errorf("%s %s: the daemon fires with %v, the rules with %v", run.Scenario.Name, k,
+			slices.Sorted(maps.Keys(run.DaemonLabels[k])), slices.Sorted(maps.Keys(run.RuleLabels[k])))
+	}
 }
 
 // evaluateRules replays every run through the generated rules in Prometheus.

@@ -236,8 +236,8 @@ type queryResponse struct {
 const maxResponse = 64 << 20
 
 // present runs a range query and reports, per step from start, whether the
-// expression returned any series.
-func (p *Prometheus) present(expr string, start, end time.Time) ([]bool, error) {
+// expression returned any series, and the label sets it returned.
+func (p *Prometheus) present(expr string, start, end time.Time) ([]bool, []map[string]string, error) {
 	form := url.Values{
 		"query": {expr},
 		"start": {strconv.FormatInt(start.Unix(), 10)},
@@ -246,23 +246,25 @@ func (p *Prometheus) present(expr string, start, end time.Time) ([]bool, error) 
 	}
 	resp, err := http.PostForm(p.URL+"/api/v1/query_range", form)
 	if err != nil {
-		return nil, fmt.Errorf("query_range: %w", err)
+		return nil, nil, fmt.Errorf("query_range: %w", err)
 	}
 	defer resp.Body.Close()
 	var qr queryResponse
 	if err := json.NewDecoder(io.LimitReader(resp.Body, maxResponse)).Decode(&qr); err != nil {
-		return nil, fmt.Errorf("query_range: decode: %w", err)
+		return nil, nil, fmt.Errorf("query_range: decode: %w", err)
 	}
 	if qr.Status != "success" {
-		return nil, fmt.Errorf("query_range: %s", qr.Error)
+		return nil, nil, fmt.Errorf("query_range: %s", qr.Error)
 	}
 	steps := int(end.Sub(start)/Interval) + 1
 	out := make([]bool, steps)
+	var sets []map[string]string
 	for _, r := range qr.Data.Result {
+		sets = append(sets, r.Metric)
 		for _, v := range r.Values {
 			ts, ok := v[0].(float64)
 			if !ok {
-				return nil, fmt.Errorf("query_range: timestamp %v", v[0])
+				return nil, nil, fmt.Errorf("query_range: timestamp %v", v[0])
 			}
 			i := int((time.Duration(ts*float64(time.Second)) - time.Duration(start.Unix())*time.Second) / Interval)
 			if i >= 0 && i < steps {
@@ -270,7 +272,7 @@ func (p *Prometheus) present(expr string, start, end time.Time) ([]bool, error) 
 			}
 		}
 	}
-	return out, nil
+	return out, sets, nil
 }
 
 // EvaluateRules replays the generated rules' burn-rate alerts over run i
@@ -281,6 +283,7 @@ func (p *Prometheus) EvaluateRules(rf *rules.RuleFile, run *Run, i int) error {
 	start := run.Scrapes[0].At.Add(shift)
 	end := run.Scrapes[len(run.Scrapes)-1].At.Add(shift)
 	run.Rules = map[Key][]Episode{}
+	run.RuleLabels = map[Key]map[string]bool{}
 	for _, g := range rf.Groups {
 		for _, r := range g.Rules {
 			if r.Alert != pipeline.AlertBurnRate {
@@ -290,7 +293,7 @@ func (p *Prometheus) EvaluateRules(rf *rules.RuleFile, run *Run, i int) error {
 			if err != nil {
 				return err
 			}
-			grid, err := p.present(expr, start, end)
+			grid, sets, err := p.present(expr, start, end)
 			if err != nil {
 				return fmt.Errorf("run %s, alert %s/%s: %w", run.Scenario.Name, r.Labels["severity"], r.Labels["long_window"], err)
 			}
@@ -301,6 +304,15 @@ func (p *Prometheus) EvaluateRules(rf *rules.RuleFile, run *Run, i int) error {
 			}
 			k := keyOf(r.Labels)
 			run.Rules[k] = episodes(hold(cond, time.Duration(r.For)))
+			run.RuleLabels[k] = map[string]bool{}
+			for _, ls := range sets {
+				// Prometheus's alert: the result's labels, the rule's labels
+				// over them, and the alert name.
+				alert := maps.Clone(ls)
+				maps.Copy(alert, r.Labels)
+				alert["alertname"] = r.Alert
+				run.RuleLabels[k][labelText(alert)] = true
+			}
 		}
 	}
 	return nil

@@ -57,6 +57,9 @@ type Run struct {
 	// Truth, Daemon and Rules are, per alert (Key), the firing episodes;
 	// Rules is nil until Prometheus.EvaluateRules fills it.
 	Truth, Daemon, Rules map[Key][]Episode
+	// DaemonLabels and RuleLabels are, per alert, the label sets each path
+	// fired with (as Alertmanager would see them), keyed by their text.
+	DaemonLabels, RuleLabels map[Key]map[string]bool
 	// Keys lists the alerts in policy order.
 	Keys []Key
 	// TargetDown are the episodes of the daemon's target-down alert.
@@ -133,7 +136,7 @@ func Play(sc Scenario) (*Run, error) {
 		return nil, fmt.Errorf("scenario %s: %w", sc.Name, err)
 	}
 	run := &Run{Scenario: sc, Config: cfg, Daemon: map[Key][]Episode{}, Truth: map[Key][]Episode{},
-		Checks: map[Key][]pipeline.BurnCheck{}, For: map[Key]time.Duration{}}
+		Checks: map[Key][]pipeline.BurnCheck{}, For: map[Key]time.Duration{}, DaemonLabels: map[Key]map[string]bool{}}
 	for _, a := range sp.Alerts {
 		k := Key{a.Severity, a.Long, a.Short}
 		run.Keys = append(run.Keys, k)
@@ -170,7 +173,12 @@ func Play(sc Scenario) (*Run, error) {
 		for _, a := range rep.Firing() {
 			switch a.Name() {
 			case pipeline.AlertBurnRate:
-				fired[keyOf(a.Labels)] = true
+				k := keyOf(a.Labels)
+				fired[k] = true
+				if run.DaemonLabels[k] == nil {
+					run.DaemonLabels[k] = map[string]bool{}
+				}
+				run.DaemonLabels[k][labelText(a.Labels)] = true
 			case pipeline.AlertTargetDown:
 				isDown = true
 			}
@@ -252,4 +260,17 @@ func (r *Run) Replay(k Key, p Policy) []Episode {
 		cond[i] = c.Known && p.Active(c)
 	}
 	return episodes(hold(cond, r.For[k]))
+}
+
+// labelText writes a label set in sorted order: {a="1", b="2"}.
+func labelText(ls map[string]string) string {
+	return model.LabelSet(toLabelSet(ls)).String()
+}
+
+func toLabelSet(ls map[string]string) model.LabelSet {
+	out := make(model.LabelSet, len(ls))
+	for k, v := range ls {
+		out[model.LabelName(k)] = model.LabelValue(v)
+	}
+	return out
 }

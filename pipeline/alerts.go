@@ -83,13 +83,17 @@ type BurnCheck struct {
 // observed burn rate (Evidence.Observed), the same quantity the generated
 // rules page on.
 //
-// Neither condition misses a breach of the finished requests: the true burn
-// rate cannot exceed the upper bound, and the requests that missed some
-// objective are at most the sum of those that missed each one, which the
-// histograms count. The second condition keeps a bound made wide only by
-// what the window cannot see (requests still in flight, a window of a few
-// seconds after a start or a restart) from paging: no bad request stands
-// behind it.
+// Why this pages on a true breach: the true burn rate of the window's
+// finished requests cannot exceed the upper bound; and a request that missed
+// some objective missed at least one, so the bad share of the joint is at
+// most the sum of the objectives' bad shares, which is Observed when each
+// objective's histogram counts the same requests. (TTFT counts requests by
+// their first token, not by their finish, so Observed can trail the truth by
+// a scrape at the edges of a burn; the alert-quality harness measures this.)
+// Why it does not page on nothing: Observed counts only requests the
+// histograms show bad, so an upper bound made wide by what the window cannot
+// see (requests in flight, a window of seconds after a start or a restart)
+// pages only when bad requests stand behind it.
 func (c BurnCheck) Active() bool {
 	f := c.Alert.Factor
 	return c.Known && c.Long.Upper > f && c.Short.Upper > f &&

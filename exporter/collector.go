@@ -7,6 +7,7 @@
 package exporter
 
 import (
+	"cmp"
 	"maps"
 	"slices"
 	"strconv"
@@ -138,6 +139,12 @@ func (r *renderer) target(t pipeline.TargetReport) {
 	r.gauge(d.scrapeDuration, t.ScrapeDuration, r.base)
 	for _, reason := range slices.Sorted(maps.Keys(t.Failures)) {
 		r.emit(d.failures, prometheus.CounterValue, t.Failures[reason], r.base, reason)
+	}
+	rejections := slices.SortedFunc(maps.Keys(t.Rejections), func(a, b pipeline.FamilyRejection) int {
+		return cmp.Or(strings.Compare(a.Family, b.Family), strings.Compare(a.Reason, b.Reason))
+	})
+	for _, fr := range rejections {
+		r.emit(d.rejections, prometheus.CounterValue, t.Rejections[fr], r.base, fr.Family, fr.Reason)
 	}
 	r.emit(d.resets, prometheus.CounterValue, t.Resets, r.base)
 	r.emit(d.modelsDropped, prometheus.CounterValue, t.ModelsDropped, r.base)

@@ -416,3 +416,25 @@ func TestNotifierSendsRefiredAlertAtOnce(t *testing.T) {
 	n.Notify(again, []pipeline.Alert{{Labels: labels, State: pipeline.StateFiring, ActiveAt: again}})
 	waitFor(t, "the second firing", func() bool { return len(am.received()) == 3 })
 }
+
+// TestRejectionsExposed checks that rejected families are exposed as a
+// counter per family and reason, and that a target without any exposes none.
+func TestRejectionsExposed(t *testing.T) {
+	rep := &pipeline.Report{Targets: []pipeline.TargetReport{{Name: "a", Tried: true, Up: true,
+		Rejections: map[pipeline.FamilyRejection]float64{{Family: "ttft", Reason: "invalid_histogram"}: 2, {Family: "running", Reason: "invalid_value"}: 1}}}}
+	mf := gather(t, rep)["vllm_slo_target_family_rejections_total"]
+	if mf == nil || len(mf.GetMetric()) != 2 {
+		t.Fatalf("family %v, want two series", mf)
+	}
+	got := map[string]float64{}
+	for _, m := range mf.GetMetric() {
+		got[label(m, "metric")+"/"+label(m, "reason")] = m.GetCounter().GetValue()
+	}
+	if got["ttft/invalid_histogram"] != 2 || got["running/invalid_value"] != 1 {
+		t.Errorf("series %v", got)
+	}
+	rep.Targets[0].Rejections = nil
+	if mf := gather(t, rep)["vllm_slo_target_family_rejections_total"]; mf != nil {
+		t.Errorf("a target without rejections exposes %v", mf)
+	}
+}

@@ -80,6 +80,7 @@ type target struct {
 	lastError      string
 	scrapeDuration float64
 	failures       map[string]float64
+	rejections     map[FamilyRejection]float64
 	missing        []string
 	found          map[string]string
 	modelsDropped  float64
@@ -239,7 +240,13 @@ func (p *Pipeline) Ingest(name string, snap *scrape.Snapshot, duration time.Dura
 	}
 	t.up = true
 	t.lastScrape = snap.Time
-	t.lastError = ""
+	t.lastError = rejectedSummary(snap.Rejected)
+	if len(snap.Rejected) > 0 && t.rejections == nil {
+		t.rejections = map[FamilyRejection]float64{}
+	}
+	for _, r := range snap.Rejected {
+		t.rejections[FamilyRejection{Family: string(r.Family), Reason: r.Err.Reason}]++
+	}
 	t.missing = t.missing[:0]
 	for _, f := range snap.Missing {
 		t.missing = append(t.missing, string(f))
@@ -253,6 +260,19 @@ func (p *Pipeline) Ingest(name string, snap *scrape.Snapshot, duration time.Dura
 	}
 	t.checkEdges(spec.SLOs, snap)
 	return nil
+}
+
+// rejectedSummary is the last error of a good scrape that left models out
+// (the first rejection), "" when it left none out.
+func rejectedSummary(rs []scrape.Rejection) string {
+	if len(rs) == 0 {
+		return ""
+	}
+	msg := "model left out of the scrape: " + rs[0].Err.Error()
+	if len(rs) > 1 {
+		msg += fmt.Sprintf(" (and %d more rejected families)", len(rs)-1)
+	}
+	return msg
 }
 
 // checkEdges notes every objective whose threshold is not one of the scraped
@@ -402,6 +422,7 @@ func (t *target) evaluate(spec Spec, now time.Time) TargetReport {
 		LastError:      t.lastError,
 		ScrapeDuration: t.scrapeDuration,
 		Failures:       maps.Clone(t.failures),
+		Rejections:     maps.Clone(t.rejections),
 		Resets:         float64(t.hist.Resets()),
 		Missing:        slices.Clone(t.missing),
 		Found:          maps.Clone(t.found),

@@ -48,6 +48,10 @@ type TargetReport struct {
 	ScrapeDuration float64
 	// Failures counts failed scrapes by reason since start.
 	Failures map[string]float64
+	// Rejections counts, by family and reason, the models left out of
+	// otherwise good scrapes because that family failed validation for them
+	// (see scrape.Snapshot.Rejected); LastError then names the first.
+	Rejections map[FamilyRejection]float64
 	// Resets counts counter resets (vLLM restarts) seen since start.
 	Resets float64
 	// Missing lists the profile families absent from the last good scrape, and
@@ -97,4 +101,10 @@ type Budget struct {
 type GoodTotal struct {
 	SLO, Objective string
 	Value          float64
+}
+
+// FamilyRejection is a logical family (as in TargetReport.Missing) and the
+// reason (a scrape failure reason) it was rejected for.
+type FamilyRejection struct {
+	Family, Reason string
 }

@@ -10,6 +10,11 @@
   // Okabe–Ito: distinguishable with the common colour-vision deficiencies,
   // readable on light and dark backgrounds.
   const PALETTE = ["#0072B2", "#E69F00", "#009E73", "#CC79A7", "#56B4E9", "#D55E00", "#999999"];
+  if (window.matchMedia && window.matchMedia("(prefers-color-scheme: dark)").matches) {
+    // The dark blue is hard to see on a dark background: swap in the sky blue.
+    PALETTE[0] = "#56B4E9";
+    PALETTE[4] = "#0072B2";
+  }
   const THRESHOLD = "#D55E00";
 
   function cssVar(name, fallback) {
@@ -42,9 +47,10 @@
 
   // A chart is a list of lines over x; bands pair an upper and a lower line
   // around an estimate line.
-  function Chart(title, unit) {
+  function Chart(title, unit, percent) {
     this.title = title;
     this.unit = unit;
+    this.percent = !!percent; // values are ratios, shown as percentages
     this.lines = [];
     this.bands = [];
     this.caption = "";
@@ -58,8 +64,8 @@
   // band adds an estimate with its bounds as three lines and a fill between.
   Chart.prototype.band = function (label, color, b, valueFmt) {
     const est = this.line(label, color, b.estimate, { width: 2, fmt: valueFmt });
-    const lo = this.line(label + " lower", color, b.lower, { width: 1, dash: [4, 4], alpha: 0.6, fmt: valueFmt });
-    const hi = this.line(label + " upper", color, b.upper, { width: 1, dash: [4, 4], alpha: 0.6, fmt: valueFmt });
+    const lo = this.line(label + " lower", color, b.lower, { width: 1, dash: [4, 4], alpha: 0.6, fmt: valueFmt, bound: true });
+    const hi = this.line(label + " upper", color, b.upper, { width: 1, dash: [4, 4], alpha: 0.6, fmt: valueFmt, bound: true });
     this.bands.push({ est: est, lo: lo, hi: hi, color: color });
   };
 
@@ -118,17 +124,22 @@
     });
     const data = [x].concat(chart.lines.map(function (l) { return l.values; }));
     const width = Math.max(320, plot.clientWidth || fig.clientWidth || 600);
+    const yAxis = Object.assign({ label: chart.unit, size: 64 }, axis);
+    if (chart.percent) yAxis.values = function (u, ticks) { return ticks.map(function (v) { return fmt(100 * v) + "%"; }); };
     /* global uPlot */
-    new uPlot({
+    const u = new uPlot({
       width: width,
       height: opts.height || 240,
       scales: opts.scales || { x: { time: true } },
-      axes: [Object.assign({}, axis, opts.xAxis || {}), Object.assign({ label: chart.unit, size: 64 }, axis)],
+      axes: [Object.assign({}, axis, opts.xAxis || {}), yAxis],
       series: series,
       bands: bands,
       hooks: opts.hooks || {},
       legend: { live: true },
     }, data, plot);
+    // The bounds draw the band; the legend names the estimate only.
+    const rows = u.root.querySelectorAll(".u-legend .u-series");
+    chart.lines.forEach(function (l, i) { if (l.bound && rows[i + 1]) rows[i + 1].style.display = "none"; });
     fig.dataset.points = String(drawnPoints(chart.lines));
     fig.dataset.violations = String(violations(chart));
     return fig;
@@ -139,11 +150,11 @@
     const win = " (" + s.window + " windows)";
     const charts = [];
 
-    const budget = new Chart("Error budget remaining over the " + fmtSeconds(s.slo.period_seconds) + " period", "share of budget");
+    const budget = new Chart("Error budget remaining over the " + fmtSeconds(s.slo.period_seconds) + " period", "budget left", true);
     budget.band("budget left", PALETTE[0], s.budget, pct);
     budget.constant("exhausted", 0, n);
     const cov = lastValue(s.covered);
-    budget.caption = "The band is where the truth lies. At the newest point the budget rests on " +
+    budget.caption = "Below 0% the budget is overspent. The band is where the truth lies. At the newest point the budget rests on " +
       (cov == null ? "no data" : pct(cov) + " of the period") + " (the history so far).";
     charts.push(budget);
 
@@ -156,7 +167,7 @@
       charts.push(c);
     }
 
-    const att = new Chart("Attainment per objective and joint" + win, "share of requests");
+    const att = new Chart("Attainment per objective and joint" + win, "requests meeting", true);
     s.attainment.forEach(function (a, i) { att.band(a.name, PALETTE[i % PALETTE.length], a, pct); });
     att.constant("goal " + pct(s.slo.goal), s.slo.goal, n);
     att.caption = "\"all\" is the share of finished requests that met every objective.";

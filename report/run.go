@@ -37,6 +37,9 @@ type Options struct {
 	Format string
 	// Plot, when set, is where the sweep's SVG goes.
 	Plot string
+	// HTML, when set, is where the console's charts of the recording (or
+	// live scrapes) go, as one self-contained HTML file.
+	HTML string
 }
 
 // Register adds the report flags to a kingpin command and returns the
@@ -55,6 +58,7 @@ func Register(cmd *kingpin.CmdClause) *Options {
 	cmd.Flag("gpu-hourly-cost", "GPU cost per hour, for cost per million tokens.").Default("0").Float64Var(&o.GPUHourlyCost)
 	cmd.Flag("format", "Output format: text, json or markdown.").Default("text").EnumVar(&o.Format, "text", "json", "markdown")
 	cmd.Flag("plot", "Write the sweep's plot (SVG) to this file.").StringVar(&o.Plot)
+	cmd.Flag("html", "Write the SLO console's charts of --recording or --url to this file (one self-contained HTML page; the SLO is the --goodput objectives with a 99% goal).").StringVar(&o.HTML)
 	return o
 }
 
@@ -64,6 +68,10 @@ type Output struct {
 	Server      []ServerModel `json:"server,omitempty"`
 	Comparisons []Comparison  `json:"comparison,omitempty"`
 	Notes       []string      `json:"notes,omitempty"`
+
+	// scrapes and server are what the HTML page is drawn from.
+	scrapes []recording.Entry
+	server  ServerOptions
 }
 
 // Run executes the report: bench files, a recording or a live target (or a
@@ -77,6 +85,11 @@ func Run(ctx context.Context, opts Options, stdout io.Writer) error {
 	if opts.Plot != "" {
 		if err := writePlotFile(opts.Plot, *out.Sweep); err != nil {
 			return err
+		}
+	}
+	if opts.HTML != "" {
+		if err := WriteHTML(opts.HTML, out.scrapes, out.server); err != nil {
+			return fmt.Errorf("report: %w", err)
 		}
 	}
 	return Write(stdout, out, opts.Format)
@@ -112,6 +125,9 @@ func Build(ctx context.Context, opts Options) (*Output, error) {
 	if opts.Recording != "" && opts.URL != "" {
 		return nil, errors.New("report: --recording and --url exclude each other")
 	}
+	if opts.HTML != "" && (opts.Recording == "" && opts.URL == "" || len(objs) == 0) {
+		return nil, errors.New("report: --html needs --recording or --url, and --goodput objectives for its SLO")
+	}
 	out := &Output{}
 	bopts := BenchOptions{Percentiles: pcts, Nearest: opts.Rank == "nearest", Goodput: objs, GPUHourlyCost: opts.GPUHourlyCost}
 	var results []BenchResult
@@ -146,7 +162,9 @@ func Build(ctx context.Context, opts Options) (*Output, error) {
 		for i, p := range pcts {
 			qs[i] = p / 100
 		}
-		models, notes, err := EvaluateScrapes(entries, ServerOptions{Window: opts.Window, Quantiles: qs, Goodput: objs, GPUHourlyCost: opts.GPUHourlyCost})
+		out.scrapes = entries
+		out.server = ServerOptions{Window: opts.Window, Quantiles: qs, Goodput: objs, GPUHourlyCost: opts.GPUHourlyCost}
+		models, notes, err := EvaluateScrapes(entries, out.server)
 		out.Notes = append(out.Notes, notes...)
 		if err != nil {
 			return nil, fmt.Errorf("report: %w", err)

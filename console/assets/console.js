@@ -269,10 +269,18 @@
     return null;
   }
 
+  // fmtSeconds writes a duration as the configuration does ("1d", "29m45s").
   function fmtSeconds(s) {
     const units = [[86400, "d"], [3600, "h"], [60, "m"], [1, "s"]];
-    for (const u of units) if (s >= u[0] && s % u[0] === 0) return (s / u[0]) + u[1];
-    return s + "s";
+    let out = "";
+    s = Math.round(s);
+    for (const u of units) {
+      if (s >= u[0]) {
+        out += Math.floor(s / u[0]) + u[1];
+        s %= u[0];
+      }
+    }
+    return out || "0s";
   }
 
   function show(section, s) {

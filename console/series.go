@@ -21,7 +21,7 @@ import (
 type History interface {
 	Spec() pipeline.Spec
 	Span(target string) (oldest, newest time.Time, err error)
-	EvaluateModelAt(target, model string, end time.Time) (pipeline.ModelReport, error)
+	EvaluateModelAt(target, model string, end time.Time, windows ...time.Duration) (pipeline.ModelReport, error)
 }
 
 // Value is a number in the chart data: NaN and infinities, which JSON cannot
@@ -230,7 +230,7 @@ func buildSeries(h History, q query) (*Series, error) {
 	ends := grid(from, newest, points)
 	reports := make([]pipeline.ModelReport, len(ends))
 	for i, end := range ends {
-		if reports[i], err = h.EvaluateModelAt(q.Target, q.Model, end); err != nil {
+		if reports[i], err = h.EvaluateModelAt(q.Target, q.Model, end, window); err != nil {
 			return nil, fmt.Errorf("%w: %w", err, errNotFound)
 		}
 	}

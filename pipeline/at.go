@@ -32,12 +32,19 @@ func (p *Pipeline) Span(name string) (oldest, newest time.Time, err error) {
 // draw the past without having stored past reports. Where the history has
 // thinned old points, a past window snaps to the retained points (its Start
 // and End say so). GoodRequests is left empty: the running totals are only
-// known for the present. It holds the target's lock for one model's
+// known for the present. Given windows, only those of the configured windows
+// are evaluated (a chart of one window need not pay for the others); budgets
+// and burn-rate checks always are. It holds the target's lock for one model's
 // evaluation, so ingestion of other targets is never blocked.
-func (p *Pipeline) EvaluateModelAt(name, model string, end time.Time) (ModelReport, error) {
+func (p *Pipeline) EvaluateModelAt(name, model string, end time.Time, windows ...time.Duration) (ModelReport, error) {
 	t, spec, err := p.target(name)
 	if err != nil {
 		return ModelReport{}, err
+	}
+	if len(windows) > 0 {
+		spec.Windows = slices.DeleteFunc(slices.Clone(spec.Windows), func(w time.Duration) bool {
+			return !slices.Contains(windows, w)
+		})
 	}
 	t.mu.Lock()
 	defer t.mu.Unlock()

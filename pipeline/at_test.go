@@ -42,6 +42,13 @@ func TestEvaluateModelAtMatchesPastEvaluate(t *testing.T) {
 	if c := got.Budgets[0].Covered; c != 14*time.Minute-step {
 		t.Errorf("budget covers %v, want the history's %v", c, 14*time.Minute-step)
 	}
+	one, err := long.EvaluateModelAt("gpu0", want.Name, past.Add(7*time.Second), 5*time.Minute, time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(one.Windows) != 1 || !reflect.DeepEqual(one.Windows[0], want.Windows[1]) || !reflect.DeepEqual(one.Budgets, want.Budgets) {
+		t.Errorf("asking for the 5m window (and an unconfigured 1h) gave %d windows, or other numbers", len(one.Windows))
+	}
 	oldest, newest, err := long.Span("gpu0")
 	if err != nil || !oldest.Equal(start.Add(step)) || !newest.Equal(start.Add(20*time.Minute)) {
 		t.Errorf("Span = %v, %v, %v", oldest, newest, err)

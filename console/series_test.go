@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/vllm-slo-exporter/vllm-slo-exporter/pipeline"
 	"github.com/vllm-slo-exporter/vllm-slo-exporter/slo"
 )
 
@@ -246,11 +247,24 @@ func TestCacheIsBounded(t *testing.T) {
 	}
 }
 
+// countingHistory counts the windows a series evaluates.
+type countingHistory struct {
+	History
+	calls int
+}
+
+func (c *countingHistory) EvaluateModelAt(target, model string, end time.Time, windows ...time.Duration) (pipeline.ModelReport, error) {
+	c.calls++
+	return c.History.EvaluateModelAt(target, model, end, windows...)
+}
+
 // TestPointsAreCapped: a request cannot ask for more windows than maxPoints.
 func TestPointsAreCapped(t *testing.T) {
-	r := newRig(t, 160)
-	s := series(t, r.console(), seriesURL(hostile, "all", "")+"&points=100000")
-	if len(s.Times) > maxPoints {
-		t.Errorf("%d points, cap %d", len(s.Times), maxPoints)
+	r := newRig(t, 6)
+	h := &countingHistory{History: r.pipe}
+	c := New(Options{Report: func() *pipeline.Report { return r.rep }, History: h})
+	series(t, c, seriesURL(hostile, "all", "")+"&points=100000")
+	if h.calls != maxPoints {
+		t.Errorf("%d windows evaluated, want the cap %d", h.calls, maxPoints)
 	}
 }

@@ -75,6 +75,16 @@
   };
 
   // drawnPoints counts the non-null values of every line.
+  // plots are resized with the window.
+  const plots = [];
+  let resizing = 0;
+  window.addEventListener("resize", function () {
+    clearTimeout(resizing);
+    resizing = setTimeout(function () {
+      for (const p of plots) p.u.setSize({ width: Math.max(320, p.box.clientWidth), height: p.height });
+    }, 150);
+  });
+
   function drawnPoints(lines) {
     let n = 0;
     for (const l of lines) for (const v of l.values) if (v != null) n++;
@@ -137,6 +147,7 @@
       hooks: opts.hooks || {},
       legend: { live: true },
     }, data, plot);
+    plots.push({ u: u, box: plot, height: opts.height || 240 });
     // The bounds draw the band; the legend names the estimate only.
     const rows = u.root.querySelectorAll(".u-legend .u-series");
     chart.lines.forEach(function (l, i) { if (l.bound && rows[i + 1]) rows[i + 1].style.display = "none"; });

@@ -120,7 +120,7 @@ func run(out, chromium string) error {
 		dark      bool
 	}{
 		{"console-overview.png", srv.URL + "/", 1500, 720, false},
-		{"console-detail.png", detail, 1500, 3000, false},
+		{"console-detail.png", detail, 1500, 2400, false},
 		{"console-detail-dark.png", detail, 1500, 1100, true},
 	}
 	for _, s := range shots {

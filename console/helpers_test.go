@@ -114,3 +114,19 @@ func series(t *testing.T, h http.Handler, target string) *Series {
 	}
 	return &s
 }
+
+// TestOverload draws 30 minutes of one simulator, 20 healthy and 10
+// overloaded, once for every check that only reads it.
+func TestOverload(t *testing.T) {
+	r := newRig(t, 30)
+	for name, check := range map[string]func(*testing.T, *rig){
+		"SeriesShapesAndBands":       checkSeriesShapesAndBands,
+		"SeriesNewestPointIsTheLive": checkSeriesNewestPointIsTheLiveReport,
+		"HistogramView":              checkHistogramView,
+		"SeriesHoldTheTruth":         checkSeriesHoldTheTruth,
+		"PagesEscapeModelNames":      checkPagesEscapeModelNames,
+		"WriteStatic":                checkWriteStatic,
+	} {
+		t.Run(name, func(t *testing.T) { check(t, r) })
+	}
+}

@@ -17,11 +17,10 @@ const escapedHostile = `&lt;script&gt;alert(&#34;x&#34;)&lt;/script&gt;`
 // liveMarkup finds a <script> element that is not one of ours.
 var liveMarkup = regexp.MustCompile(`<script>alert`)
 
-// TestPagesEscapeModelNames: the overview and the detail view show a hostile
+// checkPagesEscapeModelNames: the overview and the detail view show a hostile
 // model name as text, and the data endpoint as a JSON string with the markup
 // characters escaped.
-func TestPagesEscapeModelNames(t *testing.T) {
-	r := newRig(t, 25)
+func checkPagesEscapeModelNames(t *testing.T, r *rig) {
 	c := r.console()
 	code, overview := get(t, c, "/")
 	if code != http.StatusOK || !strings.HasSuffix(strings.TrimSpace(overview), "</html>") {
@@ -43,7 +42,7 @@ func TestPagesEscapeModelNames(t *testing.T) {
 	if strings.Contains(data, "<script") || !strings.Contains(data, `\u003cscript\u003e`) {
 		t.Errorf("series JSON does not escape the model name: %.200s", data)
 	}
-	for _, want := range []string{`href="/slo?model=`, "interactive", `http-equiv="refresh"`, "/metrics", "rests on 24m45s of 1d"} {
+	for _, want := range []string{`href="/slo?model=`, "interactive", `http-equiv="refresh"`, "/metrics", "rests on 29m45s of 1d"} {
 		if !strings.Contains(overview, want) {
 			t.Errorf("overview lacks %q", want)
 		}
@@ -92,10 +91,9 @@ func TestOverviewWorstFirst(t *testing.T) {
 	}
 }
 
-// TestWriteStatic: the static file needs no server (no link to /assets or
+// checkWriteStatic: the static file needs no server (no link to /assets or
 // /api), inlines the data, and escapes the model name.
-func TestWriteStatic(t *testing.T) {
-	r := newRig(t, 25)
+func checkWriteStatic(t *testing.T, r *rig) {
 	var buf bytes.Buffer
 	if err := WriteStatic(&buf, r.pipe, r.rep, 60); err != nil {
 		t.Fatal(err)

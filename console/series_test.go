@@ -43,12 +43,11 @@ func checkBand(t *testing.T, name string, b Band, n int) int {
 	return known
 }
 
-// TestSeriesShapesAndBands draws 30 minutes (20 healthy, 10 overloaded):
+// checkSeriesShapesAndBands draws 30 minutes (20 healthy, 10 overloaded):
 // every array has one value per time, times strictly increase, every
 // estimate lies inside its band, and the overload shows as a spent budget
 // and burn rates over the page threshold.
-func TestSeriesShapesAndBands(t *testing.T) {
-	r := newRig(t, 30)
+func checkSeriesShapesAndBands(t *testing.T, r *rig) {
 	c := r.console()
 	s := series(t, c, seriesURL(hostile, "all", ""))
 	n := len(s.Times)
@@ -115,10 +114,9 @@ func TestSeriesShapesAndBands(t *testing.T) {
 	}
 }
 
-// TestSeriesNewestPointIsTheLiveReport: the last point of a series is what
+// checkSeriesNewestPointIsTheLiveReport: the last point of a series is what
 // the live evaluation says now.
-func TestSeriesNewestPointIsTheLiveReport(t *testing.T) {
-	r := newRig(t, 25)
+func checkSeriesNewestPointIsTheLiveReport(t *testing.T, r *rig) {
 	s := series(t, r.console(), seriesURL(hostile, "1h", "5m"))
 	n := len(s.Times)
 	m := r.rep.Targets[0].Models[0]
@@ -134,11 +132,10 @@ func TestSeriesNewestPointIsTheLiveReport(t *testing.T) {
 	}
 }
 
-// TestHistogramView: the newest window's histograms hold their buckets'
+// checkHistogramView: the newest window's histograms hold their buckets'
 // counts exactly (bars and reconstructed density alike), and every quantile
 // estimate lies inside its bracket.
-func TestHistogramView(t *testing.T) {
-	r := newRig(t, 25)
+func checkHistogramView(t *testing.T, r *rig) {
 	s := series(t, r.console(), seriesURL(hostile, "1h", "5m"))
 	if len(s.Histograms) != 3 {
 		t.Fatalf("%d histograms, want ttft, tpot and e2e", len(s.Histograms))

@@ -9,13 +9,12 @@ import (
 	"github.com/vllm-slo-exporter/vllm-slo-exporter/slo"
 )
 
-// TestSeriesHoldTheTruth: at every point of a 30-minute series (20 minutes
+// checkSeriesHoldTheTruth: at every point of a 30-minute series (20 minutes
 // healthy, 10 overloaded), the simulator's ground truth over the window
 // (the requests that finished between its two scrapes) lies inside the
 // drawn bands of joint attainment, goodput and the e2e quantiles, with no
 // tolerance.
-func TestSeriesHoldTheTruth(t *testing.T) {
-	r := newRig(t, 30)
+func checkSeriesHoldTheTruth(t *testing.T, r *rig) {
 	s := series(t, r.console(), seriesURL(hostile, "all", "1m"))
 	truth := r.sim.Truth().ForModel(hostile)
 	checked := 0

@@ -151,7 +151,9 @@
     // The bounds draw the band; the legend names the estimate only.
     const rows = u.root.querySelectorAll(".u-legend .u-series");
     chart.lines.forEach(function (l, i) { if (l.bound && rows[i + 1]) rows[i + 1].style.display = "none"; });
-    fig.dataset.points = String(drawnPoints(chart.lines));
+    const points = drawnPoints(chart.lines);
+    if (points === 0) fig.appendChild(el("figcaption", "empty", "No data in this range: the target does not expose what this chart needs, or no request finished."));
+    fig.dataset.points = String(points);
     fig.dataset.violations = String(violations(chart));
     return fig;
   }

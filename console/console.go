@@ -109,7 +109,7 @@ func (c *Console) seriesJSON(q query) ([]byte, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", err, errNotFound)
 	}
-	key := q.key(newest)
+	key := q.key(newest, c.opts.History.Spec())
 	if body, ok := c.cache.get(key); ok {
 		return body, nil
 	}

@@ -180,8 +180,12 @@ const DefaultPoints = 120
 // target's lock for long.
 const maxPoints = 600
 
-func (q query) key(newest time.Time) string {
-	b, _ := json.Marshal([]any{q.Target, q.Model, q.SLO, q.Range, q.Window, q.Points, newest.UnixNano()})
+// key names a series: the query, the newest scrape it was drawn to, and the
+// parts of the configuration it depends on (a reload may change them
+// between two scrapes).
+func (q query) key(newest time.Time, spec pipeline.Spec) string {
+	b, _ := json.Marshal([]any{q.Target, q.Model, q.SLO, q.Range, q.Window, q.Points, newest.UnixNano(),
+		fmt.Sprint(spec.SLOs, spec.Windows, spec.Quantiles, spec.Alerts)})
 	return string(b)
 }
 

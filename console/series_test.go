@@ -218,6 +218,14 @@ func TestSeriesErrorsAndCache(t *testing.T) {
 	if fresh == first || c.cache.len() != 2 {
 		t.Error("a new scrape did not give a new series")
 	}
+	spec := r.pipe.Spec()
+	spec.SLOs = []slo.SLO{interactive}
+	spec.SLOs[0].Goal = 0.9
+	r.pipe.Reconfigure(spec)
+	_, reloaded := get(t, c, u)
+	if reloaded == fresh || !strings.Contains(reloaded, `"goal":0.9,`) {
+		t.Error("a reload that changed the goal did not give a new series")
+	}
 }
 
 // TestCacheIsBounded: the cache never holds more than its capacity, and

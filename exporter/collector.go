@@ -1,5 +1,5 @@
 // Package exporter is the output side: it renders the pipeline's latest
-// Report as Prometheus series (the README lists them), serves them with the landing page and
+// Report as Prometheus series (the README lists them), serves them with the SLO console and
 // the operational endpoints, and pushes alerts to Alertmanager.
 //
 // It never scrapes and never computes SLO numbers; it only shows what a Report

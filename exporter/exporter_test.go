@@ -373,8 +373,8 @@ func TestLandingPageWithoutWindows(t *testing.T) {
 		Models: []pipeline.ModelReport{{Name: "m"}}}}}
 	srv := httptest.NewServer(NewHandler(Endpoints{Report: func() *pipeline.Report { return rep }}))
 	defer srv.Close()
-	if body := get(t, srv.URL+"/", http.StatusOK); !strings.Contains(body, "a · m") {
-		t.Errorf("landing page lacks the model heading:\n%s", body)
+	if body := get(t, srv.URL+"/", http.StatusOK); !strings.Contains(body, `<span class="model">m</span>`) {
+		t.Errorf("landing page lacks the model:\n%s", body)
 	}
 }
 

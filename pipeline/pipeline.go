@@ -500,6 +500,7 @@ func (t *target) budget(s slo.SLO, model string, now time.Time) Budget {
 		return b
 	}
 	b.Remaining = slo.ErrorBudgetRemaining(all, s.Goal)
+	b.Covered = w.End.Sub(w.Start)
 	b.Known = true
 	return b
 }

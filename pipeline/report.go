@@ -93,6 +93,9 @@ type Budget struct {
 	// Remaining is the share of the period's error budget not yet spent;
 	// negative when overspent. Its bounds follow the joint attainment's.
 	Remaining slo.Bounded
+	// Covered is how much of the period the history holds: the budget's
+	// window is shorter than the period until the history has filled it.
+	Covered time.Duration
 	// Known is false when the period holds no finished request.
 	Known bool
 }

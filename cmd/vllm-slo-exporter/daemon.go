@@ -185,6 +185,7 @@ func (d *daemon) handler() http.Handler {
 			return d.cfg.Redacted()
 		},
 		Self:           d.self,
+		History:        d.pipe,
 		RefreshSeconds: int(time.Duration(d.cfg.Global.ScrapeInterval).Seconds()),
 	})
 }

@@ -16,6 +16,7 @@ import (
 
 	"github.com/vllm-slo-exporter/vllm-slo-exporter/config"
 	"github.com/vllm-slo-exporter/vllm-slo-exporter/exporter"
+	"github.com/vllm-slo-exporter/vllm-slo-exporter/notify"
 	"github.com/vllm-slo-exporter/vllm-slo-exporter/pipeline"
 	"github.com/vllm-slo-exporter/vllm-slo-exporter/scrape"
 )
@@ -89,14 +90,14 @@ func TestAlertmanagerDownOrSlow(t *testing.T) {
 	}))
 	defer good.Close()
 	refused := strings.TrimSuffix(refusedURL(t), "/metrics")
-	n := exporter.NewNotifier(exporter.NotifierOptions{
-		Alertmanagers: []exporter.AlertmanagerTarget{
+	n := notify.New(notify.Config{
+		Alertmanagers: []notify.Alertmanager{
 			{URL: slow.srv.URL, Timeout: time.Minute},
 			{URL: refused, Timeout: time.Minute},
 			{URL: good.URL, Timeout: time.Minute},
 		},
 		ResendDelay: time.Minute,
-	})
+	}, nil, nil)
 	ctx, cancel := context.WithCancel(context.Background())
 	stopped := make(chan struct{})
 	go func() {

@@ -28,8 +28,8 @@ const generous = 10 * time.Second
 // TestShutdownMidScrape: SIGTERM cancels the loops' context while a scrape
 // hangs on a target that never answers (scrape timeout one minute). The loop
 // returns promptly, and the in-flight result it hands over carries
-// context.Canceled, which the daemon's sink discards (cmd daemon.go
-// startLoop: `if ctx.Err() != nil { return }`) because FailureReason alone
+// context.Canceled, which the daemon's sink discards (daemon/loops.go
+// start: `if ctx.Err() != nil { return }`) because FailureReason alone
 // would count it as a connection failure of the target.
 func TestShutdownMidScrape(t *testing.T) {
 	h := newHostile(t)
@@ -219,7 +219,7 @@ func TestConcurrentClients(t *testing.T) {
 
 // TestInvalidReloadKeepsRunning: a reload with an invalid file is refused by
 // config.Load with the file, line and field, so the daemon never calls
-// Reconfigure (cmd daemon.go reload; the binary-level reload is proven in
+// Reconfigure (daemon/reload.go; the binary-level reload is proven in
 // package e2e). A valid reload with unchanged targets keeps every history:
 // the published numbers do not move.
 func TestInvalidReloadKeepsRunning(t *testing.T) {

@@ -120,8 +120,10 @@ func New(opts Options) (*Daemon, error) {
 }
 
 // Run restores the state, runs every actor until ctx ends, a stop signal
-// arrives or an actor fails, joins them all, and saves the state once more.
-// It returns nil after a requested stop and the failure otherwise.
+// arrives or an actor fails, and joins them all. After a requested stop it
+// saves the state once more and returns nil. After a failure (the port was
+// taken, most likely by another daemon on the same state file) it returns the
+// failure and leaves the state file as the periodic saves left it.
 func (d *Daemon) Run(ctx context.Context) error {
 	d.loadState()
 	cfg := d.config.get()
@@ -140,8 +142,11 @@ func (d *Daemon) Run(ctx context.Context) error {
 	err := g.Run()
 
 	d.notifier.Close()
+	if err != nil {
+		return err
+	}
 	d.saveState()
-	return err
+	return nil
 }
 
 // handleSignals reloads on SIGHUP and returns on SIGTERM, SIGINT or when

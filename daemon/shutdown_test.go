@@ -143,13 +143,18 @@ func TestPeriodicStateSave(t *testing.T) {
 }
 
 // TestServerFailureStopsAll: an HTTP server that cannot start (a port
-// taken) stops every other actor, and Run says why.
+// taken) stops every other actor, Run says why, and the state file (most
+// likely the running daemon's) is left alone.
 func TestServerFailureStopsAll(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		n := newMemNet()
 		a := serveTarget(t, n, "a")
-		file := filepath.Join(t.TempDir(), "config.yaml")
-		if err := os.WriteFile(file, []byte(testConfig([]string{"a " + a.url()}, "")), 0o600); err != nil {
+		dir := t.TempDir()
+		file, state := filepath.Join(dir, "config.yaml"), filepath.Join(dir, "state")
+		if err := os.WriteFile(file, []byte(testConfig([]string{"a " + a.url()}, "state_file: "+state+"\n")), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(state, []byte("the running daemon's state"), 0o600); err != nil {
 			t.Fatal(err)
 		}
 		taken := errors.New("listen tcp :10042: bind: address already in use")
@@ -164,6 +169,9 @@ func TestServerFailureStopsAll(t *testing.T) {
 		}
 		if err := d.Run(context.Background()); !errors.Is(err, taken) {
 			t.Errorf("Run = %v, want the server's error", err)
+		}
+		if data, err := os.ReadFile(state); err != nil || string(data) != "the running daemon's state" {
+			t.Errorf("state file after a failed start: %q, %v; want it untouched", data, err)
 		}
 	})
 }

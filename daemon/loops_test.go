@@ -88,15 +88,15 @@ func TestLoopDiffing(t *testing.T) {
 				t.Errorf("%s scraped %d times at the update, want %d", h, got, want)
 			}
 		}
-		advance(10 * time.Minute)
+		advance(2 * time.Minute)
 		if got := srv["c"].scrapedSince(at); got != 0 || counter.count("c") != stoppedAtBetween {
 			t.Errorf("removed target c scraped %d times after the update (%d results after its loop stopped), want 0", got, counter.count("c")-stoppedAtBetween)
 		}
-		// 10 minutes after the update: 40 scrapes at 15 s, 20 at 30 s, one
+		// 2 minutes after the update: 8 scrapes at 15 s, 4 at 30 s, one
 		// more for the loops that scraped at the update itself.
-		for h, want := range map[string]int{"a": 40, "b": 21, "d": 41, "e": 41} {
+		for h, want := range map[string]int{"a": 8, "b": 5, "d": 9, "e": 9} {
 			if got := srv[h].scrapedSince(at); got != want {
-				t.Errorf("%s scraped %d times in the 10 minutes after the update, want %d", h, got, want)
+				t.Errorf("%s scraped %d times in the 2 minutes after the update, want %d", h, got, want)
 			}
 		}
 
@@ -139,12 +139,12 @@ func TestTargetErrorLoggedOnce(t *testing.T) {
 		n := newMemNet()
 		a := serveTarget(t, n, "a")
 		r := startRig(t, n, testConfig([]string{"a http://down:80/metrics", "b " + a.url()}, ""))
-		advance(10 * time.Minute)
+		advance(3 * time.Minute)
 		if got := countLines(r.log.String(), "scrape failed", "target=a"); got != 1 {
-			t.Errorf("%d failures of target a logged in 10 minutes down, want 1:\n%s", got, r.log)
+			t.Errorf("%d failures of target a logged in 3 minutes down, want 1:\n%s", got, r.log)
 		}
 		serveTarget(t, n, "down")
-		advance(10 * time.Minute)
+		advance(3 * time.Minute)
 		if got := countLines(r.log.String(), "scrape recovered", "target=a"); got != 1 {
 			t.Errorf("%d recoveries of target a logged, want 1:\n%s", got, r.log)
 		}

@@ -1,7 +1,9 @@
 package daemon
 
 import (
+	"fmt"
 	"net/http"
+	"runtime"
 	"strings"
 	"syscall"
 	"testing"
@@ -122,7 +124,7 @@ func TestReloadChangedTarget(t *testing.T) {
 		if got := c.scrapedSince(reloadedAt); got != 1 {
 			t.Errorf("b's new server scraped %d times at the reload, want 1", got)
 		}
-		advance(5 * time.Minute)
+		advance(2 * time.Minute)
 		if got := b.scrapedSince(reloadedAt); got != 0 {
 			t.Errorf("b's old server scraped %d times after the reload, want 0", got)
 		}
@@ -160,6 +162,39 @@ func TestReloadKeepsNotifier(t *testing.T) {
 		}
 		if client() == before {
 			t.Errorf("a reload that changed the alerting section kept the old Alertmanager client")
+		}
+	})
+}
+
+// TestReloadStormLeavesNothingBehind grows the fleet from 2 targets to 20
+// and back, five times: right after the last reload the goroutines (loops,
+// keep-alive connections on both sides) are exactly what they were with the
+// 2 targets, without waiting for any idle timeout.
+func TestReloadStormLeavesNothingBehind(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		n := newMemNet()
+		var small, big []string
+		for i := range 20 {
+			ft := serveTarget(t, n, fmt.Sprintf("t%02d", i))
+			entry := ft.host + " " + ft.url()
+			big = append(big, entry)
+			if i < 2 {
+				small = append(small, entry)
+			}
+		}
+		r := startRig(t, n, testConfig(small, ""))
+		goroutines := runtime.NumGoroutine()
+		for range 5 {
+			for _, targets := range [][]string{big, small} {
+				r.write(testConfig(targets, ""))
+				if err := r.d.Reload(); err != nil {
+					t.Fatal(err)
+				}
+				synctest.Wait()
+			}
+		}
+		if got := runtime.NumGoroutine(); got != goroutines {
+			t.Errorf("%d goroutines after 10 reloads between 2 and 20 targets, %d before", got, goroutines)
 		}
 	})
 }

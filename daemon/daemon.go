@@ -130,8 +130,10 @@ func (d *Daemon) Run(ctx context.Context) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	stop := func(error) { cancel() }
-	srv := &http.Server{Handler: d.Handler(), ReadHeaderTimeout: 10 * time.Second}
+	srv := &http.Server{Handler: d.handler(), ReadHeaderTimeout: 10 * time.Second}
 
+	// One actor a line; the first to return interrupts the others, and
+	// g.Run returns once they all have.
 	var g run.Group
 	g.Add(func() error { return d.handleSignals(ctx) }, stop)
 	g.Add(func() error { return d.loops.run(ctx, cfg) }, stop)
@@ -191,9 +193,9 @@ func (d *Daemon) shutdownHTTP(srv *http.Server) {
 	}
 }
 
-// Handler serves /metrics, the landing page, /config, /-/healthy, /-/ready
+// handler serves /metrics, the landing page, /config, /-/healthy, /-/ready
 // and /-/reload for this daemon.
-func (d *Daemon) Handler() http.Handler {
+func (d *Daemon) handler() http.Handler {
 	return exporter.NewHandler(exporter.Endpoints{
 		Report:         d.report.Load,
 		Ready:          d.loops.allTried,

@@ -10,7 +10,7 @@ import (
 )
 
 // TestDaemon runs the daemon against a live simulator and checks what it
-// serves against the simulator's truth (issue 4).
+// serves against the simulator's truth.
 func TestDaemon(t *testing.T) {
 	t.Parallel()
 	s := startSim(t, nil)

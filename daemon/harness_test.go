@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strings"
 	"sync"
@@ -33,6 +34,33 @@ import (
 func advance(d time.Duration) {
 	<-time.After(d)
 	synctest.Wait()
+}
+
+// bubbleGoroutines counts the goroutines of the caller's synctest bubble,
+// the caller included, from the runtime's own goroutine headers ("[select
+// (durable), synctest bubble 3]"). Goroutines outside the bubble, such as
+// the runtime's finalizer goroutine, do not count, so the figure depends on
+// the daemon alone.
+func bubbleGoroutines() int {
+	self := string(stacks(false))
+	i := strings.Index(self, ", synctest bubble ")
+	j := strings.Index(self, "]:")
+	if i < 0 || j < i {
+		panic("bubbleGoroutines called outside a synctest bubble")
+	}
+	return strings.Count(string(stacks(true)), self[i:j+1])
+}
+
+// stacks is runtime.Stack with a buffer large enough for every goroutine.
+func stacks(all bool) []byte {
+	buf := make([]byte, 64<<10)
+	for {
+		n := runtime.Stack(buf, all)
+		if n < len(buf) {
+			return buf[:n]
+		}
+		buf = make([]byte, 2*len(buf))
+	}
 }
 
 // memNet is an in-memory network: servers listen on a host:port, and dial
@@ -128,6 +156,7 @@ func serveTarget(t *testing.T, n *memNet, host string) *fakeTarget {
 		ft.mu.Lock()
 		ft.scrapes = append(ft.scrapes, time.Now())
 		ft.mu.Unlock()
+		r.Header.Del("Accept-Encoding") // plain text: compression would only cost time here
 		h.ServeHTTP(w, r)
 	})}
 	l := n.listen(host + ":80")

@@ -3,7 +3,6 @@ package daemon
 import (
 	"fmt"
 	"net/http"
-	"runtime"
 	"strings"
 	"syscall"
 	"testing"
@@ -183,7 +182,7 @@ func TestReloadStormLeavesNothingBehind(t *testing.T) {
 			}
 		}
 		r := startRig(t, n, testConfig(small, ""))
-		goroutines := runtime.NumGoroutine()
+		goroutines := bubbleGoroutines()
 		for range 5 {
 			for _, targets := range [][]string{big, small} {
 				r.write(testConfig(targets, ""))
@@ -193,7 +192,7 @@ func TestReloadStormLeavesNothingBehind(t *testing.T) {
 				synctest.Wait()
 			}
 		}
-		if got := runtime.NumGoroutine(); got != goroutines {
+		if got := bubbleGoroutines(); got != goroutines {
 			t.Errorf("%d goroutines after 10 reloads between 2 and 20 targets, %d before", got, goroutines)
 		}
 	})

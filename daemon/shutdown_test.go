@@ -6,7 +6,6 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"syscall"
 	"testing"
@@ -46,7 +45,7 @@ func TestShutdownJoinsAndSavesOnce(t *testing.T) {
 		a := serveTarget(t, n, "a")
 		state := filepath.Join(t.TempDir(), "state")
 		synctest.Wait()
-		goroutines := runtime.NumGoroutine()
+		goroutines := bubbleGoroutines()
 		r := startRig(t, n, testConfig([]string{"a " + a.url()}, "state_file: "+state+"\n"))
 		advance(5 * time.Minute)
 		if _, err := os.Stat(state); !errors.Is(err, os.ErrNotExist) {
@@ -64,7 +63,7 @@ func TestShutdownJoinsAndSavesOnce(t *testing.T) {
 		}
 		r.web.CloseIdleConnections() // the test's own client to the daemon
 		synctest.Wait()
-		if got := runtime.NumGoroutine(); got != goroutines {
+		if got := bubbleGoroutines(); got != goroutines {
 			t.Errorf("%d goroutines after Run returned, %d before the daemon started", got, goroutines)
 		}
 		if saves := testutil.ToFloat64(r.d.state.saves); saves != 1 {

@@ -1,6 +1,6 @@
 // Package exporter is the output side: it renders the pipeline's latest
 // Report as Prometheus series (the README lists them), serves them with the SLO console and
-// the operational endpoints, and pushes alerts to Alertmanager.
+// the operational endpoints (package notify pushes the alerts to Alertmanager).
 //
 // It never scrapes and never computes SLO numbers; it only shows what a Report
 // holds, so that everything it prints is exactly what the pipeline computed.

@@ -96,23 +96,28 @@ type target struct {
 // New builds a pipeline for a spec.
 func New(spec Spec) *Pipeline {
 	p := &Pipeline{targets: map[string]*target{}}
-	p.Reconfigure(spec)
+	_ = p.Reconfigure(spec) // no target to carry over, so nothing can fail
 	return p
 }
 
 // Reconfigure swaps in a new spec. A target whose name, URL and profile did
 // not change keeps its history and counters; others start fresh (or revive a
 // recently retired target of the same name, URL and profile), and targets no
-// longer configured or re-pointed are retired.
-func (p *Pipeline) Reconfigure(spec Spec) {
+// longer configured or re-pointed are retired. The new spec always applies;
+// the error names the kept targets whose history could not move to the new
+// retention (they keep it at the old one until the next reconfiguration).
+func (p *Pipeline) Reconfigure(spec Spec) error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	next := make(map[string]*target, len(spec.Targets))
+	var errs []error
 	for _, ts := range spec.Targets {
 		if old, ok := p.targets[ts.Name]; ok && old.spec.URL == ts.URL && old.spec.Profile.Name == ts.Profile.Name {
 			old.mu.Lock()
 			old.spec = ts
-			old.reconfigure(spec)
+			if err := old.reconfigure(spec); err != nil {
+				errs = append(errs, fmt.Errorf("target %q: history kept at its old retention: %w", ts.Name, err))
+			}
 			old.mu.Unlock()
 			next[ts.Name] = old
 			continue
@@ -122,22 +127,20 @@ func (p *Pipeline) Reconfigure(spec Spec) {
 	p.retire(next)
 	p.spec = spec
 	p.targets = next
+	return errors.Join(errs...)
 }
 
 // reconfigure carries a kept target over to a new spec: its history moves to
 // the new retention (a longer window or period refills from now on; the
 // windows say how far back they reach), and totals and warnings of SLOs that
 // are gone or changed are dropped, so that no counter changes its meaning
-// under the same labels. t.mu must be held.
-func (t *target) reconfigure(spec Spec) {
+// under the same labels. A history that cannot move stays as it is, and the
+// error says why. t.mu must be held.
+func (t *target) reconfigure(spec Spec) error {
 	t.hist.SetMaxBytes(spec.historyLimitPerTarget())
+	var err error
 	if !slices.Equal(t.hist.Retention().Tiers, spec.Retention.Tiers) {
-		if data, err := t.hist.MarshalBinary(); err == nil {
-			h := history.New(spec.retention())
-			if h.UnmarshalBinary(data) == nil {
-				t.hist = h
-			}
-		}
+		err = t.migrate(spec.retention())
 	}
 	defs := sloDefinitions(spec.SLOs)
 	for _, bySLO := range t.good {
@@ -149,6 +152,22 @@ func (t *target) reconfigure(spec Spec) {
 	}
 	t.sloDefs = defs
 	clear(t.offEdge)
+	return err
+}
+
+// migrate moves the history to another retention through its state
+// encoding, the one path that already knows how to rebuild a history.
+func (t *target) migrate(r history.Retention) error {
+	data, err := t.hist.MarshalBinary()
+	if err != nil {
+		return err
+	}
+	h := history.New(r)
+	if err := h.UnmarshalBinary(data); err != nil {
+		return err
+	}
+	t.hist = h
+	return nil
 }
 
 // historyLimitPerTarget is the memory cap of each target's history: the

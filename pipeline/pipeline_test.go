@@ -223,7 +223,9 @@ func TestReconfigureKeepsHistoryAndStateRoundTrip(t *testing.T) {
 	before := p.Evaluate(end).Targets[0].Models[0].Windows[1].Requests[slo.E2E]
 
 	spec.SLOs[0].Goal = 0.95
-	p.Reconfigure(spec)
+	if err := p.Reconfigure(spec); err != nil {
+		t.Fatalf("reconfigure: %v", err)
+	}
 	if got := p.Evaluate(end).Targets[0].Models[0].Windows[1].Requests[slo.E2E]; got != before {
 		t.Errorf("after a reload that kept the target: %v requests, want %v", got, before)
 	}
@@ -249,7 +251,9 @@ func TestReconfigureKeepsHistoryAndStateRoundTrip(t *testing.T) {
 	moved := spec
 	moved.Targets = []TargetSpec{spec.Targets[0]}
 	moved.Targets[0].URL = "http://127.0.0.1:9999/metrics"
-	p.Reconfigure(moved)
+	if err := p.Reconfigure(moved); err != nil {
+		t.Fatalf("reconfigure: %v", err)
+	}
 	if models := p.Evaluate(end).Targets[0].Models; len(models) != 0 {
 		t.Errorf("a target whose URL changed kept %d models of history", len(models))
 	}
@@ -365,7 +369,9 @@ func TestReconfigureRetentionAndTotals(t *testing.T) {
 	longer.Retention = history.NewRetention(6*time.Hour, 24*time.Hour)
 	longer.SLOs = []slo.SLO{interactive}
 	longer.SLOs[0].Goal = 0.9
-	p.Reconfigure(longer)
+	if err := p.Reconfigure(longer); err != nil {
+		t.Fatalf("reconfigure: %v", err)
+	}
 	if g := p.Evaluate(at).Targets[0].Models[0].GoodRequests; len(g) != 0 {
 		t.Errorf("totals of a changed SLO survived the reload: %+v", g)
 	}

@@ -10,6 +10,7 @@ import (
 	"github.com/prometheus/common/expfmt"
 
 	"github.com/vllm-slo-exporter/vllm-slo-exporter/config"
+	"github.com/vllm-slo-exporter/vllm-slo-exporter/daemon"
 	"github.com/vllm-slo-exporter/vllm-slo-exporter/exporter"
 	"github.com/vllm-slo-exporter/vllm-slo-exporter/pipeline"
 	"github.com/vllm-slo-exporter/vllm-slo-exporter/recording"
@@ -22,7 +23,7 @@ func runReplay(out io.Writer, logger *slog.Logger, configFile, recordingFile str
 	if err != nil {
 		return fail(logger, "load configuration", err)
 	}
-	p := pipeline.New(specFromConfig(cfg))
+	p := pipeline.New(daemon.PipelineSpec(cfg))
 	var lastTime time.Time
 	scrapes := 0
 	replayOne := func(e recording.Entry) error {

@@ -72,7 +72,7 @@ func runDemo(logger *slog.Logger, webAddr, simAddr string) int {
 	}
 	fmt.Printf("\nvllm-slo-exporter demo\n")
 	fmt.Printf("  simulated vLLM:  http://%s/metrics  (model %s, 2 engines, overload %v of every %v)\n", simBound, sim.DemoModel, sim.DemoOverload, sim.DemoPeriod)
-	fmt.Printf("  landing page:    http://%s/\n", ln.Addr())
+	fmt.Printf("  SLO console:     http://%s/\n", ln.Addr())
 	fmt.Printf("  SLO series:      http://%s/metrics\n", ln.Addr())
 	fmt.Printf("  configuration:   http://%s/config\n", ln.Addr())
 	fmt.Printf("Windows fill within minutes; the first overload starts %v after the start. Ctrl-C stops.\n\n", sim.DemoPeriod-sim.DemoOverload)

@@ -24,6 +24,12 @@ import (
 // Namespace prefixes every series this program exports.
 const Namespace = "vllm_slo"
 
+// QuantileLabel names the label that holds a latency series' quantile level
+// ("0.99" for the 0.99-quantile). It is not "quantile": Prometheus reserves
+// that label for summaries, and `promtool check metrics` rejects it on the
+// gauges a bracketed estimate is exported as.
+const QuantileLabel = "q"
+
 // ReportSource returns the latest report, or nil before the first evaluation.
 type ReportSource func() *pipeline.Report
 
@@ -260,7 +266,7 @@ func FormatWindow(d time.Duration) string {
 	return model.Duration(d).String()
 }
 
-// FormatQuantile renders a quantile label in Go's shortest float form ("0.99").
+// FormatQuantile renders a QuantileLabel value in Go's shortest float form ("0.99").
 func FormatQuantile(q float64) string {
 	return strconv.FormatFloat(q, 'f', -1, 64)
 }

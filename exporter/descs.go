@@ -63,7 +63,7 @@ func newDescSet(extra []string) *descSet {
 		alertFiring:    desc("alert_firing", "1 while the alert fires, 0 while it is pending (the condition holds, its for duration has not passed).", with(model, "slo", "alertname", "severity")),
 		goodTotal:      desc("good_requests_total", "Estimated requests that met the objective (objective=\"all\": every per-request objective; objective=\"itl\" counts token gaps, not requests), summed over scrape intervals; merge across a fleet with sum(rate()).", with(model, "slo", "objective")),
 
-		latency:         bounded("latency", "seconds", "latency quantile estimate over the window; the bounds are the bucket that certainly holds the quantile (nearest rank).", with(model, "metric", "window", "quantile")),
+		latency:         bounded("latency", "seconds", "latency q-quantile over the window (label q holds its level, 0.99 for p99); the bounds are the bucket that certainly holds the quantile (nearest rank).", with(model, "metric", "window", QuantileLabel)),
 		attainment:      bounded("attainment", "ratio", "share of requests meeting the objective over the window.", with(model, "slo", "objective", "window")),
 		goodputTokens:   bounded("goodput", "tokens_per_second", "generated tokens per second of requests that finished in the window meeting every objective.", with(model, "slo", "window")),
 		goodputRequests: bounded("goodput", "requests_per_second", "requests per second that finished in the window meeting every objective.", with(model, "slo", "window")),

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil/promlint"
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
@@ -153,8 +154,8 @@ func TestCollectorInvariants(t *testing.T) {
 	}
 	byQ := map[string][]float64{}
 	for _, m := range mfs["vllm_slo_latency_seconds"].GetMetric() {
-		k := key(m, "quantile")
-		byQ[k] = append(byQ[k], value(m)) // quantile labels sort "0.5" < "0.9" < "0.99"
+		k := key(m, QuantileLabel)
+		byQ[k] = append(byQ[k], value(m)) // q labels sort "0.5" < "0.9" < "0.99"
 	}
 	for k, vs := range byQ {
 		for i := 1; i < len(vs); i++ {
@@ -415,4 +416,24 @@ func TestNotifierSendsRefiredAlertAtOnce(t *testing.T) {
 	again := start.Add(3 * time.Minute)
 	n.Notify(again, []pipeline.Alert{{Labels: labels, State: pipeline.StateFiring, ActiveAt: again}})
 	waitFor(t, "the second firing", func() bool { return len(am.received()) == 3 })
+}
+
+// TestCollectorLint runs the linter behind `promtool check metrics` over a
+// real report's series: every series must pass it, so that scraping the
+// exporter never trips a Prometheus user's metric checks.
+func TestCollectorLint(t *testing.T) {
+	reg := prometheus.NewPedanticRegistry()
+	rep := simReport(t, "m")
+	reg.MustRegister(NewCollector(func() *pipeline.Report { return rep }))
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	problems, err := promlint.NewWithMetricFamilies(mfs).Lint()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range problems {
+		t.Errorf("%s: %s", p.Metric, p.Text)
+	}
 }

@@ -78,9 +78,9 @@ func latency(b *dashboard.DashboardBuilder) {
 			"The band is the histogram bucket that certainly holds the quantile (nearest rank); the estimate lies inside it. An upper bound of +Inf means the quantile is beyond vLLM's last bucket. With several targets or models, the worst one: its true quantile lies between the largest lower and the largest upper bound.",
 			"s", 8, 7).
 			Min(0).
-			WithTarget(query("A", `max(vllm_slo_latency_lower_seconds{`+selW+`, metric="`+m.metric+`", quantile="$quantile"})`, "lower")).
-			WithTarget(query("B", `max(vllm_slo_latency_upper_seconds{`+selW+`, metric="`+m.metric+`", quantile="$quantile"})`, "upper")).
-			WithTarget(query("C", `max(vllm_slo_latency_seconds{`+selW+`, metric="`+m.metric+`", quantile="$quantile"})`, "estimate")),
+			WithTarget(query("A", `max(vllm_slo_latency_lower_seconds{`+selW+`, metric="`+m.metric+`", q="$quantile"})`, "lower")).
+			WithTarget(query("B", `max(vllm_slo_latency_upper_seconds{`+selW+`, metric="`+m.metric+`", q="$quantile"})`, "upper")).
+			WithTarget(query("C", `max(vllm_slo_latency_seconds{`+selW+`, metric="`+m.metric+`", q="$quantile"})`, "estimate")),
 			"lower", "upper"))
 	}
 	b.WithPanel(timeSeries("Observations in the window",

@@ -44,7 +44,7 @@ var fileErrors = map[string]string{
 	"bad_not_mapping.yml":             `testdata/bad_not_mapping.yml:1: configuration must be a mapping of keys to values, got a list`,
 	"bad_objective_duration.yml":      `testdata/bad_objective_duration.yml:6: slos[0].objectives.ttft: "5 seconds" is not a valid duration (use e.g. 500ms, 15s, 1h30m, 30d)`,
 	"bad_only_comments.yml":           `testdata/bad_only_comments.yml: configuration is empty`,
-	"bad_profile.yml":                 `testdata/bad_profile.yml:4: targets[0].profile: unknown profile "tgi" (known: [sglang vllm])`,
+	"bad_profile.yml":                 `testdata/bad_profile.yml:4: targets[0].profile: unknown profile "tgi" (known: [ray-vllm sglang vllm])`,
 	"bad_quantile.yml":                `testdata/bad_quantile.yml:2: global.quantiles: quantile 1.5 must be strictly between 0 and 1`,
 	"bad_quantile_dup.yml":            `testdata/bad_quantile_dup.yml:2: global.quantiles: quantile 0.9 is listed twice`,
 	"bad_reserved_label.yml":          `testdata/bad_reserved_label.yml:6: targets[0].labels.model_name: label name "model_name" is reserved for the exporter's own use`,

@@ -173,6 +173,9 @@ func (r *renderer) model(m pipeline.ModelReport) {
 func (r *renderer) window(w slo.WindowReport) {
 	d := r.d
 	win := FormatWindow(w.Window.Nominal)
+	if c, ok := Coverage(w.Window); ok {
+		r.gauge(d.windowCoverage, c, r.models, win)
+	}
 	for _, metric := range slo.Metrics {
 		n, ok := w.Requests[metric]
 		if !ok {
@@ -264,6 +267,17 @@ func boolFloat(b bool) float64 {
 // FormatWindow renders a window length as a Prometheus duration ("5m", "1h").
 func FormatWindow(d time.Duration) string {
 	return model.Duration(d).String()
+}
+
+// Coverage is the share of its nominal length that a window's data spans,
+// (End - Start) / Nominal, false for a window without length or data. It
+// says how far back a window reaches when the history is younger than it.
+func Coverage(w slo.Window) (float64, bool) {
+	span := w.End.Sub(w.Start)
+	if w.Nominal <= 0 || span <= 0 {
+		return 0, false
+	}
+	return span.Seconds() / w.Nominal.Seconds(), true
 }
 
 // FormatQuantile renders a QuantileLabel value in Go's shortest float form ("0.99").

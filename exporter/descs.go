@@ -15,7 +15,7 @@ type boundedDescs struct {
 type descSet struct {
 	up, scrapeDuration, failures, resets, modelsDropped, missing *prometheus.Desc
 
-	windowRequests, throughput, requestRate, predicted, observed, goodTotal *prometheus.Desc
+	windowRequests, windowCoverage, throughput, requestRate, predicted, observed, goodTotal *prometheus.Desc
 
 	alertFiring *prometheus.Desc
 
@@ -56,6 +56,7 @@ func newDescSet(extra []string) *descSet {
 		missing:        desc("target_metric_missing", "1 when a family the profile needs is absent from the target's last good scrape (renamed by an upgrade, or --disable-log-stats), 0 when present.", with(target, "metric")),
 
 		windowRequests: desc("window_requests", "Observations of the latency metric in the window.", with(model, "metric", "window")),
+		windowCoverage: desc("window_coverage_ratio", "Span of the window's data over its nominal length: below 1 while the history is younger than the window (after a start, or a reload that lengthened it), above 1 when a coarse history tier moved its start earlier; every other series of the window covers exactly this span.", with(model, "window")),
 		throughput:     desc("throughput_tokens_per_second", "Tokens processed per second over the window, exact from vLLM's counters.", with(model, "window", "kind")),
 		requestRate:    desc("requests_per_second", "Finished requests per second over the window, exact.", with(model, "window")),
 		predicted:      desc("concurrency_predicted", "Little's Law concurrency λ·W over the window (exact: increase of the latency sum / window).", with(model, "window", "stage")),

@@ -32,6 +32,13 @@ var start = time.Date(2026, 11, 29, 0, 0, 0, 0, time.UTC)
 // virtual time, with the given model name, and returns the last report.
 func simReport(t testing.TB, modelName string) *pipeline.Report {
 	t.Helper()
+	return simReportFor(t, modelName, 10*time.Minute)
+}
+
+// simReportFor is simReport over the given virtual time (scraped every 15 s
+// from 15 s on) instead of ten minutes.
+func simReportFor(t testing.TB, modelName string, length time.Duration) *pipeline.Report {
+	t.Helper()
 	cfg := sim.DemoConfig(5, start)
 	cfg.Models[0].Name = modelName
 	s, err := sim.New(cfg)
@@ -49,7 +56,7 @@ func simReport(t testing.TB, modelName string) *pipeline.Report {
 		Retention: history.NewRetention(5*time.Minute, 24*time.Hour),
 	})
 	var rep *pipeline.Report
-	for at := start.Add(15 * time.Second); !at.After(start.Add(10 * time.Minute)); at = at.Add(15 * time.Second) {
+	for at := start.Add(15 * time.Second); !at.After(start.Add(length)); at = at.Add(15 * time.Second) {
 		s.AdvanceTo(at)
 		body, ct := s.Exposition()
 		snap, err := scrape.Parse(body, ct, scrape.VLLM, at)
@@ -435,5 +442,25 @@ func TestCollectorLint(t *testing.T) {
 	}
 	for _, p := range problems {
 		t.Errorf("%s: %s", p.Metric, p.Text)
+	}
+}
+
+// TestCollectorWindowCoverage checks that a window longer than the history
+// says how much of it the data spans: two minutes of scrapes (the first at
+// 15 s) fill the 1m window and 105 s of the 5m one.
+func TestCollectorWindowCoverage(t *testing.T) {
+	mfs := gather(t, simReportFor(t, "m", 2*time.Minute))
+	got := map[string]float64{}
+	for _, m := range mfs["vllm_slo_window_coverage_ratio"].GetMetric() {
+		got[label(m, "window")] = value(m)
+	}
+	want := map[string]float64{"1m": 1, "5m": 105.0 / 300.0}
+	if len(got) != len(want) {
+		t.Fatalf("coverage series %v, want %v", got, want)
+	}
+	for w, v := range want {
+		if got[w] != v {
+			t.Errorf("window %s: coverage %v, want %v", w, got[w], v)
+		}
 	}
 }

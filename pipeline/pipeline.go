@@ -225,6 +225,18 @@ func (p *Pipeline) Ingest(name string, snap *scrape.Snapshot, duration time.Dura
 	return nil
 }
 
+// profileMismatch is a warning when the target's last good scrape held none
+// of the families its profile maps: the target answers, but it is not that
+// engine's /metrics (another engine, Ray Serve's re-export, a wrong path).
+// The text is the same at every scrape, so that it is logged once.
+func (t *target) profileMismatch() string {
+	if !t.up || len(t.found) > 0 || len(t.missing) == 0 {
+		return ""
+	}
+	return fmt.Sprintf("the target serves none of the families of profile %q: is the URL the engine's /metrics? "+
+		"(vLLM under Ray Serve needs profile \"ray-vllm\", SGLang profile \"sglang\")", t.spec.Profile.Name)
+}
+
 // checkEdges notes every objective whose threshold is not one of the scraped
 // bucket edges, so the operator learns why its attainment is not exact.
 func (t *target) checkEdges(slos []slo.SLO, snap *scrape.Snapshot) {
@@ -377,6 +389,9 @@ func (t *target) evaluate(spec Spec, now time.Time) TargetReport {
 		Found:          maps.Clone(t.found),
 		ModelsDropped:  t.modelsDropped,
 		HourlyCost:     t.spec.HourlyCost,
+	}
+	if w := t.profileMismatch(); w != "" {
+		tr.Warnings = append(tr.Warnings, w)
 	}
 	for _, k := range slices.Sorted(maps.Keys(t.offEdge)) {
 		tr.Warnings = append(tr.Warnings, t.offEdge[k])

@@ -48,7 +48,7 @@ var fileErrors = map[string]string{
 	"bad_quantile.yml":                `testdata/bad_quantile.yml:2: global.quantiles: quantile 1.5 must be strictly between 0 and 1`,
 	"bad_quantile_dup.yml":            `testdata/bad_quantile_dup.yml:2: global.quantiles: quantile 0.9 is listed twice`,
 	"bad_reserved_label.yml":          `testdata/bad_reserved_label.yml:6: targets[0].labels.model_name: label name "model_name" is reserved for the exporter's own use`,
-	"bad_syntax.yml":                  `testdata/bad_syntax.yml:1: did not find expected '-' indicator`,
+	"bad_syntax.yml":                  `testdata/bad_syntax.yml:3: did not find expected '-' indicator`,
 	"bad_target_cost.yml":             `testdata/bad_target_cost.yml:4: targets[0].gpu_hourly_cost: -0.5 must be a finite number >= 0`,
 	"bad_target_name.yml":             `testdata/bad_target_name.yml:2: targets[0].name: "rtx 4090" may only contain letters, digits and _ . : -`,
 	"bad_target_no_name.yml":          `testdata/bad_target_no_name.yml:2: targets[0].name: a target name is required`,

@@ -105,6 +105,9 @@ func yamlError(filename string, err error) *Error {
 	return &Error{File: filename, Line: line, Msg: rest}
 }
 
+// maxSyntaxSearch bounds the file size for which syntaxErrorLine searches.
+const maxSyntaxSearch = 64 << 10
+
 // syntaxErrorLine returns the line at which a YAML syntax error shows: the
 // first line such that the document up to and including it already fails
 // with the same message. yaml.v3 reports instead the line where the
@@ -112,8 +115,14 @@ func yamlError(filename string, err error) *Error {
 // indented wrongly on line 6 under "targets:" on line 3 is reported at line
 // 3, or at 2 when the list starts on 3). The problem cannot lie before the
 // reported line, so the search starts there; when no prefix fails the same
-// way (an error that needs the whole document), reported is returned.
+// way (an error that needs the whole document), reported is returned. The
+// search parses one prefix per line, so it is done only for files up to
+// maxSyntaxSearch bytes (a configuration is a few KiB); larger ones keep
+// yaml.v3's line.
 func syntaxErrorLine(data []byte, msg string, reported int) int {
+	if len(data) > maxSyntaxSearch {
+		return reported
+	}
 	lines := bytes.SplitAfter(data, []byte("\n"))
 	var prefix []byte
 	for i, l := range lines {

@@ -167,7 +167,7 @@ func (p *Pipeline) target(name string) (*target, Spec, error) {
 	defer p.mu.RUnlock()
 	t, ok := p.targets[name]
 	if !ok {
-		return nil, Spec{}, fmt.Errorf("unknown target %q", name)
+		return nil, Spec{}, fmt.Errorf("%w %q", ErrUnknownTarget, name)
 	}
 	return t, p.spec, nil
 }

@@ -85,9 +85,14 @@ func latency(b *dashboard.DashboardBuilder) {
 	}
 	b.WithPanel(timeSeries("Observations in the window",
 		"How many observations each latency metric has in the window: quantiles of few observations are wide brackets. A metric with none has no latency series.",
-		"short", 16, 7).
+		"short", 8, 7).
 		Min(0).
 		WithTarget(query("A", `vllm_slo_window_requests{`+selW+`}`, "{{metric}} {{target}} {{model_name}}")))
+	b.WithPanel(timeSeries("Window coverage",
+		"Span of the window's data over its length: below 100% while the sidecar's history is younger than the window (after a start, or a reload that lengthened it), so every series of that window covers less time than its label says.",
+		"percentunit", 8, 7).
+		Min(0).
+		WithTarget(query("A", `vllm_slo_window_coverage_ratio{`+selW+`}`, "{{target}} {{model_name}}")))
 	b.WithPanel(valueTable("Every quantile with its bracket (now)",
 		"Estimate and the bucket (lower, upper] that certainly holds each quantile, at the end of the time range.",
 		24, 9, map[string]any{"Value #A": "estimate", "Value #B": "lower", "Value #C": "upper"}).

@@ -112,7 +112,9 @@ var VLLM = Profile{Name: "vllm", Families: prefixed(vllmFamilies, "vllm:")}
 // SessionName and Version. Each replica is its own engine, so its series are
 // summed with the others per model_name, as vLLM's engine label is. Ray
 // before 2.10 exported counters as gauges, which this profile refuses (the
-// counter families then read as missing); Ray 2.10 on exports real counters.
+// counter families then read as missing); Ray 2.10 on exports real counters,
+// and by default a gauge of the same name beside each, which hides them too
+// unless the cluster runs with RAY_EXPORT_COUNTER_AS_GAUGE=0.
 var RayVLLM = Profile{Name: "ray-vllm", Families: prefixed(vllmFamilies, "ray_vllm_", "ray_vllm:")}
 
 // SGLang is the profile of SGLang's metrics (served with --enable-metrics),

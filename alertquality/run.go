@@ -8,11 +8,10 @@ import (
 	"github.com/prometheus/common/model"
 
 	"github.com/vllm-slo-exporter/vllm-slo-exporter/config"
-	"github.com/vllm-slo-exporter/vllm-slo-exporter/history"
+	"github.com/vllm-slo-exporter/vllm-slo-exporter/daemon"
 	"github.com/vllm-slo-exporter/vllm-slo-exporter/pipeline"
 	"github.com/vllm-slo-exporter/vllm-slo-exporter/scrape"
 	"github.com/vllm-slo-exporter/vllm-slo-exporter/sim"
-	"github.com/vllm-slo-exporter/vllm-slo-exporter/slo"
 )
 
 // ConfigYAML is the exporter configuration every scenario runs: the demo's
@@ -90,35 +89,6 @@ func LoadConfig() (*config.Config, error) {
 	return cfg, nil
 }
 
-// spec is the daemon's pipeline spec for the configuration (as the daemon
-// builds it from the same file).
-func spec(cfg *config.Config) pipeline.Spec {
-	sp := pipeline.Spec{Quantiles: cfg.Global.Quantiles}
-	var longest time.Duration
-	for _, w := range cfg.Global.Windows {
-		sp.Windows = append(sp.Windows, time.Duration(w))
-		longest = max(longest, time.Duration(w))
-	}
-	for _, t := range cfg.Targets {
-		sp.Targets = append(sp.Targets, pipeline.TargetSpec{Name: t.Name, URL: t.URL, Profile: scrape.VLLM,
-			Warmup: time.Duration(t.Warmup), Interval: t.Interval(cfg.Global)})
-	}
-	for _, s := range cfg.SLOs {
-		o := slo.SLO{Name: s.Name, Goal: s.Goal, Period: time.Duration(s.Period)}
-		for _, ob := range s.ObjectiveList() {
-			o.Objectives = append(o.Objectives, slo.Objective{Metric: ob.Metric, Threshold: ob.Threshold.Seconds()})
-		}
-		sp.SLOs = append(sp.SLOs, o)
-		for _, a := range s.Alerts {
-			sp.Alerts = append(sp.Alerts, pipeline.BurnAlert{SLO: s.Name, Severity: a.Severity,
-				Long: time.Duration(a.LongWindow), Short: time.Duration(a.ShortWindow),
-				Factor: a.BurnFactor(time.Duration(s.Period)), For: time.Duration(a.For)})
-		}
-	}
-	sp.Retention = history.NewRetention(longest, cfg.LongestPeriod())
-	return sp
-}
-
 // errDown is the failure the exporter records while vLLM is down.
 var errDown = errors.New("connection refused")
 
@@ -129,7 +99,7 @@ func Play(sc Scenario) (*Run, error) {
 	if err != nil {
 		return nil, err
 	}
-	sp := spec(cfg)
+	sp := daemon.PipelineSpec(cfg)
 	simStart := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	s, err := sim.New(sc.Sim(simStart))
 	if err != nil {

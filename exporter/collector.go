@@ -1,12 +1,13 @@
 // Package exporter is the output side: it renders the pipeline's latest
-// Report as Prometheus series (the README lists them), serves them with the landing page and
-// the operational endpoints, and pushes alerts to Alertmanager.
+// Report as Prometheus series (the README lists them), serves them with the SLO console and
+// the operational endpoints (package notify pushes the alerts to Alertmanager).
 //
 // It never scrapes and never computes SLO numbers; it only shows what a Report
 // holds, so that everything it prints is exactly what the pipeline computed.
 package exporter
 
 import (
+	"cmp"
 	"maps"
 	"slices"
 	"strconv"
@@ -23,6 +24,12 @@ import (
 
 // Namespace prefixes every series this program exports.
 const Namespace = "vllm_slo"
+
+// QuantileLabel names the label that holds a latency series' quantile level
+// ("0.99" for the 0.99-quantile). It is not "quantile": Prometheus reserves
+// that label for summaries, and `promtool check metrics` rejects it on the
+// gauges a bracketed estimate is exported as.
+const QuantileLabel = "q"
 
 // ReportSource returns the latest report, or nil before the first evaluation.
 type ReportSource func() *pipeline.Report
@@ -139,6 +146,12 @@ func (r *renderer) target(t pipeline.TargetReport) {
 	for _, reason := range slices.Sorted(maps.Keys(t.Failures)) {
 		r.emit(d.failures, prometheus.CounterValue, t.Failures[reason], r.base, reason)
 	}
+	rejections := slices.SortedFunc(maps.Keys(t.Rejections), func(a, b pipeline.FamilyRejection) int {
+		return cmp.Or(strings.Compare(a.Family, b.Family), strings.Compare(a.Reason, b.Reason))
+	})
+	for _, fr := range rejections {
+		r.emit(d.rejections, prometheus.CounterValue, t.Rejections[fr], r.base, fr.Family, fr.Reason)
+	}
 	r.emit(d.resets, prometheus.CounterValue, t.Resets, r.base)
 	r.emit(d.modelsDropped, prometheus.CounterValue, t.ModelsDropped, r.base)
 	r.gauge(d.historyBytes, float64(t.History.Bytes), r.base)
@@ -170,7 +183,9 @@ func (r *renderer) model(m pipeline.ModelReport) {
 func (r *renderer) window(w slo.WindowReport) {
 	d := r.d
 	win := FormatWindow(w.Window.Nominal)
-	r.gauge(d.windowCoverage, pipeline.WindowCoverage(w.Window, w.Window.Nominal), r.models, win)
+	if c, ok := Coverage(w.Window); ok {
+		r.gauge(d.windowCoverage, c, r.models, win)
+	}
 	for _, metric := range slo.Metrics {
 		n, ok := w.Requests[metric]
 		if !ok {
@@ -264,7 +279,18 @@ func FormatWindow(d time.Duration) string {
 	return model.Duration(d).String()
 }
 
-// FormatQuantile renders a quantile label in Go's shortest float form ("0.99").
+// Coverage is the share of its nominal length that a window's data spans,
+// (End - Start) / Nominal, false for a window without length or data. It
+// says how far back a window reaches when the history is younger than it.
+func Coverage(w slo.Window) (float64, bool) {
+	span := w.End.Sub(w.Start)
+	if w.Nominal <= 0 || span <= 0 {
+		return 0, false
+	}
+	return span.Seconds() / w.Nominal.Seconds(), true
+}
+
+// FormatQuantile renders a QuantileLabel value in Go's shortest float form ("0.99").
 func FormatQuantile(q float64) string {
 	return strconv.FormatFloat(q, 'f', -1, 64)
 }

@@ -14,10 +14,11 @@ type boundedDescs struct {
 // descSet holds every descriptor for one set of extra label names.
 type descSet struct {
 	up, scrapeDuration, failures, resets, modelsDropped, missing *prometheus.Desc
+	rejections                                                   *prometheus.Desc
 
 	historyBytes, historyDropped *prometheus.Desc
 
-	windowCoverage, budgetCoverage, windowRequests, throughput, requestRate, predicted, observed, goodTotal *prometheus.Desc
+	windowRequests, windowCoverage, budgetCoverage, throughput, requestRate, predicted, observed, goodTotal *prometheus.Desc
 
 	alertFiring *prometheus.Desc
 
@@ -57,11 +58,12 @@ func newDescSet(extra []string) *descSet {
 		modelsDropped:  desc("target_models_dropped_total", "Snapshots' model_name values refused by the per-target model cap.", target),
 		historyBytes:   desc("target_history_bytes", "Estimated memory held by the target's history; it stays within global.history_size_limit.", target),
 		historyDropped: desc("target_history_points_dropped_total", "History points dropped, oldest first, to stay within the memory limit: windows then reach less far back.", target),
+		rejections:     desc("target_family_rejections_total", "Models left out of otherwise good scrapes of the target because this family failed validation for them (the other models were used), by family and reason.", with(target, "metric", "reason")),
 		missing:        desc("target_metric_missing", "1 when a family the profile needs is absent from the target's last good scrape (renamed by an upgrade, or --disable-log-stats), 0 when present.", with(target, "metric")),
 
-		windowCoverage: desc("window_coverage_ratio", "Share of the window's nominal length that its scrapes span; below 1 after a start, a restart or a scrape gap, when every number of the window rests on the shorter span.", with(model, "window")),
-		budgetCoverage: desc("error_budget_coverage_ratio", "Share of the SLO period that the error budget rests on; below 1 until the exporter has watched a whole period (or after a long gap).", with(model, "slo")),
 		windowRequests: desc("window_requests", "Observations of the latency metric in the window.", with(model, "metric", "window")),
+		budgetCoverage: desc("error_budget_coverage_ratio", "Share of the SLO period that the error budget rests on; below 1 until the exporter has watched a whole period (or after a long gap).", with(model, "slo")),
+		windowCoverage: desc("window_coverage_ratio", "Span of the window's data over its nominal length: below 1 while the history is younger than the window (after a start, or a reload that lengthened it), above 1 when a coarse history tier moved its start earlier; every other series of the window covers exactly this span.", with(model, "window")),
 		throughput:     desc("throughput_tokens_per_second", "Tokens processed per second over the window, exact from vLLM's counters.", with(model, "window", "kind")),
 		requestRate:    desc("requests_per_second", "Finished requests per second over the window, exact.", with(model, "window")),
 		predicted:      desc("concurrency_predicted", "Little's Law concurrency λ·W over the window (exact: increase of the latency sum / window).", with(model, "window", "stage")),
@@ -69,7 +71,7 @@ func newDescSet(extra []string) *descSet {
 		alertFiring:    desc("alert_firing", "1 while the alert fires, 0 while it is pending (the condition holds, its for duration has not passed).", with(model, "slo", "alertname", "severity")),
 		goodTotal:      desc("good_requests_total", "Estimated requests that met the objective (objective=\"all\": every per-request objective; objective=\"itl\" counts token gaps, not requests), summed over scrape intervals; merge across a fleet with sum(rate()).", with(model, "slo", "objective")),
 
-		latency:         bounded("latency", "seconds", "latency quantile estimate over the window; the bounds are the bucket that certainly holds the quantile (nearest rank).", with(model, "metric", "window", "quantile")),
+		latency:         bounded("latency", "seconds", "latency q-quantile over the window (label q holds its level, 0.99 for p99); the bounds are the bucket that certainly holds the quantile (nearest rank).", with(model, "metric", "window", QuantileLabel)),
 		attainment:      bounded("attainment", "ratio", "share of requests meeting the objective over the window.", with(model, "slo", "objective", "window")),
 		goodputTokens:   bounded("goodput", "tokens_per_second", "generated tokens per second of requests that finished in the window meeting every objective.", with(model, "slo", "window")),
 		goodputRequests: bounded("goodput", "requests_per_second", "requests per second that finished in the window meeting every objective.", with(model, "slo", "window")),

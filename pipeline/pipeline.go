@@ -80,6 +80,7 @@ type target struct {
 	lastError      string
 	scrapeDuration float64
 	failures       map[string]float64
+	rejections     map[FamilyRejection]float64
 	missing        []string
 	found          map[string]string
 	modelsDropped  float64
@@ -95,23 +96,28 @@ type target struct {
 // New builds a pipeline for a spec.
 func New(spec Spec) *Pipeline {
 	p := &Pipeline{targets: map[string]*target{}}
-	p.Reconfigure(spec)
+	_ = p.Reconfigure(spec) // no target to carry over, so nothing can fail
 	return p
 }
 
 // Reconfigure swaps in a new spec. A target whose name, URL and profile did
 // not change keeps its history and counters; others start fresh (or revive a
 // recently retired target of the same name, URL and profile), and targets no
-// longer configured or re-pointed are retired.
-func (p *Pipeline) Reconfigure(spec Spec) {
+// longer configured or re-pointed are retired. The new spec always applies;
+// the error names the kept targets whose history could not move to the new
+// retention (they keep it at the old one until the next reconfiguration).
+func (p *Pipeline) Reconfigure(spec Spec) error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	next := make(map[string]*target, len(spec.Targets))
+	var errs []error
 	for _, ts := range spec.Targets {
 		if old, ok := p.targets[ts.Name]; ok && old.spec.URL == ts.URL && old.spec.Profile.Name == ts.Profile.Name {
 			old.mu.Lock()
 			old.spec = ts
-			old.reconfigure(spec)
+			if err := old.reconfigure(spec); err != nil {
+				errs = append(errs, fmt.Errorf("target %q: history kept at its old retention: %w", ts.Name, err))
+			}
 			old.mu.Unlock()
 			next[ts.Name] = old
 			continue
@@ -121,22 +127,20 @@ func (p *Pipeline) Reconfigure(spec Spec) {
 	p.retire(next)
 	p.spec = spec
 	p.targets = next
+	return errors.Join(errs...)
 }
 
 // reconfigure carries a kept target over to a new spec: its history moves to
 // the new retention (a longer window or period refills from now on; the
 // windows say how far back they reach), and totals and warnings of SLOs that
 // are gone or changed are dropped, so that no counter changes its meaning
-// under the same labels. t.mu must be held.
-func (t *target) reconfigure(spec Spec) {
+// under the same labels. A history that cannot move stays as it is, and the
+// error says why. t.mu must be held.
+func (t *target) reconfigure(spec Spec) error {
 	t.hist.SetMaxBytes(spec.historyLimitPerTarget())
+	var err error
 	if !slices.Equal(t.hist.Retention().Tiers, spec.Retention.Tiers) {
-		if data, err := t.hist.MarshalBinary(); err == nil {
-			h := history.New(spec.retention())
-			if h.UnmarshalBinary(data) == nil {
-				t.hist = h
-			}
-		}
+		err = t.migrate(spec.retention())
 	}
 	defs := sloDefinitions(spec.SLOs)
 	for _, bySLO := range t.good {
@@ -148,6 +152,22 @@ func (t *target) reconfigure(spec Spec) {
 	}
 	t.sloDefs = defs
 	clear(t.offEdge)
+	return err
+}
+
+// migrate moves the history to another retention through its state
+// encoding, the one path that already knows how to rebuild a history.
+func (t *target) migrate(r history.Retention) error {
+	data, err := t.hist.MarshalBinary()
+	if err != nil {
+		return err
+	}
+	h := history.New(r)
+	if err := h.UnmarshalBinary(data); err != nil {
+		return err
+	}
+	t.hist = h
+	return nil
 }
 
 // historyLimitPerTarget is the memory cap of each target's history: the
@@ -197,7 +217,7 @@ func (p *Pipeline) target(name string) (*target, Spec, error) {
 	defer p.mu.RUnlock()
 	t, ok := p.targets[name]
 	if !ok {
-		return nil, Spec{}, fmt.Errorf("unknown target %q", name)
+		return nil, Spec{}, fmt.Errorf("%w %q", ErrUnknownTarget, name)
 	}
 	return t, p.spec, nil
 }
@@ -239,7 +259,13 @@ func (p *Pipeline) Ingest(name string, snap *scrape.Snapshot, duration time.Dura
 	}
 	t.up = true
 	t.lastScrape = snap.Time
-	t.lastError = ""
+	t.lastError = rejectedSummary(snap.Rejected)
+	if len(snap.Rejected) > 0 && t.rejections == nil {
+		t.rejections = map[FamilyRejection]float64{}
+	}
+	for _, r := range snap.Rejected {
+		t.rejections[FamilyRejection{Family: string(r.Family), Reason: r.Err.Reason}]++
+	}
 	t.missing = t.missing[:0]
 	for _, f := range snap.Missing {
 		t.missing = append(t.missing, string(f))
@@ -253,6 +279,31 @@ func (p *Pipeline) Ingest(name string, snap *scrape.Snapshot, duration time.Dura
 	}
 	t.checkEdges(spec.SLOs, snap)
 	return nil
+}
+
+// rejectedSummary is the last error of a good scrape that left models out
+// (the first rejection), "" when it left none out.
+func rejectedSummary(rs []scrape.Rejection) string {
+	if len(rs) == 0 {
+		return ""
+	}
+	msg := "model left out of the scrape: " + rs[0].Err.Error()
+	if len(rs) > 1 {
+		msg += fmt.Sprintf(" (and %d more rejected families)", len(rs)-1)
+	}
+	return msg
+}
+
+// profileMismatch is a warning when the target's last good scrape held none
+// of the families its profile maps: the target answers, but it is not that
+// engine's /metrics (another engine, Ray Serve's re-export, a wrong path).
+// The text is the same at every scrape, so that it is logged once.
+func (t *target) profileMismatch() string {
+	if !t.up || len(t.found) > 0 || len(t.missing) == 0 {
+		return ""
+	}
+	return fmt.Sprintf("the target serves none of the families of profile %q: is the URL the engine's /metrics? "+
+		"(vLLM under Ray Serve needs profile \"ray-vllm\", SGLang profile \"sglang\")", t.spec.Profile.Name)
 }
 
 // checkEdges notes every objective whose threshold is not one of the scraped
@@ -402,12 +453,16 @@ func (t *target) evaluate(spec Spec, now time.Time) TargetReport {
 		LastError:      t.lastError,
 		ScrapeDuration: t.scrapeDuration,
 		Failures:       maps.Clone(t.failures),
+		Rejections:     maps.Clone(t.rejections),
 		Resets:         float64(t.hist.Resets()),
 		Missing:        slices.Clone(t.missing),
 		Found:          maps.Clone(t.found),
 		ModelsDropped:  t.modelsDropped,
 		History:        t.hist.Usage(),
 		HourlyCost:     t.spec.HourlyCost,
+	}
+	if w := t.profileMismatch(); w != "" {
+		tr.Warnings = append(tr.Warnings, w)
 	}
 	for _, k := range slices.Sorted(maps.Keys(t.offEdge)) {
 		tr.Warnings = append(tr.Warnings, t.offEdge[k])
@@ -479,6 +534,7 @@ func (t *target) budget(s slo.SLO, model string, now time.Time) Budget {
 		return b
 	}
 	b.Remaining = slo.ErrorBudgetRemaining(all, s.Goal)
+	b.Covered = w.End.Sub(w.Start)
 	b.Known = true
 	b.Coverage = WindowCoverage(w, s.Period)
 	return b

@@ -39,6 +39,9 @@ type Options struct {
 	// Clock paces and stamps the scrapes of a live target; nil means the
 	// wall clock.
 	Clock recording.Clock
+	// HTML, when set, is where the console's charts of the recording (or
+	// live scrapes) go, as one self-contained HTML file.
+	HTML string
 }
 
 // Output is everything one report run found; --format json writes it.
@@ -47,6 +50,10 @@ type Output struct {
 	Server      []ServerModel `json:"server,omitempty"`
 	Comparisons []Comparison  `json:"comparison,omitempty"`
 	Notes       []string      `json:"notes,omitempty"`
+
+	// scrapes and server are what the HTML page is drawn from.
+	scrapes []recording.Entry
+	server  ServerOptions
 }
 
 // Run executes the report: bench files, a recording or a live target (or a
@@ -60,6 +67,11 @@ func Run(ctx context.Context, opts Options, stdout io.Writer) error {
 	if opts.Plot != "" {
 		if err := writePlotFile(opts.Plot, *out.Sweep); err != nil {
 			return err
+		}
+	}
+	if opts.HTML != "" {
+		if err := WriteHTML(opts.HTML, out.scrapes, out.server); err != nil {
+			return fmt.Errorf("report: %w", err)
 		}
 	}
 	return Write(stdout, out, opts.Format)
@@ -95,6 +107,9 @@ func Build(ctx context.Context, opts Options) (*Output, error) {
 	if opts.Recording != "" && opts.URL != "" {
 		return nil, errors.New("report: --recording and --url exclude each other")
 	}
+	if opts.HTML != "" && (opts.Recording == "" && opts.URL == "" || len(objs) == 0) {
+		return nil, errors.New("report: --html needs --recording or --url, and --goodput objectives for its SLO")
+	}
 	out := &Output{}
 	bopts := BenchOptions{Percentiles: pcts, Nearest: opts.Rank == "nearest", Goodput: objs, GPUHourlyCost: opts.GPUHourlyCost}
 	var results []BenchResult
@@ -125,7 +140,9 @@ func Build(ctx context.Context, opts Options) (*Output, error) {
 		for i, p := range pcts {
 			qs[i] = p / 100
 		}
-		models, notes, err := EvaluateScrapes(entries, ServerOptions{Window: opts.Window, Quantiles: qs, Goodput: objs, GPUHourlyCost: opts.GPUHourlyCost})
+		out.scrapes = entries
+		out.server = ServerOptions{Window: opts.Window, Quantiles: qs, Goodput: objs, GPUHourlyCost: opts.GPUHourlyCost}
+		models, notes, err := EvaluateScrapes(entries, out.server)
 		out.Notes = append(out.Notes, notes...)
 		if err != nil {
 			return nil, fmt.Errorf("report: %w", err)
@@ -145,7 +162,8 @@ const liveTarget = "live"
 
 // recordLive scrapes opts.URL on the recording schedule of opts.Duration and
 // opts.Interval and returns the scrapes; it stops early, with what it has,
-// when ctx ends.
+// when ctx ends. When every scrape failed it returns the last failure's
+// cause (a refused port, an HTTP status) instead of scrapes nothing can use.
 func recordLive(ctx context.Context, opts Options) ([]recording.Entry, error) {
 	sched := recording.Schedule{Duration: opts.Duration, Interval: opts.Interval}
 	if err := sched.Validate(); err != nil {
@@ -160,11 +178,19 @@ func recordLive(ctx context.Context, opts Options) ([]recording.Entry, error) {
 		clock = recording.WallClock{}
 	}
 	var entries []recording.Entry
+	var outcome recording.Outcome
 	_, err = recording.Record(ctx, scr, sched, clock, func(e recording.Entry) error {
 		entries = append(entries, e)
+		outcome.Add(e)
 		return nil
 	})
-	return entries, err
+	if err != nil {
+		return entries, err
+	}
+	if err := outcome.Err(); err != nil {
+		return nil, fmt.Errorf("scrape %s: %w", opts.URL, err)
+	}
+	return entries, nil
 }
 
 // Write renders the output as text, markdown or JSON.

@@ -1,21 +1,19 @@
-package main
+package daemon
 
 import (
-	"fmt"
-	"io"
-	"log/slog"
 	"time"
 
 	"github.com/vllm-slo-exporter/vllm-slo-exporter/config"
 	"github.com/vllm-slo-exporter/vllm-slo-exporter/history"
 	"github.com/vllm-slo-exporter/vllm-slo-exporter/pipeline"
-	"github.com/vllm-slo-exporter/vllm-slo-exporter/rules"
 	"github.com/vllm-slo-exporter/vllm-slo-exporter/scrape"
 	"github.com/vllm-slo-exporter/vllm-slo-exporter/slo"
 )
 
-// specFromConfig translates a validated configuration into the pipeline's spec.
-func specFromConfig(cfg *config.Config) pipeline.Spec {
+// PipelineSpec translates a validated configuration into the pipeline's
+// spec: what the daemon evaluates, and what replay evaluates over a
+// recording.
+func PipelineSpec(cfg *config.Config) pipeline.Spec {
 	spec := pipeline.Spec{
 		Quantiles: cfg.Global.Quantiles,
 		Currency:  cfg.Cost.Currency,
@@ -62,41 +60,11 @@ func specFromConfig(cfg *config.Config) pipeline.Spec {
 	return spec
 }
 
+// sloFromConfig translates one configured SLO into package slo's terms.
 func sloFromConfig(s config.SLO) slo.SLO {
 	out := slo.SLO{Name: s.Name, Goal: s.Goal, Period: time.Duration(s.Period)}
 	for _, o := range s.ObjectiveList() {
 		out.Objectives = append(out.Objectives, slo.Objective{Metric: o.Metric, Threshold: o.Threshold.Seconds()})
 	}
 	return out
-}
-
-// printRules is the rules command.
-func printRules(out io.Writer, logger *slog.Logger, file string) int {
-	cfg, err := config.Load(file)
-	if err != nil {
-		return fail(logger, "load configuration", err)
-	}
-	rf, err := rules.Generate(cfg)
-	if err != nil {
-		return fail(logger, "generate rules", err)
-	}
-	b, err := rf.YAML()
-	if err != nil {
-		return fail(logger, "generate rules", err)
-	}
-	if _, err := out.Write(b); err != nil {
-		return fail(logger, "write rules", err)
-	}
-	return 0
-}
-
-// checkConfigFile is the check-config command.
-func checkConfigFile(stdout, stderr io.Writer, file string) int {
-	cfg, err := config.Load(file)
-	if err != nil {
-		fmt.Fprintf(stderr, "%s\n", err)
-		return 1
-	}
-	fmt.Fprintf(stdout, "%s: OK (%d targets, %d SLOs)\n", file, len(cfg.Targets), len(cfg.SLOs))
-	return 0
 }

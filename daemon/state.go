@@ -1,4 +1,4 @@
-package main
+package daemon
 
 import (
 	"context"
@@ -7,7 +7,36 @@ import (
 	"os"
 	"path/filepath"
 	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/vllm-slo-exporter/vllm-slo-exporter/exporter"
 )
+
+// stateMetrics tell the operator whether the state file is being written.
+type stateMetrics struct {
+	saves, failures prometheus.Counter
+	lastSave        prometheus.Gauge
+}
+
+func newStateMetrics(reg prometheus.Registerer) stateMetrics {
+	m := stateMetrics{
+		saves: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: exporter.Namespace + "_exporter_state_saves_total",
+			Help: "Writes of the state file, successful or not.",
+		}),
+		failures: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: exporter.Namespace + "_exporter_state_save_failures_total",
+			Help: "Failed writes of the state file.",
+		}),
+		lastSave: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: exporter.Namespace + "_exporter_state_last_save_timestamp_seconds",
+			Help: "Time the state file was last written.",
+		}),
+	}
+	reg.MustRegister(m.saves, m.failures, m.lastSave)
+	return m
+}
 
 // writeFileAtomic replaces path with data so that a crash leaves either the
 // old file or the new one, never a torn one: write a temporary file in the
@@ -49,8 +78,8 @@ func writeFileAtomic(path string, data []byte) (err error) {
 
 // loadState restores the history from the state file, if one is configured
 // and present. Any problem is logged and the daemon starts fresh.
-func (d *daemon) loadState() {
-	path := d.cfg.StateFile
+func (d *Daemon) loadState() {
+	path := d.config.get().StateFile
 	if path == "" {
 		return
 	}
@@ -72,40 +101,38 @@ func (d *daemon) loadState() {
 }
 
 // saveState writes the state file, if one is configured.
-func (d *daemon) saveState() {
-	d.mu.Lock()
-	path := d.cfg.StateFile
-	d.mu.Unlock()
+func (d *Daemon) saveState() {
+	path := d.config.get().StateFile
 	if path == "" {
 		return
 	}
+	d.state.saves.Inc()
 	data, err := d.pipe.MarshalState()
 	if err == nil {
 		err = writeFileAtomic(path, data)
 	}
 	if err != nil {
-		d.stateErrors.Inc()
+		d.state.failures.Inc()
 		d.logger.Error("state not saved", "file", path, "err", err)
 		return
 	}
-	d.stateSaved.SetToCurrentTime()
+	d.state.lastSave.SetToCurrentTime()
 }
 
-// saveStateEvery saves the state at the configured interval until ctx ends.
-func (d *daemon) saveStateEvery(ctx context.Context) {
-	defer d.wg.Done()
-	d.mu.Lock()
-	interval := time.Duration(d.cfg.Global.StateSaveInterval)
-	d.mu.Unlock()
+// saveStateEvery saves the state every interval until ctx ends (not at all
+// when interval is not positive). The last save is Run's, after every other
+// actor has stopped.
+func (d *Daemon) saveStateEvery(ctx context.Context, interval time.Duration) error {
 	if interval <= 0 {
-		return
+		<-ctx.Done()
+		return nil
 	}
 	tick := time.NewTicker(interval)
 	defer tick.Stop()
 	for {
 		select {
 		case <-ctx.Done():
-			return
+			return nil
 		case <-tick.C:
 			d.saveState()
 		}

@@ -69,6 +69,8 @@ func Library() []Scenario {
 			}},
 		{Name: "clock-step", What: "exporter clock jumps 10 min ahead at 15m", Length: 30 * time.Minute,
 			Sim: steady, StepAt: 15 * time.Minute, StepBy: 10 * time.Minute},
+		{Name: "clock-back", What: "exporter clock jumps 5 min back at 15m", Length: 30 * time.Minute,
+			Sim: steady, StepAt: 15 * time.Minute, StepBy: -5 * time.Minute},
 		{Name: "cancel-storm", What: "60% of streams cancelled after the first token", Length: 30 * time.Minute,
 			Sim: func(start time.Time) sim.Config {
 				c := steady(start)

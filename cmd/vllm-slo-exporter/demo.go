@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
-	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -36,9 +35,10 @@ cost:
 `
 
 // runDemo starts the simulator and the daemon against it on loopback, prints
-// the URLs, and runs until interrupted.
-func runDemo(logger *slog.Logger, webAddr, simAddr string) int {
-	_, simBound, stopSim, err := startSimulator(simAddr, 1, false)
+// the URLs, and runs until interrupted. An address left at its default moves
+// to a free port when another process holds it.
+func runDemo(logger *slog.Logger, webAddr, simAddr string, webDefault, simDefault bool) int {
+	_, simBound, stopSim, err := startSimulator(simAddr, simDefault, 1, false)
 	if err != nil {
 		return fail(logger, "demo", err)
 	}
@@ -54,13 +54,16 @@ func runDemo(logger *slog.Logger, webAddr, simAddr string) int {
 		return fail(logger, "demo", err)
 	}
 	// Listen before printing the URLs, so a taken port fails before them.
-	ln, err := net.Listen("tcp", webAddr)
+	ln, err := listen(webAddr, webDefault)
 	if err != nil {
 		return fail(logger, "demo", err)
 	}
+	if ln.Addr().String() != webAddr {
+		logger.Info("default port taken, listening on another", "wanted", webAddr, "address", ln.Addr().String())
+	}
 	systemd := false
 	configFile := ""
-	flags := &web.FlagConfig{WebListenAddresses: &[]string{webAddr}, WebSystemdSocket: &systemd, WebConfigFile: &configFile}
+	flags := &web.FlagConfig{WebListenAddresses: &[]string{ln.Addr().String()}, WebSystemdSocket: &systemd, WebConfigFile: &configFile}
 	d, err := daemon.New(daemon.Options{
 		ConfigFile: file,
 		Logger:     logger,

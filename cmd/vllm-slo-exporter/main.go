@@ -42,8 +42,9 @@ func run(args []string) int {
 	runWeb := kingpinflag.AddFlags(runCmd, defaultListenAddress)
 
 	demoCmd := app.Command("demo", "Run the built-in vLLM simulator and the daemon against it, on loopback.")
-	demoWeb := demoCmd.Flag("web.listen-address", "Address of the daemon's endpoint.").Default("127.0.0.1:10042").String()
-	demoSim := demoCmd.Flag("simulator.listen-address", "Address of the simulated vLLM.").Default("127.0.0.1:18000").String()
+	var demoWebSet, demoSimSet bool
+	demoWeb := demoCmd.Flag("web.listen-address", "Address of the daemon's endpoint (the default moves to a free port when taken).").Default("127.0.0.1:10042").IsSetByUser(&demoWebSet).String()
+	demoSim := demoCmd.Flag("simulator.listen-address", "Address of the simulated vLLM (the default moves to a free port when taken).").Default("127.0.0.1:18000").IsSetByUser(&demoSimSet).String()
 
 	checkCmd := app.Command("check-config", "Validate a configuration file.")
 	checkConfig := checkCmd.Flag("config.file", "Configuration file.").Default("config.yaml").String()
@@ -83,7 +84,7 @@ func run(args []string) int {
 	case runCmd.FullCommand():
 		return runDaemon(logger, *runConfig, runWeb)
 	case demoCmd.FullCommand():
-		return runDemo(logger, *demoWeb, *demoSim)
+		return runDemo(logger, *demoWeb, *demoSim, !demoWebSet, !demoSimSet)
 	case checkCmd.FullCommand():
 		return checkConfigFile(os.Stdout, os.Stderr, *checkConfig)
 	case rulesCmd.FullCommand():

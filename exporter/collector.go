@@ -172,6 +172,7 @@ func (r *renderer) model(m pipeline.ModelReport) {
 	for _, b := range m.Budgets {
 		if b.Known {
 			r.bounded(r.d.budget, b.Remaining, r.models, b.SLO)
+			r.gauge(r.d.budgetCoverage, b.Coverage, r.models, b.SLO)
 		}
 	}
 	for _, g := range m.GoodRequests {
@@ -236,7 +237,7 @@ func (r *renderer) alerts(alerts []pipeline.Alert, target string) {
 	state := map[key]float64{}
 	var order []key
 	for _, a := range alerts {
-		if a.Labels["target"] != target || a.State == pipeline.StateResolved {
+		if a.Target != target || a.State == pipeline.StateResolved {
 			continue
 		}
 		k := key{a.Labels["model_name"], a.Labels["slo"], a.Name(), a.Labels["severity"]}

@@ -18,7 +18,7 @@ type descSet struct {
 
 	historyBytes, historyDropped *prometheus.Desc
 
-	windowRequests, windowCoverage, throughput, requestRate, predicted, observed, goodTotal *prometheus.Desc
+	windowRequests, windowCoverage, budgetCoverage, throughput, requestRate, predicted, observed, goodTotal *prometheus.Desc
 
 	alertFiring *prometheus.Desc
 
@@ -62,6 +62,7 @@ func newDescSet(extra []string) *descSet {
 		missing:        desc("target_metric_missing", "1 when a family the profile needs is absent from the target's last good scrape (renamed by an upgrade, or --disable-log-stats), 0 when present.", with(target, "metric")),
 
 		windowRequests: desc("window_requests", "Observations of the latency metric in the window.", with(model, "metric", "window")),
+		budgetCoverage: desc("error_budget_coverage_ratio", "Share of the SLO period that the error budget rests on; below 1 until the exporter has watched a whole period (or after a long gap).", with(model, "slo")),
 		windowCoverage: desc("window_coverage_ratio", "Span of the window's data over its nominal length: below 1 while the history is younger than the window (after a start, or a reload that lengthened it), above 1 when a coarse history tier moved its start earlier; every other series of the window covers exactly this span.", with(model, "window")),
 		throughput:     desc("throughput_tokens_per_second", "Tokens processed per second over the window, exact from vLLM's counters.", with(model, "window", "kind")),
 		requestRate:    desc("requests_per_second", "Finished requests per second over the window, exact.", with(model, "window")),

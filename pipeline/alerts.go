@@ -47,6 +47,10 @@ const (
 
 // Alert is one alert instance: a set of labels and its state over time.
 type Alert struct {
+	// Target is the target whose evaluation raised the alert. A burn-rate
+	// alert does not carry it as a label (so that it matches the generated
+	// rule's alert); its annotations name it.
+	Target      string
 	Labels      map[string]string
 	Annotations map[string]string
 	State       AlertState
@@ -59,12 +63,14 @@ type Alert struct {
 func (a Alert) Name() string { return a.Labels["alertname"] }
 
 // Fingerprint identifies the alert by its labels.
-func (a Alert) Fingerprint() string { return alertKey(a.Labels) }
+func (a Alert) Fingerprint() string { return a.Target + "\x00" + alertKey(a.Labels) }
 
 // BurnCheck is the evaluation of one BurnAlert for one model.
 type BurnCheck struct {
 	Alert       BurnAlert
 	Long, Short slo.Bounded
+	// LongEvidence and ShortEvidence say what each window rests on.
+	LongEvidence, ShortEvidence Evidence
 	// Known is false when either window holds no finished request, or when
 	// the spec defines no SLO of the alert's name.
 	Known bool
@@ -72,11 +78,42 @@ type BurnCheck struct {
 	Reason string
 }
 
-// Active reports whether the alert's condition holds. It pages on the upper
-// (pessimistic) burn rate of both windows: when the histograms cannot say
-// whether requests met every objective, the alert assumes they did not.
+// Active reports whether the alert's condition holds: over both windows,
+// the upper (pessimistic) burn rate exceeds the factor, and so does the
+// observed burn rate (Evidence.Observed), the same quantity the generated
+// rules page on.
+//
+// Why this pages on a true breach: the true burn rate of the window's
+// finished requests cannot exceed the upper bound; and a request that missed
+// some objective missed at least one, so the bad share of the joint is at
+// most the sum of the objectives' bad shares, which is Observed when each
+// objective's histogram counts the same requests. (TTFT counts requests by
+// their first token, not by their finish, so Observed can trail the truth by
+// a scrape at the edges of a burn; the alert-quality harness measures this.)
+// Why it does not page on nothing: Observed counts only requests the
+// histograms show bad, so an upper bound made wide by what the window cannot
+// see (requests in flight, a window of seconds after a start or a restart)
+// pages only when bad requests stand behind it.
 func (c BurnCheck) Active() bool {
-	return c.Known && c.Long.Upper > c.Alert.Factor && c.Short.Upper > c.Alert.Factor
+	f := c.Alert.Factor
+	return c.Known && c.Long.Upper > f && c.Short.Upper > f &&
+		c.LongEvidence.Observed > f && c.ShortEvidence.Observed > f
+}
+
+// Evidence is what one window's burn rate rests on.
+type Evidence struct {
+	// Requests is the number of requests that finished in the window.
+	Requests float64
+	// Coverage is the share of the window's nominal length that the history
+	// spans (scrapes since start, since a restart's warm-up, or since a gap
+	// the window may not cross), in [0, 1].
+	Coverage float64
+	// Observed is the burn rate of the requests the histograms show bad: the
+	// sum over the joint's objectives of each one's bad share (1 - its
+	// attainment lower bound), over 1 - goal. It is what the generated rules
+	// compute (the Frechet bound), without the allowance the daemon's bounds
+	// make for requests the window cannot see.
+	Observed float64
 }
 
 // resolvedRetention keeps a resolved alert in the report long enough for a
@@ -85,6 +122,7 @@ const resolvedRetention = 15 * time.Minute
 
 // condition is one alert that should be active now.
 type condition struct {
+	target      string
 	labels      map[string]string
 	annotations map[string]string
 	hold        time.Duration
@@ -120,11 +158,11 @@ func (b *alertBook) update(now time.Time, conds []condition) []Alert {
 	b.last = now
 	seen := map[string]bool{}
 	for _, c := range conds {
-		key := alertKey(c.labels)
+		key := c.target + "\x00" + alertKey(c.labels)
 		seen[key] = true
 		a, ok := b.alerts[key]
 		if !ok || a.State == StateResolved {
-			a = &Alert{Labels: c.labels, State: StatePending, ActiveAt: now}
+			a = &Alert{Target: c.target, Labels: c.labels, State: StatePending, ActiveAt: now}
 			b.alerts[key] = a
 		}
 		a.Annotations = c.annotations
@@ -170,7 +208,8 @@ func alertConditions(rep *Report, spec Spec) []condition {
 					"summary":     fmt.Sprintf("vLLM target %s cannot be scraped", t.Name),
 					"description": "Last error: " + t.LastError,
 				},
-				hold: hold,
+				hold:   hold,
+				target: t.Name,
 			})
 		}
 		if needed := neededMissing(t.Missing, spec.SLOs); len(needed) > 0 {
@@ -180,7 +219,8 @@ func alertConditions(rep *Report, spec Spec) []condition {
 					"summary":     fmt.Sprintf("vLLM target %s lacks metric families the SLOs need: %s", t.Name, strings.Join(needed, ", ")),
 					"description": "Renamed by a vLLM upgrade, or vLLM runs with --disable-log-stats. SLO series for these objectives are absent, not zero.",
 				},
-				hold: hold,
+				hold:   hold,
+				target: t.Name,
 			})
 		}
 		for _, m := range t.Models {
@@ -194,24 +234,35 @@ func alertConditions(rep *Report, spec Spec) []condition {
 	return out
 }
 
+// burnCondition is the condition of an active burn alert. Its labels are
+// exactly those of the generated rule's alert (alertname, severity, slo,
+// model_name, long_window, short_window), so that Alertmanager merges the
+// daemon's and Prometheus's alert for one breach; the target is named in the
+// annotations.
 func burnCondition(base map[string]string, modelName string, c BurnCheck) condition {
 	a := c.Alert
-	labels := with(base, "alertname", AlertBurnRate, "severity", a.Severity, "slo", a.SLO, "model_name", modelName,
-		"long_window", model.Duration(a.Long).String(), "short_window", model.Duration(a.Short).String())
+	labels := map[string]string{"alertname": AlertBurnRate, "severity": a.Severity, "slo": a.SLO, "model_name": modelName,
+		"long_window": model.Duration(a.Long).String(), "short_window": model.Duration(a.Short).String()}
 	ann := map[string]string{
 		"summary": fmt.Sprintf("SLO %s of %s on %s burns its error budget at %s× or more over %s", a.SLO, modelName,
 			base["target"], num(a.Factor), model.Duration(a.Long)),
-		"description": fmt.Sprintf("Burn rate over %s: estimate %s, bounds [%s, %s]; over %s: estimate %s, bounds [%s, %s]; threshold %s. "+
-			"Paging uses the upper bound (the pessimistic joint attainment), because vLLM's separate histograms cannot say which requests met every objective.",
-			model.Duration(a.Long), num(c.Long.Estimate), num(c.Long.Lower), num(c.Long.Upper),
-			model.Duration(a.Short), num(c.Short.Estimate), num(c.Short.Lower), num(c.Short.Upper), num(a.Factor)),
+		"description": fmt.Sprintf("Burn rate over %s: observed %s, estimate %s, bounds [%s, %s], from %s finished requests over %s%% of the window; "+
+			"over %s: observed %s, estimate %s, bounds [%s, %s], from %s finished requests over %s%% of the window; threshold %s. "+
+			"It pages when the upper bound and the observed burn rate (requests the histograms show bad) both exceed the threshold in both windows.",
+			model.Duration(a.Long), num(c.LongEvidence.Observed), num(c.Long.Estimate), num(c.Long.Lower), num(c.Long.Upper),
+			num(c.LongEvidence.Requests), num(100*c.LongEvidence.Coverage),
+			model.Duration(a.Short), num(c.ShortEvidence.Observed), num(c.Short.Estimate), num(c.Short.Lower), num(c.Short.Upper),
+			num(c.ShortEvidence.Requests), num(100*c.ShortEvidence.Coverage), num(a.Factor)),
+		"target":          base["target"],
 		"burn_rate":       num(c.Long.Upper),
 		"burn_rate_short": num(c.Short.Upper),
+		"coverage":        num(c.LongEvidence.Coverage),
+		"coverage_short":  num(c.ShortEvidence.Coverage),
 	}
 	if a.RunbookURL != "" {
 		ann["runbook_url"] = a.RunbookURL
 	}
-	return condition{labels: labels, annotations: ann, hold: a.For}
+	return condition{target: base["target"], labels: labels, annotations: ann, hold: a.For}
 }
 
 func num(v float64) string { return strconv.FormatFloat(v, 'g', 4, 64) }

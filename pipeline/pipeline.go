@@ -536,6 +536,7 @@ func (t *target) budget(s slo.SLO, model string, now time.Time) Budget {
 	b.Remaining = slo.ErrorBudgetRemaining(all, s.Goal)
 	b.Covered = w.End.Sub(w.Start)
 	b.Known = true
+	b.Coverage = WindowCoverage(w, s.Period)
 	return b
 }
 
@@ -550,20 +551,22 @@ func (t *target) burnCheck(spec Spec, a BurnAlert, model string, now time.Time) 
 		return c
 	}
 	s := spec.SLOs[i]
-	burn := func(length time.Duration) (slo.Bounded, bool) {
+	burn := func(length time.Duration) (slo.Bounded, Evidence, bool) {
 		w, ok := t.hist.Window(model, now, length, t.windowOptions(true))
 		if !ok {
-			return slo.Bounded{}, false
+			return slo.Bounded{}, Evidence{}, false
 		}
 		rep := slo.EvaluateWindow(w, []slo.SLO{s}, slo.Options{})
 		if len(rep.SLOs) == 0 || !rep.SLOs[0].HasBurnRate {
-			return slo.Bounded{}, false
+			return slo.Bounded{}, Evidence{}, false
 		}
-		return rep.SLOs[0].BurnRate, true
+		ev := objectiveEvidence(rep.SLOs[0], s)
+		ev.Requests, ev.Coverage = rep.SLOs[0].Requests, WindowCoverage(w, length)
+		return rep.SLOs[0].BurnRate, ev, true
 	}
 	var okLong, okShort bool
-	c.Long, okLong = burn(a.Long)
-	c.Short, okShort = burn(a.Short)
+	c.Long, c.LongEvidence, okLong = burn(a.Long)
+	c.Short, c.ShortEvidence, okShort = burn(a.Short)
 	c.Known = okLong && okShort
 	if !c.Known {
 		c.Reason = "the long or the short window holds no finished request"
@@ -581,4 +584,37 @@ func (t *target) goodTotals(model string) []GoodTotal {
 	}
 	sort.SliceStable(out, func(i, j int) bool { return out[i].SLO < out[j].SLO })
 	return out
+}
+
+// WindowCoverage is the share of a window's nominal length that its scrapes
+// span, in [0, 1]: less than 1 after a start, a restart's warm-up or a gap
+// the window may not cross, when every number of the window rests on that
+// shorter span.
+func WindowCoverage(w slo.Window, length time.Duration) float64 {
+	if length <= 0 {
+		return 0
+	}
+	return min(1, max(0, float64(w.End.Sub(w.Start))/float64(length)))
+}
+
+// objectiveEvidence sums the bad shares of the objectives of the joint
+// attainment (per-request ones, or ITL when it is the SLO's only kind of
+// objective, as the joint counts them) into the observed burn rate.
+func objectiveEvidence(r slo.SLOResult, s slo.SLO) Evidence {
+	var joint []slo.Metric
+	for _, o := range s.Objectives {
+		if o.Metric != slo.ITL {
+			joint = append(joint, o.Metric)
+		}
+	}
+	if len(joint) == 0 {
+		joint = []slo.Metric{slo.ITL}
+	}
+	var ev Evidence
+	for _, m := range joint {
+		if a, ok := r.Objectives[string(m)]; ok && s.Goal < 1 {
+			ev.Observed += (1 - a.Lower) / (1 - s.Goal)
+		}
+	}
+	return ev
 }

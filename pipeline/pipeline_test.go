@@ -413,6 +413,62 @@ func TestBurnCheckWithoutItsSLO(t *testing.T) {
 	}
 }
 
+// TestBurnCheckActiveNeedsEvidence: a wide upper bound alone (requests the
+// window cannot see) does not page; the observed bad requests must exceed
+// the factor too, in both windows.
+func TestBurnCheckActiveNeedsEvidence(t *testing.T) {
+	alert := BurnAlert{Factor: 14.4}
+	wide := slo.Bounded{Estimate: 0, Lower: 0, Upper: 95}
+	cases := []struct {
+		name                 string
+		long, short          slo.Bounded
+		observedL, observedS float64
+		want                 bool
+	}{
+		{"vacuous bound, nothing observed bad", wide, wide, 0, 0, false},
+		{"observed burn in the long window only", wide, wide, 20, 3, false},
+		{"observed burn in both windows", wide, wide, 20, 30, true},
+		{"observed but the upper bound says no", slo.Exact(10), slo.Exact(10), 20, 30, false},
+	}
+	for _, c := range cases {
+		check := BurnCheck{Alert: alert, Long: c.long, Short: c.short, Known: true,
+			LongEvidence: Evidence{Observed: c.observedL}, ShortEvidence: Evidence{Observed: c.observedS}}
+		if got := check.Active(); got != c.want {
+			t.Errorf("%s: Active() = %v, want %v", c.name, got, c.want)
+		}
+	}
+}
+
+// TestCoverageSaysWhatNumbersRestOn: one minute after the first scrape, the
+// error budget of a one-day SLO rests on a minute of it, the burn check's
+// windows on a minute of theirs, and the evidence counts the requests.
+func TestCoverageSaysWhatNumbersRestOn(t *testing.T) {
+	s := phased(t, sim.Phase{Kind: sim.Poisson, Rate: sim.DemoRate})
+	p := New(testSpec(t))
+	for at := start; !at.After(start.Add(time.Minute)); at = at.Add(15 * time.Second) {
+		scrapeInto(t, p, s, at)
+	}
+	rep := p.Evaluate(start.Add(time.Minute))
+	m := rep.Targets[0].Models[0]
+	if got, want := m.Budgets[0].Coverage, float64(time.Minute)/float64(24*time.Hour); got != want {
+		t.Errorf("budget coverage = %v, want %v", got, want)
+	}
+	c := m.Burns[0]
+	if got, want := c.LongEvidence.Coverage, 0.1; got != want {
+		t.Errorf("10m window coverage = %v, want %v", got, want)
+	}
+	if got, want := c.ShortEvidence.Coverage, 0.5; got != want {
+		t.Errorf("2m window coverage = %v, want %v", got, want)
+	}
+	finished := float64(len(s.Truth().FinishedIn(start, start.Add(time.Minute))))
+	if c.LongEvidence.Requests != finished {
+		t.Errorf("evidence counts %v finished requests, the truth %v", c.LongEvidence.Requests, finished)
+	}
+	if c.Active() {
+		t.Errorf("a healthy minute pages: %+v", c)
+	}
+}
+
 // TestPartialScrapeCountsRejection feeds a two-model target a scrape in which
 // one model's TTFT histogram lost its +Inf bucket: the target stays up, the
 // rejection is counted by family and reason and named in LastError, the

@@ -98,6 +98,10 @@ type Budget struct {
 	Covered time.Duration
 	// Known is false when the period holds no finished request.
 	Known bool
+	// Coverage is the share of the period the history spans (see
+	// WindowCoverage): an overspent budget after nine minutes of a day rests
+	// on those nine minutes.
+	Coverage float64
 }
 
 // GoodTotal is a counter of estimated good requests.

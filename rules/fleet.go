@@ -43,13 +43,25 @@ func fleetGroup(cfg *config.Config) Group {
 		},
 		Rule{
 			Alert:  AlertTargetDown,
-			Expr:   "vllm_slo_target_up == 0",
-			For:    model.Duration(5 * time.Minute),
+			Expr:   "max without (instance, job) (vllm_slo_target_up) == 0",
+			For:    model.Duration(targetDownHold(cfg)),
 			Labels: map[string]string{"severity": "page"},
 			Annotations: map[string]string{
 				"summary":     "vLLM target {{ $labels.target }} cannot be scraped by vllm-slo-exporter",
-				"description": "The exporter at {{ $labels.instance }} has failed to scrape target {{ $labels.target }} for 5 minutes; its SLO series are stale. See vllm_slo_target_scrape_failures_total for the reason.",
+				"description": "The exporter has failed to scrape target {{ $labels.target }} for three scrape intervals; its SLO series are stale. See vllm_slo_target_scrape_failures_total for the reason.",
 			},
+			Comment: "The daemon's own alert: same labels (target and the target's labels) and the same hold, three scrape intervals.",
+		},
+		Rule{
+			Alert:  AlertExporterAbsent,
+			Expr:   "absent(vllm_slo_target_up)",
+			For:    model.Duration(exporterAbsentHold),
+			Labels: map[string]string{"severity": "page"},
+			Annotations: map[string]string{
+				"summary":     "vllm-slo-exporter is gone: Prometheus has no vllm_slo_target_up series",
+				"description": "No exporter is scraped, or it serves no target: neither its burn-rate alerts nor its target-down alerts can fire.",
+			},
+			Comment: "Nothing else would say that the exporter itself stopped: its own alerts stop with it.",
 		},
 	)
 	if needed := neededFamilies(cfg); len(needed) > 0 {
@@ -70,6 +82,23 @@ func fleetGroup(cfg *config.Config) Group {
 		})
 	}
 	return g
+}
+
+// exporterAbsentHold is how long vllm_slo_target_up must be absent before
+// the exporter is declared gone.
+const exporterAbsentHold = 2 * time.Minute
+
+// targetDownHold is the hold of the target-down alert: three scrape
+// intervals of the slowest target, as the daemon holds its own alert.
+func targetDownHold(cfg *config.Config) time.Duration {
+	var longest time.Duration
+	for _, t := range cfg.Targets {
+		longest = max(longest, t.Interval(cfg.Global))
+	}
+	if longest <= 0 {
+		longest = 15 * time.Second
+	}
+	return 3 * longest
 }
 
 // neededFamilies lists the latency metrics some SLO needs, exactly as the

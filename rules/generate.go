@@ -234,7 +234,7 @@ func burnAlert(s config.SLO, a config.AlertPolicy, objs []config.Objective) Rule
 	}
 	r := Rule{
 		Alert: AlertBurnRate,
-		Expr: fmt.Sprintf("%s > %s\nand on (model_name, slo)\n%s > %s",
+		Expr: fmt.Sprintf("max without (window) (%s) > %s\nand on (model_name, slo)\n%s > %s",
 			selector(windowed(recBurn, a.LongWindow), "slo", s.Name), factor,
 			selector(windowed(recBurn, a.ShortWindow), "slo", s.Name), factor),
 		For: a.For,
@@ -250,7 +250,10 @@ func burnAlert(s config.SLO, a config.AlertPolicy, objs []config.Objective) Rule
 			"description": fmt.Sprintf("Burn rate over %s is {{ $value | humanize }} (threshold %s, confirmed over %s): at this pace %s%% of the %s error budget is spent within %s. %s",
 				a.LongWindow, factor, a.ShortWindow, formatFloat(a.BudgetConsumed*100), s.Period, a.LongWindow, boundNote(names)),
 		},
-		Comment: fmt.Sprintf("%s: multiwindow burn-rate alert (Google SRE workbook): %s%% of the budget within %s means burning %s times too fast.",
+		Comment: fmt.Sprintf("%s: multiwindow burn-rate alert (Google SRE workbook): %s%% of the budget within %s means burning %s times too fast.\n"+
+			"It pages on the observed burn rate (the requests the histograms show bad), as the daemon does; its labels\n"+
+			"(alertname, severity, slo, model_name, long_window, short_window) are the daemon's, so Alertmanager\n"+
+			"merges the two into one alert.",
 			a.Severity, formatFloat(a.BudgetConsumed*100), a.LongWindow, factor),
 	}
 	if s.RunbookURL != "" {

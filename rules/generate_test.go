@@ -240,7 +240,7 @@ func TestDefaultPolicyAlerts(t *testing.T) {
 	}
 	for i, w := range want {
 		a := alerts[i]
-		wantExpr := `model_name:vllm_slo_burn_rate_upper:ratio_rate` + w.long + `{slo="interactive"} > ` + w.factor +
+		wantExpr := `max without (window) (model_name:vllm_slo_burn_rate_upper:ratio_rate` + w.long + `{slo="interactive"}) > ` + w.factor +
 			"\nand on (model_name, slo)\n" +
 			`model_name:vllm_slo_burn_rate_upper:ratio_rate` + w.short + `{slo="interactive"} > ` + w.factor
 		if a.Expr != wantExpr {
@@ -439,7 +439,7 @@ func TestFleetGroup(t *testing.T) {
 	if !slices.Equal(records, wantRecords) {
 		t.Errorf("fleet records = %v, want %v", records, wantRecords)
 	}
-	wantAlerts := []string{AlertTargetDown + " 5m page", AlertFamilyMissing + " 10m ticket"}
+	wantAlerts := []string{AlertTargetDown + " 45s page", AlertExporterAbsent + " 2m page", AlertFamilyMissing + " 10m ticket"}
 	if !slices.Equal(alerts, wantAlerts) {
 		t.Errorf("fleet alerts = %v, want %v", alerts, wantAlerts)
 	}

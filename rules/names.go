@@ -31,6 +31,9 @@ const (
 	AlertBurnRate      = "VLLMSLOBurnRateHigh"
 	AlertTargetDown    = "VLLMSLOTargetDown"
 	AlertFamilyMissing = "VLLMMetricFamilyMissing"
+	// AlertExporterAbsent fires in Prometheus only: the exporter cannot
+	// report its own absence.
+	AlertExporterAbsent = "VLLMSLOExporterAbsent"
 )
 
 // allObjective is the `objective` label of the joint attainment.

@@ -1,14 +1,18 @@
 // Package alerts is the end-to-end test of alerting: the simulator with an
-// injected overload, the daemon, Debian's Prometheus loading the generated
-// rules, and Debian's Alertmanager, all on 127.0.0.1. The page alert must
-// reach Alertmanager by both paths (the daemon's push and Prometheus's rule),
-// stay silent while the workload is healthy, and resolve after the overload.
+// injected overload and then an outage, the daemon, Debian's Prometheus
+// loading the generated rules, and Debian's Alertmanager, all on 127.0.0.1.
+// The page alert must fire in both paths (the daemon's push and Prometheus's
+// rule) and reach Alertmanager as one alert, stay silent while the workload
+// is healthy, and resolve after the overload; during the outage both paths
+// raise one target-down alert, and nothing pages on the data that comes
+// back after the restart.
 package alerts
 
 import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -23,11 +27,15 @@ import (
 	"github.com/vllm-slo-exporter/vllm-slo-exporter/sim"
 )
 
-// The timeline of the simulated workload, in wall-clock time from the start.
+// The timeline of the simulated workload, in wall-clock time from the start:
+// healthy, overloaded, healthy, then vLLM is down from outageAt for outageFor
+// and restarts with counters from zero.
 const (
 	healthyFor  = 30 * time.Second
 	overloadFor = 40 * time.Second
-	testFor     = 170 * time.Second
+	outageAt    = 115 * time.Second
+	outageFor   = 15 * time.Second
+	testFor     = 160 * time.Second
 )
 
 // simConfig is a small, fast engine: ~23 requests/s of capacity, 15/s while
@@ -48,7 +56,7 @@ func simConfig(start time.Time) sim.Config {
 		Engine: sim.EngineParams{MaxNumSeqs: 8, MaxBatchedTokens: 8192, KVCapacityTokens: 100000,
 			StepBase: 10 * time.Millisecond, DecodePerSeq: 500 * time.Microsecond, PrefillPerToken: 20 * time.Microsecond},
 		MaxModelLen: 4096,
-	}}}
+	}}, Restarts: []sim.ScheduledRestart{{At: outageAt, Down: outageFor}}}
 }
 
 // The daemon's configuration: a 1h period and one page alert over 1m/20s
@@ -104,17 +112,20 @@ receivers:
 // notification is what Alertmanager's webhook sends, reduced to what the
 // test needs.
 type notification struct {
-	Alerts []struct {
-		Status string            `json:"status"`
-		Labels map[string]string `json:"labels"`
+	GroupKey string `json:"groupKey"`
+	Alerts   []struct {
+		Status   string            `json:"status"`
+		Labels   map[string]string `json:"labels"`
+		StartsAt time.Time         `json:"startsAt"`
 	} `json:"alerts"`
 }
 
 type event struct {
-	at     time.Duration
-	status string
-	path   string // "daemon" (has a target label) or "prometheus"
-	labels map[string]string
+	at       time.Duration
+	status   string
+	group    string
+	startsAt time.Time
+	labels   map[string]string
 }
 
 type webhook struct {
@@ -132,11 +143,7 @@ func (w *webhook) ServeHTTP(rw http.ResponseWriter, r *http.Request) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	for _, a := range n.Alerts {
-		path := "prometheus"
-		if a.Labels["target"] != "" {
-			path = "daemon"
-		}
-		w.events = append(w.events, event{at: time.Since(w.start), status: a.Status, path: path, labels: a.Labels})
+		w.events = append(w.events, event{at: time.Since(w.start), status: a.Status, group: n.GroupKey, startsAt: a.StartsAt, labels: a.Labels})
 	}
 }
 
@@ -278,40 +285,162 @@ func TestPageAlertReachesAlertmanagerByBothPaths(t *testing.T) {
 	waitHTTP(t, "http://"+promAddr+"/-/ready")
 	waitHTTP(t, "http://"+daemonAddr+"/-/ready")
 
-	for time.Since(begin) < testFor {
-		time.Sleep(time.Second)
+	var obs []observation
+	tick := time.NewTicker(time.Second)
+	defer tick.Stop()
+	for range tick.C {
+		if time.Since(begin) >= testFor {
+			break
+		}
+		obs = append(obs, observe(t, time.Since(begin), "http://"+promAddr, "http://"+daemonAddr, "http://"+amAddr))
 	}
 	events := hook.snapshot()
 	for _, e := range events {
-		t.Logf("%6.1fs %-10s %-8s %s long=%s", e.at.Seconds(), e.path, e.status, e.labels["alertname"], e.labels["long_window"])
+		t.Logf("%6.1fs %-8s %s %v", e.at.Seconds(), e.status, e.labels["alertname"], e.labels)
 	}
-	for _, path := range []string{"daemon", "prometheus"} {
-		var fired, resolved time.Duration
-		for _, e := range events {
-			if e.path != path || e.labels["alertname"] != "VLLMSLOBurnRateHigh" || e.labels["severity"] != "page" {
-				continue
-			}
-			if e.status == "firing" && fired == 0 {
-				fired = e.at
-			}
-			if e.status == "resolved" && fired != 0 && resolved == 0 {
-				resolved = e.at
+	checkPage(t, obs, events, begin)
+	checkOutage(t, obs, events, begin)
+}
+
+// observation is what each path says at one moment: whether Prometheus and
+// the daemon fire the page and the target-down alert, and how many of each
+// Alertmanager holds.
+type observation struct {
+	at                   time.Duration
+	promPage, daemonPage bool
+	promDown, daemonDown bool
+	amPages, amDowns     int
+}
+
+// observe asks Prometheus, the daemon and Alertmanager for their alerts.
+func observe(t *testing.T, at time.Duration, prom, daemon, am string) observation {
+	t.Helper()
+	o := observation{at: at}
+	var pa struct {
+		Data struct {
+			Alerts []struct {
+				Labels map[string]string `json:"labels"`
+				State  string            `json:"state"`
+			} `json:"alerts"`
+		} `json:"data"`
+	}
+	getJSON(t, prom+"/api/v1/alerts", &pa)
+	for _, a := range pa.Data.Alerts {
+		if a.State != "firing" {
+			continue
+		}
+		o.promPage = o.promPage || isPage(a.Labels)
+		o.promDown = o.promDown || a.Labels["alertname"] == "VLLMSLOTargetDown"
+	}
+	var aa []struct {
+		Labels map[string]string `json:"labels"`
+	}
+	getJSON(t, am+"/api/v2/alerts?active=true&silenced=false&inhibited=false", &aa)
+	for _, a := range aa {
+		if isPage(a.Labels) {
+			o.amPages++
+		}
+		if a.Labels["alertname"] == "VLLMSLOTargetDown" {
+			o.amDowns++
+		}
+	}
+	resp, err := http.Get(daemon + "/metrics")
+	if err != nil {
+		return o
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(io.LimitReader(resp.Body, 16<<20))
+	for _, line := range strings.Split(string(body), "\n") {
+		if !strings.HasPrefix(line, "vllm_slo_alert_firing{") || !strings.HasSuffix(line, " 1") {
+			continue
+		}
+		o.daemonPage = o.daemonPage || strings.Contains(line, `alertname="VLLMSLOBurnRateHigh"`) && strings.Contains(line, `severity="page"`)
+		o.daemonDown = o.daemonDown || strings.Contains(line, `alertname="VLLMSLOTargetDown"`)
+	}
+	return o
+}
+
+func isPage(labels map[string]string) bool {
+	return labels["alertname"] == "VLLMSLOBurnRateHigh" && labels["severity"] == "page"
+}
+
+func getJSON(t *testing.T, url string, v any) {
+	t.Helper()
+	resp, err := http.Get(url)
+	if err != nil {
+		return // a transient error leaves the observation empty
+	}
+	defer resp.Body.Close()
+	if err := json.NewDecoder(io.LimitReader(resp.Body, 16<<20)).Decode(v); err != nil {
+		t.Logf("%s: %v", url, err)
+	}
+}
+
+// checkPage: both paths fire the page during the overload only, Alertmanager
+// holds one alert for it whenever both fire (deduplicated: one group), and
+// the page resolves after the overload.
+func checkPage(t *testing.T, obs []observation, events []event, begin time.Time) {
+	t.Helper()
+	var prom, daemon, both bool
+	for _, o := range obs {
+		if (o.promPage || o.daemonPage) && o.at < healthyFor {
+			t.Errorf("page fires at %v on the healthy workload (prometheus %v, daemon %v)", o.at, o.promPage, o.daemonPage)
+		}
+		prom, daemon = prom || o.promPage, daemon || o.daemonPage
+		if o.promPage && o.daemonPage {
+			both = true
+			if o.amPages > 1 {
+				t.Errorf("at %v Alertmanager holds %d page alerts for one breach", o.at, o.amPages)
 			}
 		}
-		switch {
-		case fired == 0:
-			t.Errorf("%s: the page never reached Alertmanager", path)
-		case fired < healthyFor:
-			t.Errorf("%s: the page fired at %v, during the healthy period", path, fired)
-		case resolved == 0:
-			t.Errorf("%s: the page fired at %v and never resolved", path, fired)
-		case resolved < healthyFor+overloadFor:
-			t.Errorf("%s: the page resolved at %v, before the overload ended", path, resolved)
-		}
 	}
+	if !prom || !daemon || !both {
+		t.Errorf("page fired in prometheus %v, in the daemon %v, in both at once %v", prom, daemon, both)
+	}
+	groups := map[string]bool{}
+	var fired, resolved time.Duration
 	for _, e := range events {
-		if e.at < healthyFor && e.status == "firing" {
-			t.Errorf("%s alert %v fired at %v on the healthy workload", e.path, e.labels, e.at)
+		if !isPage(e.labels) {
+			continue
+		}
+		groups[e.group] = true
+		if e.status == "firing" && fired == 0 {
+			fired = e.at
+		}
+		if e.status == "resolved" && fired != 0 && resolved == 0 {
+			resolved = e.at
+		}
+	}
+	switch {
+	case len(groups) != 1:
+		t.Errorf("page notifications came in %d alert groups, want 1", len(groups))
+	case fired < healthyFor:
+		t.Errorf("the page was notified at %v, during the healthy period", fired)
+	case resolved == 0:
+		t.Errorf("the page fired at %v and never resolved", fired)
+	case resolved < healthyFor+overloadFor:
+		t.Errorf("the page resolved at %v, before the overload ended", resolved)
+	}
+}
+
+// checkOutage: both paths raise the target-down alert during the outage, as
+// one alert in Alertmanager, and no page starts after vLLM comes back.
+func checkOutage(t *testing.T, obs []observation, events []event, begin time.Time) {
+	t.Helper()
+	var prom, daemon bool
+	for _, o := range obs {
+		prom, daemon = prom || o.promDown, daemon || o.daemonDown
+		if o.amDowns > 1 {
+			t.Errorf("at %v Alertmanager holds %d target-down alerts for one outage", o.at, o.amDowns)
+		}
+	}
+	if !prom || !daemon {
+		t.Errorf("target down fired in prometheus %v, in the daemon %v", prom, daemon)
+	}
+	back := begin.Add(outageAt + outageFor)
+	for _, e := range events {
+		if e.labels["alertname"] == "VLLMSLOBurnRateHigh" && e.status == "firing" && e.startsAt.After(back) {
+			t.Errorf("a %s burn alert started at %v, after vLLM came back: %v", e.labels["severity"], e.startsAt.Sub(begin), e.labels)
 		}
 	}
 }

@@ -1,0 +1,136 @@
+package alertquality
+
+import (
+	"flag"
+	"fmt"
+	"maps"
+	"os/exec"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/vllm-slo-exporter/vllm-slo-exporter/rules"
+)
+
+var full = flag.Bool("full", false, "run every scenario of the library, the slow ones too")
+
+// TestAlertQuality plays the library (the fast subset unless -full) through
+// the daemon's pipeline and, unless -short or without Debian's prometheus
+// and promtool, replays the same scrapes through the generated rules in
+// Prometheus. For every alert of both paths it checks the targets: no false
+// page, no missed page, firing within DetectGrace of the truth and resolving
+// within ResolveGrace of its end. With -v it prints the README's table and
+// the candidate policies the daemon's was chosen against.
+func TestAlertQuality(t *testing.T) {
+	var runs []*Run
+	for _, sc := range Library() {
+		if sc.Full && !*full {
+			continue
+		}
+		run, err := Play(sc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		runs = append(runs, run)
+	}
+	withRules := !testing.Short() && installed("prometheus", "promtool")
+	if withRules {
+		evaluateRules(t, runs)
+	} else {
+		t.Log("generated rules not evaluated: -short, or prometheus/promtool not installed")
+	}
+	var table, policies strings.Builder
+	table.WriteString("| scenario | what happens | alert | truth fires | daemon fires | rules fire | false / missed | delay / resolve |\n|---|---|---|---|---|---|---|---|\n")
+	for _, run := range runs {
+		for _, k := range run.Keys {
+			want := run.Truth[k]
+			ds := check(t, run, k, "daemon", run.Daemon[k])
+			rs, rulesCell := Score{}, "not run"
+			if withRules {
+				rs = check(t, run, k, "rules", run.Rules[k])
+				rulesCell = describe(run.Rules[k])
+				sameLabels(t, run, k)
+			}
+			if len(want) > 0 || len(run.Daemon[k]) > 0 || len(run.Rules[k]) > 0 {
+				fmt.Fprintf(&table, "| %s | %s | %s | %s | %s | %s | %d / %d, %d / %d | %s; %s |\n",
+					run.Scenario.Name, run.Scenario.What, k, describe(want), describe(run.Daemon[k]), rulesCell,
+					ds.False, ds.Missed, rs.False, rs.Missed, delays(ds), delays(rs))
+			}
+			comparePolicies(&policies, run, k)
+		}
+		if len(run.TargetDown) > 0 {
+			fmt.Fprintf(&table, "| %s | %s | target down | | %s | | | |\n", run.Scenario.Name, run.Scenario.What, describe(run.TargetDown))
+		}
+	}
+	t.Log("\n" + table.String() + "\nCandidate daemon policies (false/missed per alert):\n" + policies.String())
+}
+
+// check scores one path's episodes of an alert against the truth and fails
+// the test when a target is missed.
+func check(t *testing.T, run *Run, k Key, path string, got []Episode) Score {
+	t.Helper()
+	want := run.Truth[k]
+	s := score(want, got)
+	if s.False > 0 || s.Missed > 0 {
+		t.Errorf("%s %s %s: truth %s, got %s: %d false, %d missed", run.Scenario.Name, k, path, describe(want), describe(got), s.False, s.Missed)
+	}
+	for i := range s.Delays {
+		if s.Delays[i] > DetectGrace || s.Resolves[i] > ResolveGrace {
+			t.Errorf("%s %s %s: fired %v after the truth, resolved %v after it", run.Scenario.Name, k, path, s.Delays[i], s.Resolves[i])
+		}
+	}
+	return s
+}
+
+// sameLabels checks that when both paths fire an alert they fire it with
+// the same label sets, so that Alertmanager holds one alert per breach.
+func sameLabels(t *testing.T, run *Run, k Key) {
+	t.Helper()
+	if len(run.Daemon[k]) == 0 || len(run.Rules[k]) == 0 {
+		return
+	}
+	if !maps.Equal(run.DaemonLabels[k], run.RuleLabels[k]) {
+		t.Errorf("%s %s: the daemon fires with %v, the rules with %v", run.Scenario.Name, k,
+			slices.Sorted(maps.Keys(run.DaemonLabels[k])), slices.Sorted(maps.Keys(run.RuleLabels[k])))
+	}
+}
+
+// evaluateRules replays every run through the generated rules in Prometheus.
+func evaluateRules(t *testing.T, runs []*Run) {
+	t.Helper()
+	rf, err := rules.Generate(runs[0].Config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	prom, err := StartPrometheus(t.TempDir(), runs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer prom.Stop()
+	for i, run := range runs {
+		if err := prom.EvaluateRules(rf, run, i); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+func installed(bins ...string) bool {
+	for _, b := range bins {
+		if _, err := exec.LookPath(b); err != nil {
+			return false
+		}
+	}
+	return true
+}
+
+// delays writes the detection and resolve delays of a score.
+func delays(s Score) string {
+	var parts []string
+	for i := range s.Delays {
+		parts = append(parts, short(s.Delays[i])+" / "+short(s.Resolves[i]))
+	}
+	if len(parts) == 0 {
+		return "–"
+	}
+	return strings.Join(parts, ", ")
+}

@@ -1,7 +1,6 @@
 package otlp
 
 import (
-
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/vllm-slo-exporter/vllm-slo-exporter/traces"
@@ -30,7 +29,9 @@ func newMetrics(store *traces.Store) *metrics {
 	}
 }
 
-func (m *metrics) export(transport, outcome string) { m.exports.WithLabelValues(transport, outcome).Inc() }
+func (m *metrics) export(transport, outcome string) {
+	m.exports.WithLabelValues(transport, outcome).Inc()
+}
 
 func (m *metrics) spans(outcome string, n int) {
 	if n > 0 {

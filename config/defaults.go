@@ -113,6 +113,7 @@ func applyDefaults(c *Config, present func(path string) bool) {
 	if g.MaxModelsPerTarget == 0 {
 		g.MaxModelsPerTarget = DefaultMaxModelsPerTarget
 	}
+	applyOTLPDefaults(&c.OTLP, present)
 	for i := range c.Targets {
 		t := &c.Targets[i]
 		if t.Profile == "" {

@@ -21,6 +21,7 @@ import (
 	"github.com/vllm-slo-exporter/vllm-slo-exporter/history"
 	"github.com/vllm-slo-exporter/vllm-slo-exporter/scrape"
 	"github.com/vllm-slo-exporter/vllm-slo-exporter/slo"
+	"github.com/vllm-slo-exporter/vllm-slo-exporter/traces"
 )
 
 // TargetSpec is what the pipeline needs to know of one configured target.
@@ -49,6 +50,9 @@ type Spec struct {
 	Retention history.Retention
 	// Alerts are the burn-rate alerts of the SLOs.
 	Alerts []BurnAlert
+	// Traces, when set, holds per-request records from vLLM's spans: each
+	// window they fully cover is published exactly (see traces.Evaluate).
+	Traces *traces.Store
 }
 
 // Pipeline holds the histories of all targets. It is safe for concurrent use:
@@ -399,11 +403,20 @@ func (t *target) evaluateModel(spec Spec, model string, now time.Time) ModelRepo
 		}
 		w.Nominal = length
 		wr := slo.EvaluateWindow(w, spec.SLOs, opts)
+		exact, hasExact := t.exactWindow(spec, model, w, wr)
 		if t.spec.Warmup > 0 {
 			wr.SLOs = nil // without the warm-up-free window, no SLO result at all
 			if ww, ok := t.hist.Window(model, now, length, warm); ok {
 				wr.SLOs = slo.EvaluateWindow(ww, spec.SLOs, slo.Options{}).SLOs
 			}
+		}
+		if hasExact {
+			warmSLOs := wr.SLOs
+			exact.Apply(&wr)
+			if t.spec.Warmup > 0 {
+				wr.SLOs = warmSLOs // the spans' window includes the warm-up
+			}
+			mr.Traces = append(mr.Traces, exact)
 		}
 		mr.Windows = append(mr.Windows, wr)
 	}
@@ -415,6 +428,18 @@ func (t *target) evaluateModel(spec Spec, model string, now time.Time) ModelRepo
 	}
 	mr.GoodRequests = t.goodTotals(model)
 	return mr
+}
+
+// exactWindow evaluates the spans of a window against the histogram window
+// and its evaluation. Spans that named no model count for the target's model
+// when it serves only one.
+func (t *target) exactWindow(spec Spec, model string, w slo.Window, wr slo.WindowReport) (traces.Result, bool) {
+	if spec.Traces == nil {
+		return traces.Result{}, false
+	}
+	unnamed := len(t.hist.Models()) == 1
+	sel := spec.Traces.Select(t.spec.Name, model, unnamed, w.Start, w.End)
+	return traces.Evaluate(sel, w, wr, spec.SLOs, spec.Quantiles), true
 }
 
 func (t *target) budget(s slo.SLO, model string, now time.Time) Budget {

@@ -6,8 +6,10 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"net"
 	"net/http"
+	"slices"
 	"sync"
 	"time"
 
@@ -237,7 +239,7 @@ func (r *Receiver) ingest(td ptrace.Traces, transport string) ptraceotlp.ExportR
 	if rejected > 0 {
 		ps := resp.PartialSuccess()
 		ps.SetRejectedSpans(int64(rejected))
-		ps.SetErrorMessage(fmt.Sprintf("%d llm_request spans not stored: %v, too old %d, over the model or adapter cap %d", rejected, d.skipped, got.TooOld, got.Refused))
+		ps.SetErrorMessage(rejectionMessage(rejected, d.skipped, got))
 	}
 	return resp
 }
@@ -247,4 +249,21 @@ func (r *Receiver) forward(req ptraceotlp.ExportRequest) {
 		return
 	}
 	r.opts.Forward.Enqueue(req)
+}
+
+// rejectionMessage says why spans were not stored.
+func rejectionMessage(rejected int, skipped map[string]int, got traces.Outcome) string {
+	msg := fmt.Sprintf("%d llm_request spans not stored:", rejected)
+	for _, reason := range slices.Sorted(maps.Keys(skipped)) {
+		if reason != outcomeOtherSpan {
+			msg += fmt.Sprintf(" %s %d", reason, skipped[reason])
+		}
+	}
+	if got.TooOld > 0 {
+		msg += fmt.Sprintf(" too_old %d (ended before the retention)", got.TooOld)
+	}
+	if got.Refused > 0 {
+		msg += fmt.Sprintf(" refused %d (over the model or adapter cap)", got.Refused)
+	}
+	return msg
 }

@@ -138,7 +138,7 @@ func (s *Store) add(sp *Span) addResult {
 		prompt: clampTokens(sp.PromptTokens), completion: clampTokens(sp.CompletionTokens),
 		adapter: adapter, reason: s.reasonIndex(sp.FinishReason),
 	}
-	if r.end < ser.newest-int64(s.limits.Retain) {
+	if ser.newest != math.MinInt64 && r.end < ser.newest-int64(s.limits.Retain) {
 		return tooOld
 	}
 	i := sort.Search(len(ser.recs), func(i int) bool { return ser.recs[i].end >= r.end })

@@ -62,8 +62,7 @@ func newTestReceiver(t *testing.T) (*Receiver, *traces.Store) {
 	return r, store
 }
 
-func post(t *testing.T, r *Receiver, contentType string, body []byte, header ...string) *httptest.ResponseRecorder {
-	t.Helper()
+func post(_ testing.TB, r *Receiver, contentType string, body []byte, header ...string) *httptest.ResponseRecorder {
 	req := httptest.NewRequest(http.MethodPost, TracesPath, bytes.NewReader(body))
 	req.Header.Set("Content-Type", contentType)
 	for i := 0; i+1 < len(header); i += 2 {

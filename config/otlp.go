@@ -4,6 +4,7 @@ import (
 	"net"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/alecthomas/units"
@@ -130,7 +131,7 @@ func validateOTLP(o *OTLP, targets []Target) *fieldError {
 			return err
 		}
 	}
-	if o.GRPCListenAddress != "" && o.GRPCListenAddress == o.HTTPListenAddress {
+	if o.GRPCListenAddress != "" && o.GRPCListenAddress == o.HTTPListenAddress && !strings.HasSuffix(o.GRPCListenAddress, ":0") {
 		return errorf("otlp.http_listen_address", "%q is also the gRPC address", o.HTTPListenAddress)
 	}
 	if o.MaxBodySize < 0 {

@@ -19,6 +19,7 @@ var otlpFileErrors = map[string]string{
 	"bad_forward_url.yml":  `testdata/otlp/bad_forward_url.yml:7: otlp.forward.url: "127.0.0.1:4318/v1/traces" is missing an "http://" or "https://" scheme`,
 	"bad_unknown_key.yml":  `testdata/otlp/bad_unknown_key.yml:6: otlp.grpc_listen_adress: unknown field "grpc_listen_adress"`,
 	"bad_tls.yml":          `testdata/otlp/bad_tls.yml:6: otlp.tls_server_config: failed to read cert_file (testdata/otlp/missing.crt): open testdata/otlp/missing.crt: no such file or directory`,
+	"bad_same_address.yml": `testdata/otlp/bad_same_address.yml:7: otlp.http_listen_address: "127.0.0.1:4317" is also the gRPC address`,
 	"bad_body_size.yml":    `testdata/otlp/bad_body_size.yml:6: otlp.max_body_size: "lots" is not a valid size (use e.g. 512KiB, 10MiB, 1GiB)`,
 }
 

@@ -113,7 +113,6 @@ func applyDefaults(c *Config, present func(path string) bool) {
 	if g.MaxModelsPerTarget == 0 {
 		g.MaxModelsPerTarget = DefaultMaxModelsPerTarget
 	}
-	applyOTLPDefaults(&c.OTLP, present)
 	for i := range c.Targets {
 		t := &c.Targets[i]
 		if t.Profile == "" {
@@ -147,4 +146,6 @@ func applyDefaults(c *Config, present func(path string) bool) {
 			am.HTTPClientConfig = commoncfg.DefaultHTTPClientConfig
 		}
 	}
+	applyOTLPDefaults(&c.OTLP, present)
 }
+

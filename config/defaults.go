@@ -148,4 +148,3 @@ func applyDefaults(c *Config, present func(path string) bool) {
 	}
 	applyOTLPDefaults(&c.OTLP, present)
 }
-

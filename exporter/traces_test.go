@@ -1,6 +1,9 @@
 package exporter
 
 import (
+	"net/http"
+	"net/http/httptest"
+	"strings"
 	"testing"
 	"time"
 
@@ -64,6 +67,19 @@ func TestTraceSeries(t *testing.T) {
 	for _, m := range mfs["vllm_slo_adapter_requests"].GetMetric() {
 		if label(m, "window") != "1m" || value(m) != 3 {
 			t.Errorf("adapter %q: %v requests in %s, want only the covered 1m window", label(m, "adapter"), value(m), label(m, "window"))
+		}
+	}
+}
+
+func TestLandingPageShowsTraceSources(t *testing.T) {
+	rep := traceReport()
+	h := NewHandler(Endpoints{Report: func() *pipeline.Report { return rep }, Ready: func() bool { return true }})
+	srv := httptest.NewServer(h)
+	defer srv.Close()
+	body := get(t, srv.URL+"/", http.StatusOK)
+	for _, want := range []string{"traces: exact", "histograms: bounds", "3 / 3", "5 / 10", "all 4 held", "e2e p50 0.1 s"} {
+		if !strings.Contains(body, want) {
+			t.Errorf("landing page lacks %q", want)
 		}
 	}
 }

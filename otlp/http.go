@@ -64,7 +64,8 @@ func (r *Receiver) serveTraces(w http.ResponseWriter, req *http.Request) {
 		r.httpError(w, ct, http.StatusBadRequest, "bad_payload", fmt.Errorf("decode %s export: %w", ct, err))
 		return
 	}
-	resp := r.ingest(export.Traces(), "http")
+	resp := r.ingest(export.Traces())
+	r.metrics.export("http", "ok")
 	r.forward(export)
 	var out []byte
 	if ct == contentJSON {

@@ -192,6 +192,7 @@ func (r *Receiver) grpcServer() *grpc.Server {
 	opts := []grpc.ServerOption{
 		grpc.MaxRecvMsgSize(int(min(r.opts.MaxBodyBytes, 1<<30))),
 		grpc.ConnectionTimeout(r.opts.Timeout),
+		grpc.StatsHandler(grpcOutcomes{m: r.metrics}),
 	}
 	if r.opts.TLS != nil {
 		opts = append(opts, grpc.Creds(credentials.NewTLS(r.opts.TLS)))
@@ -210,20 +211,18 @@ type grpcTraces struct {
 // Export ingests one export request.
 func (g *grpcTraces) Export(ctx context.Context, req ptraceotlp.ExportRequest) (ptraceotlp.ExportResponse, error) {
 	if err := ctx.Err(); err != nil {
-		g.r.metrics.export("grpc", "cancelled")
 		return ptraceotlp.NewExportResponse(), status.Error(codes.Canceled, err.Error())
 	}
-	resp := g.r.ingest(req.Traces(), "grpc")
+	resp := g.r.ingest(req.Traces())
 	g.r.forward(req)
 	return resp, nil
 }
 
 // ingest decodes an export, stores its spans and counts every outcome. The
 // response reports spans that were not stored as rejected, with the reasons.
-func (r *Receiver) ingest(td ptrace.Traces, transport string) ptraceotlp.ExportResponse {
+func (r *Receiver) ingest(td ptrace.Traces) ptraceotlp.ExportResponse {
 	d := decode(td, r.opts.Router)
 	got := r.store.Add(d.spans)
-	r.metrics.export(transport, "ok")
 	r.metrics.spans("stored", got.Added)
 	r.metrics.spans("duplicate", got.Duplicates)
 	r.metrics.spans("too_old", got.TooOld)

@@ -78,7 +78,9 @@ func TestGRPCLimitsAndGarbage(t *testing.T) {
 	if n, _ := store.Retained(); n != 1 {
 		t.Errorf("%d records stored, want the one valid span", n)
 	}
-	counted := func(outcome string) float64 { return testutil.ToFloat64(r.metrics.exports.WithLabelValues("grpc", outcome)) }
+	counted := func(outcome string) float64 {
+		return testutil.ToFloat64(r.metrics.exports.WithLabelValues("grpc", outcome))
+	}
 	if counted("ok") != 1 || counted("resource_exhausted") != 1 || counted(snake(status.Code(err).String())) != 1 {
 		t.Errorf("outcomes ok %v, resource_exhausted %v, %s %v", counted("ok"), counted("resource_exhausted"), status.Code(err), counted(snake(status.Code(err).String())))
 	}

@@ -95,11 +95,10 @@ type AttainmentError struct {
 // spans still in flight) leaves the histogram bounds in charge.
 func Evaluate(sel Selection, w slo.Window, hist slo.WindowReport, slos []slo.SLO, quantiles []float64) Result {
 	res := Result{Nominal: w.Nominal, Spans: len(sel.All), FinishReasons: sel.FinishReasons}
-	switch {
-	case w.HasRequestSuccess && finite(w.RequestSuccess):
+	if w.HasRequestSuccess && finite(w.RequestSuccess) {
 		res.Finished, res.HasFinished = math.Max(0, w.RequestSuccess), true
-	case hist.Requests[slo.E2E] >= 0 && hasKey(hist.Requests, slo.E2E):
-		res.Finished, res.HasFinished = hist.Requests[slo.E2E], true
+	} else if n, ok := hist.Requests[slo.E2E]; ok {
+		res.Finished, res.HasFinished = n, true
 	}
 	res.Covered = res.HasFinished && res.Finished == float64(res.Spans) && w.Seconds() > 0
 	if !res.Covered {
@@ -112,11 +111,6 @@ func Evaluate(sel Selection, w slo.Window, hist slo.WindowReport, slos []slo.SLO
 	}
 	res.Calibration = calibrate(hist, res.Exact)
 	return res
-}
-
-func hasKey(m map[slo.Metric]float64, k slo.Metric) bool {
-	_, ok := m[k]
-	return ok
 }
 
 // calibrate compares every histogram bound whose population is the finished

@@ -257,8 +257,13 @@ func (s *Store) Select(target, model string, unnamed bool, start, end time.Time)
 }
 
 func (s *Store) selectFrom(ser *series, from, to int64, sel *Selection) {
-	i := sort.Search(len(ser.recs), func(i int) bool { return ser.recs[i].end > from })
-	for ; i < len(ser.recs) && ser.recs[i].end <= to; i++ {
+	lo := sort.Search(len(ser.recs), func(i int) bool { return ser.recs[i].end > from })
+	hi := sort.Search(len(ser.recs), func(i int) bool { return ser.recs[i].end > to })
+	if hi <= lo {
+		return
+	}
+	sel.All = slices.Grow(sel.All, hi-lo)
+	for i := lo; i < hi; i++ {
 		r := &ser.recs[i]
 		m := r.measured()
 		sel.All = append(sel.All, m)

@@ -61,6 +61,7 @@ type Receiver struct {
 
 	mu                 sync.Mutex
 	grpcAddr, httpAddr string
+	started            bool
 	ready              chan struct{}
 }
 
@@ -106,8 +107,15 @@ func (r *Receiver) Addrs() (grpcAddr, httpAddr string) {
 // Run listens and serves until ctx is cancelled, then stops both servers
 // (letting exports in progress finish, for at most the timeout) and returns
 // nil; it returns an error when an address cannot be listened on or a server
-// fails.
+// fails. A receiver runs once.
 func (r *Receiver) Run(ctx context.Context) error {
+	r.mu.Lock()
+	again := r.started
+	r.started = true
+	r.mu.Unlock()
+	if again {
+		return errors.New("otlp receiver: Run called twice")
+	}
 	var lc net.ListenConfig
 	var grpcLn, httpLn net.Listener
 	var err error

@@ -72,9 +72,6 @@ small { color: #666; }
 {{if $m.Windows}}<table class="latency"><tr><th>window</th><th>metric</th><th>observations</th>{{range $q := $.Quantiles}}<th>p{{pq $q}} (bracket)</th>{{end}}</tr>
 {{range $w := $m.Windows}}{{range $metric := metrics}}{{with index $w.Quantiles $metric}}<tr><td>{{window $w.Window.Nominal}}</td><td>{{$metric}}</td><td>{{num (index $w.Requests $metric)}}</td>{{range .}}<td>{{bounded .Bounded}} s</td>{{end}}</tr>
 {{end}}{{end}}{{end}}</table>{{end}}
-{{if $m.Traces}}<table class="traces"><tr><th>window</th><th>numbers from</th><th>spans / finished</th><th>histogram bounds vs exact</th><th>histogram estimate − exact</th></tr>
-{{range $m.Traces}}<tr class="trace"><td>{{window .Nominal}}</td><td>{{if .Covered}}traces: exact{{else}}histograms: bounds{{end}}</td><td>{{.Spans}} / {{num .Finished}}</td><td>{{if .Covered}}{{if .Calibration.Held}}all {{.Calibration.Checked}} held{{else}}<span class="down">{{len .Calibration.Failures}} failed</span>{{end}}{{end}}</td><td>{{range .Calibration.QuantileErrors}}{{.Metric}} p{{pq .Q}} {{num .Error}} s · {{end}}{{range .Calibration.AttainmentErrors}}{{.SLO}}/{{.Objective}} {{num .Error}} · {{end}}</td></tr>
-{{end}}</table>{{end}}
 {{if $m.Budgets}}<p>Error budget remaining: {{range $m.Budgets}}{{if .Known}}<b>{{.SLO}}</b> {{pct .Remaining}} {{end}}{{end}}</p>{{end}}
 {{end}}{{end}}
 {{end}}

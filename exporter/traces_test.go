@@ -1,9 +1,6 @@
 package exporter
 
 import (
-	"net/http"
-	"net/http/httptest"
-	"strings"
 	"testing"
 	"time"
 
@@ -71,15 +68,3 @@ func TestTraceSeries(t *testing.T) {
 	}
 }
 
-func TestLandingPageShowsTraceSources(t *testing.T) {
-	rep := traceReport()
-	h := NewHandler(Endpoints{Report: func() *pipeline.Report { return rep }, Ready: func() bool { return true }})
-	srv := httptest.NewServer(h)
-	defer srv.Close()
-	body := get(t, srv.URL+"/", http.StatusOK)
-	for _, want := range []string{"traces: exact", "histograms: bounds", "3 / 3", "5 / 10", "all 4 held", "e2e p50 0.1 s"} {
-		if !strings.Contains(body, want) {
-			t.Errorf("landing page lacks %q", want)
-		}
-	}
-}

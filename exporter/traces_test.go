@@ -67,4 +67,3 @@ func TestTraceSeries(t *testing.T) {
 		}
 	}
 }
-

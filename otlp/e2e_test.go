@@ -7,6 +7,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
+
+	"github.com/vllm-slo-exporter/vllm-slo-exporter/exporter"
 	"github.com/vllm-slo-exporter/vllm-slo-exporter/history"
 	"github.com/vllm-slo-exporter/vllm-slo-exporter/otlp"
 	"github.com/vllm-slo-exporter/vllm-slo-exporter/pipeline"
@@ -183,6 +187,7 @@ func TestExactModeEndToEnd(t *testing.T) {
 			if checked != 4 {
 				t.Errorf("checked %d windows, want 2 models x 2 windows", checked)
 			}
+			checkSeries(t, rep, r.s.Truth(), e)
 		})
 	}
 }
@@ -306,6 +311,64 @@ func checkAdapters(t *testing.T, e *sim.SpanEmitter, model string, tr traces.Res
 		}
 		if got := s.GoodputTokensPerSecond.Estimate; !near(got, float64(tokens)/secs) {
 			t.Errorf("model %s adapter %q: goodput tokens %v, truth %v", model, a.Name, got, float64(tokens)/secs)
+		}
+	}
+}
+
+// checkSeries renders the report as the daemon's /metrics does and checks
+// the exported joint attainment, its bounds and the per-adapter attainment
+// against the truth: what a scraper of the exporter sees.
+func checkSeries(t *testing.T, rep *pipeline.Report, truth sim.Truth, e *sim.SpanEmitter) {
+	t.Helper()
+	reg := prometheus.NewPedanticRegistry()
+	reg.MustRegister(exporter.NewCollector(func() *pipeline.Report { return rep }))
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	byName := map[string]*dto.MetricFamily{}
+	for _, mf := range mfs {
+		byName[mf.GetName()] = mf
+	}
+	label := func(m *dto.Metric, name string) string {
+		for _, l := range m.GetLabel() {
+			if l.GetName() == name {
+				return l.GetValue()
+			}
+		}
+		return ""
+	}
+	windows := map[string]time.Duration{"1m": time.Minute, "5m": 5 * time.Minute}
+	seen := 0
+	for _, name := range []string{"vllm_slo_attainment_ratio", "vllm_slo_attainment_lower_ratio", "vllm_slo_attainment_upper_ratio", "vllm_slo_adapter_attainment_ratio"} {
+		for _, m := range byName[name].GetMetric() {
+			if label(m, "objective") != slo.AllKey {
+				continue
+			}
+			d := windows[label(m, "window")]
+			finished := truth.ForModel(label(m, "model_name")).FinishedIn(rep.Time.Add(-d), rep.Time)
+			if name == "vllm_slo_adapter_attainment_ratio" {
+				var mine sim.Truth
+				for _, r := range finished {
+					if e.Adapter(r) == label(m, "adapter") {
+						mine = append(mine, r)
+					}
+				}
+				finished = mine
+			}
+			good, _ := truthSLO(finished)
+			if want := float64(good) / float64(len(finished)); !near(m.GetGauge().GetValue(), want) {
+				t.Errorf("%s{model_name=%q, window=%q, adapter=%q} = %v, truth %v", name, label(m, "model_name"), label(m, "window"), label(m, "adapter"), m.GetGauge().GetValue(), want)
+			}
+			seen++
+		}
+	}
+	if want := 3*4 + 4 + 2*2; seen != want {
+		t.Errorf("checked %d series, want %d (estimate and bounds for 2 models x 2 windows, and 3 + 1 adapters x 2 windows)", seen, want)
+	}
+	for _, m := range byName["vllm_slo_window_source"].GetMetric() {
+		if label(m, "source") != exporter.SourceTraces {
+			t.Errorf("window %s of %s is from %s", label(m, "window"), label(m, "model_name"), label(m, "source"))
 		}
 	}
 }

@@ -1,10 +1,13 @@
 # `make test` is the whole suite: it installs what the tests need when missing,
-# then checks formatting, vets, and runs every test with the race detector.
+# then checks formatting, vets, runs staticcheck, and runs every test with the
+# race detector.
 GO ?= go
+# STATICCHECK is where scripts/install-test-deps.sh installs the pinned staticcheck.
+STATICCHECK ?= $(shell $(GO) env GOPATH)/bin/staticcheck
 
-.PHONY: test deps fmt-check vet build fuzz bench
+.PHONY: test deps fmt-check vet lint build fuzz bench
 
-test: deps fmt-check vet
+test: deps fmt-check vet lint
 	$(GO) test -race -timeout 20m ./...
 
 deps:
@@ -16,6 +19,9 @@ fmt-check:
 
 vet:
 	$(GO) vet ./...
+
+lint:
+	$(STATICCHECK) ./...
 
 build:
 	CGO_ENABLED=0 $(GO) build -o vllm-slo-exporter ./cmd/vllm-slo-exporter

@@ -1,5 +1,5 @@
 // Package config is the exporter's YAML configuration: the types, their
-// defaults, strict loading and validation (SPEC §5).
+// defaults, strict loading and validation.
 //
 // Loading is strict: an unknown key, a bad value or a setting the rest of the
 // program could not honour is an error naming the file, the line and the field,
@@ -58,6 +58,13 @@ type Global struct {
 	// MaxModelsPerTarget caps the distinct model_name values kept per target,
 	// bounding our own series' cardinality.
 	MaxModelsPerTarget int `yaml:"max_models_per_target"`
+	// HistorySizeLimit caps the memory one target's history may hold; past it
+	// the oldest points are dropped (windows then reach less far back, and
+	// say so), whatever the target sends.
+	HistorySizeLimit units.Base2Bytes `yaml:"history_size_limit"`
+	// HistoryTotalSizeLimit caps the histories of all targets together: each
+	// target then gets at most an equal share. 0 means no total cap.
+	HistoryTotalSizeLimit units.Base2Bytes `yaml:"history_total_size_limit"`
 }
 
 // Target is one server to scrape.

@@ -33,6 +33,7 @@ func TestDefaults(t *testing.T) {
 		EvaluationInterval: model.Duration(15 * time.Second),
 		StateSaveInterval:  model.Duration(time.Minute),
 		MaxModelsPerTarget: 100,
+		HistorySizeLimit:   32 << 20,
 	}
 	if !reflect.DeepEqual(c.Global, wantGlobal) {
 		t.Errorf("Global =\n%+v\nwant\n%+v", c.Global, wantGlobal)

@@ -11,11 +11,15 @@ import (
 // The defaults of single settings. Lists and policies have functions instead,
 // so that no caller can change a shared default.
 const (
-	DefaultScrapeInterval      = model.Duration(15 * time.Second)
-	DefaultScrapeTimeout       = model.Duration(10 * time.Second)
-	DefaultBodySizeLimit       = 10 * units.MiB
-	DefaultStateSaveInterval   = model.Duration(time.Minute)
-	DefaultMaxModelsPerTarget  = 100
+	DefaultScrapeInterval     = model.Duration(15 * time.Second)
+	DefaultScrapeTimeout      = model.Duration(10 * time.Second)
+	DefaultBodySizeLimit      = 10 * units.MiB
+	DefaultStateSaveInterval  = model.Duration(time.Minute)
+	DefaultMaxModelsPerTarget = 100
+	// DefaultHistorySizeLimit holds 30 days of a target serving about 20
+	// models (one model's 30 days take about 1.5 MiB); twice it (the Go
+	// collector's headroom) still fits the shipped 128 MiB Kubernetes limit.
+	DefaultHistorySizeLimit    = 32 * units.MiB
 	DefaultProfile             = "vllm"
 	DefaultPeriod              = model.Duration(30 * 24 * time.Hour)
 	DefaultCurrency            = "USD"
@@ -112,6 +116,9 @@ func applyDefaults(c *Config, present func(path string) bool) {
 	}
 	if g.MaxModelsPerTarget == 0 {
 		g.MaxModelsPerTarget = DefaultMaxModelsPerTarget
+	}
+	if g.HistorySizeLimit == 0 {
+		g.HistorySizeLimit = DefaultHistorySizeLimit
 	}
 	for i := range c.Targets {
 		t := &c.Targets[i]

@@ -38,6 +38,7 @@ var fileErrors = map[string]string{
 	"bad_http_client_unknown_top.yml": `testdata/bad_http_client_unknown_top.yml:5: targets[0].http_client_config.bearer_tokn: unknown field "bearer_tokn"`,
 	"bad_label_name.yml":              `testdata/bad_label_name.yml:4: targets[0].labels.gpu-type: "gpu-type" is not a valid label name`,
 	"bad_max_models.yml":              `testdata/bad_max_models.yml:2: global.max_models_per_target: -1 must be positive`,
+	"bad_history_size.yml":            `testdata/bad_history_size.yml:2: global.history_size_limit: -1KiB must not be negative`,
 	"bad_multi_doc.yml":               `testdata/bad_multi_doc.yml:4: more than one YAML document; a configuration is exactly one`,
 	"bad_negative_cost.yml":           `testdata/bad_negative_cost.yml:5: cost.gpu_hourly_cost: -1 must be a finite number >= 0`,
 	"bad_no_objectives.yml":           `testdata/bad_no_objectives.yml:5: slos[0].objectives: at least one objective is required (keys: ttft tpot itl e2e queue prefill decode inference)`,

@@ -1,6 +1,7 @@
 package config
 
 import (
+	"maps"
 	"math"
 	"net/url"
 	"regexp"
@@ -106,6 +107,12 @@ func validateGlobal(g *Global) *fieldError {
 	if g.MaxModelsPerTarget < 0 {
 		return errorf("global.max_models_per_target", "%d must be positive", g.MaxModelsPerTarget)
 	}
+	if g.HistorySizeLimit < 0 {
+		return errorf("global.history_size_limit", "%s must not be negative", g.HistorySizeLimit)
+	}
+	if g.HistoryTotalSizeLimit < 0 {
+		return errorf("global.history_total_size_limit", "%s must not be negative", g.HistoryTotalSizeLimit)
+	}
 	return nil
 }
 
@@ -174,7 +181,7 @@ func validateHTTPClient(h *commoncfg.HTTPClientConfig, path string) *fieldError 
 
 // validateLabels checks extra label names and values.
 func validateLabels(labels map[string]string, path string) *fieldError {
-	for _, name := range sortedKeys(labels) {
+	for _, name := range slices.Sorted(maps.Keys(labels)) { // in order: the first error is always the same
 		p := path + "." + name
 		if !model.LegacyValidation.IsValidLabelName(name) {
 			return errorf(p, "%q is not a valid label name", name)
@@ -315,14 +322,4 @@ func metricNames() string {
 		names[i] = string(m)
 	}
 	return strings.Join(names, " ")
-}
-
-// sortedKeys returns a map's keys in order, so that errors are deterministic.
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	return keys
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/grafana/grafana-foundation-sdk/go/cog"
 	"github.com/grafana/grafana-foundation-sdk/go/cog/plugins"
 	"github.com/grafana/grafana-foundation-sdk/go/dashboard"
+	"github.com/prometheus/common/model"
 	"github.com/prometheus/prometheus/model/labels"
 	"github.com/prometheus/prometheus/promql/parser"
 )
@@ -51,6 +52,7 @@ func TestDashboardLoadsStrictly(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	//lint:ignore SA1019 The v1 dashboard JSON is what Grafana 10 and 11 import; the v2 schema would drop them.
 	var strict dashboard.Dashboard
 	if err := sdkError(strict.UnmarshalJSONStrict(b)); err != nil {
 		t.Fatalf("strict unmarshal: %v", err)
@@ -62,6 +64,7 @@ func TestDashboardLoadsStrictly(t *testing.T) {
 	// panel's own strict decode returns an empty, non-nil cog.BuildErrors,
 	// which PanelOrRowPanel takes for an error before storing the panel. So
 	// the panels are inspected (and validated again) from the plain decoding.
+	//lint:ignore SA1019 The dashboard is v1 JSON, as above.
 	var d dashboard.Dashboard
 	if err := json.Unmarshal(b, &d); err != nil {
 		t.Fatalf("unmarshal: %v", err)
@@ -267,7 +270,7 @@ func TestDashboardQueries(t *testing.T) {
 		for _, vs := range selectors {
 			name := ""
 			for _, m := range vs.LabelMatchers {
-				if m.Name == labels.MetricName && m.Type == labels.MatchEqual {
+				if m.Name == model.MetricNameLabel && m.Type == labels.MatchEqual {
 					name = m.Value
 				}
 			}
@@ -284,7 +287,7 @@ func TestDashboardQueries(t *testing.T) {
 				legendOK[l] = true
 			}
 			for _, m := range vs.LabelMatchers {
-				if m.Name == labels.MetricName {
+				if m.Name == model.MetricNameLabel {
 					continue
 				}
 				if !slices.ContainsFunc(keys(known[m.Name]), m.Matches) {

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/common/model"
 	"github.com/prometheus/prometheus/model/labels"
 	"github.com/prometheus/prometheus/model/textparse"
 
@@ -123,12 +124,12 @@ func addNames(names seriesNames, body []byte, contentType string) error {
 			continue
 		}
 		p.Labels(&lset)
-		name := lset.Get(labels.MetricName)
+		name := lset.Get(model.MetricNameLabel)
 		if names[name] == nil {
 			names[name] = map[string]map[string]bool{}
 		}
 		lset.Range(func(l labels.Label) {
-			if l.Name == labels.MetricName {
+			if l.Name == model.MetricNameLabel {
 				return
 			}
 			if names[name][l.Name] == nil {

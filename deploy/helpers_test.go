@@ -7,7 +7,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"sync"
 	"testing"
@@ -22,9 +21,9 @@ const repoRoot = ".."
 
 // binary builds cmd/vllm-slo-exporter once per test run and returns its path.
 var binary = sync.OnceValues(func() (string, error) {
-	goTool, err := exec.LookPath("go")
+	goTool, err := exec.LookPath("go") // go test puts its own go first in PATH
 	if err != nil {
-		goTool = filepath.Join(runtime.GOROOT(), "bin", "go")
+		return "", fmt.Errorf("find the go tool: %w", err)
 	}
 	dir, err := os.MkdirTemp("", "deploy-test-")
 	if err != nil {

@@ -134,12 +134,13 @@ func (d *daemon) metrics(t *testing.T) series {
 // windowMatchesTruth reports whether the daemon's window (its e2e and TTFT
 // request counts and generation token throughput) equals the truth between
 // two scrape instants a_i < a_j whose distance is the window's length give
-// or take slop, or between the first instant and a_j when the history is
-// shorter than the window. The daemon evaluates at its own times and
+// or take one scrape interval (p0 is the last point at or before
+// end−length, p1 the last at or before end), or between the first instant
+// and a_j when the history is shorter than the window. The daemon evaluates at its own times and
 // timestamps its points itself, so which pair it used is unknown, but it must
 // be one of them: counters are cumulative, so the data of a window (p0, p1]
 // is exactly the truth between the two scrapes that produced p0 and p1.
-func windowMatchesTruth(ss series, target string, truth sim.Truth, instants []time.Time, model, window string, length, slop time.Duration) (string, bool) {
+func windowMatchesTruth(ss series, target string, truth sim.Truth, instants []time.Time, model, window string, length, interval time.Duration) (string, bool) {
 	base := map[string]string{"target": target, "model_name": model, "window": window}
 	find := func(name string, kv ...string) (float64, bool) {
 		f := ss.find(name, with(base, kv...))
@@ -158,10 +159,10 @@ func windowMatchesTruth(ss series, target string, truth sim.Truth, instants []ti
 	for j := len(instants) - 1; j > 0 && j >= len(instants)-40; j-- {
 		for i := j - 1; i >= 0; i-- {
 			d := instants[j].Sub(instants[i])
-			if d > length+slop {
+			if d > length+interval {
 				break
 			}
-			if d < length-slop && i != 0 {
+			if d < length-interval && i != 0 {
 				continue
 			}
 			tried++

@@ -2,7 +2,7 @@
 // replay goldens over simulator recordings (checked against the simulator's
 // ground truth), and the daemon run as a subprocess against a simulated vLLM
 // (readiness, window counts, reload, state file, TLS and basic auth, the
-// landing page in headless Chromium, the demo and check-config commands).
+// SLO console in headless Chromium, the demo and check-config commands).
 //
 // The package has no code of its own; `go test ./e2e/` builds the binary once
 // and runs it. `go test ./e2e/ -update` rewrites the recordings and goldens

@@ -184,12 +184,27 @@ func freeAddr(t *testing.T) string {
 // waitFor polls cond every 50ms until it is true or timeout passes.
 func waitFor(t *testing.T, timeout time.Duration, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %v waiting for %s", timeout, what)
+	eventually(t, timeout, what, func() (string, bool) { return "", cond() })
+}
+
+// eventually polls check every 50ms until it holds or timeout passes; the
+// failure then quotes what check said last.
+func eventually(t *testing.T, timeout time.Duration, what string, check func() (why string, ok bool)) {
+	t.Helper()
+	deadline := time.NewTimer(timeout)
+	defer deadline.Stop()
+	poll := time.NewTicker(50 * time.Millisecond)
+	defer poll.Stop()
+	for {
+		why, ok := check()
+		if ok {
+			return
 		}
-		time.Sleep(50 * time.Millisecond)
+		select {
+		case <-deadline.C:
+			t.Fatalf("timed out after %v waiting for %s; last: %s", timeout, what, why)
+		case <-poll.C:
+		}
 	}
 }
 

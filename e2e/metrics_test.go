@@ -129,8 +129,8 @@ func sibling(name, which string) string {
 	return name + "_" + which
 }
 
-// checkInvariants asserts the §6 invariants on every bounded family of an
-// exposition: lower ≤ estimate ≤ upper, ratios in [0, 1], exact values equal,
+// checkInvariants asserts the invariants of docs/design.md on every bounded
+// family of an exposition: lower ≤ estimate ≤ upper, ratios in [0, 1], exact values equal,
 // quantiles non-decreasing in q (estimates and both bounds).
 func checkInvariants(t *testing.T, ss series) {
 	t.Helper()

@@ -150,11 +150,13 @@ func TestStateFile(t *testing.T) {
 	state := dir + "/state"
 	cfg := liveConfig("0.99", [][2]string{{liveTarget, s.url()}}, "state_file: "+state+"\n")
 	d := startDaemon(t, dir, cfg)
-	time.Sleep(3 * time.Second)
-	before, ok := longWindowRequests(t, d.metrics(t), liveTarget)
-	if !ok || before == 0 {
-		t.Fatalf("1m window before the stop: %v (present %v)", before, ok)
-	}
+	// A few seconds of history, and requests in it, before the stop.
+	var before float64
+	waitFor(t, 20*time.Second, "3 s of scrapes with requests in the 1m window", func() bool {
+		v, ok := longWindowRequests(t, d.metrics(t), liveTarget)
+		before = v
+		return ok && v > 0 && scrapeSpan(s.scrapes()) >= 3*time.Second
+	})
 	if code := d.stop(t, sigterm, 15*time.Second); code != 0 {
 		t.Fatalf("exit code after SIGTERM = %d, want 0", code)
 	}
@@ -182,10 +184,11 @@ func TestStateFile(t *testing.T) {
 		t.Errorf("1m window counts %v after the restart, %v before the stop: history lost", after, before)
 	}
 	// Uninterrupted reference: the 1m window still starts at the very first
-	// scrape, so its counts are the truth from that scrape to a recent one.
-	if msg, ok := windowMatchesTruth(ss, liveTarget, s.sim.Truth(), s.scrapes(), sim.DemoModel, "1m", time.Minute, liveInterval); !ok {
-		t.Error(msg)
-	}
+	// scrape, so its counts are the truth from that scrape to a recent one
+	// (polled, as a late scrape stretches a window for a while).
+	eventually(t, 10*time.Second, "the 1m window to match the truth since the first scrape", func() (string, bool) {
+		return windowMatchesTruth(d2.metrics(t), liveTarget, s.sim.Truth(), s.scrapes(), sim.DemoModel, "1m", time.Minute, liveInterval)
+	})
 	if !strings.Contains(d2.stderr.String(), "state restored") {
 		t.Errorf("log does not say the state was restored:\n%s", tail(d2.stderr.String(), 2000))
 	}
@@ -206,7 +209,11 @@ func TestStateFile(t *testing.T) {
 				t.Fatal(err)
 			}
 			d := runDaemonFile(t, d.config) // fails unless it becomes ready
-			time.Sleep(2 * liveInterval)
+			// Still running two scrapes later.
+			served := len(s.scrapes())
+			waitFor(t, 10*time.Second, "two more scrapes", func() bool {
+				return len(s.scrapes()) >= served+2 || !d.running()
+			})
 			if !d.running() {
 				t.Fatalf("daemon exited with %d on a %s state file", d.exit, c.name)
 			}

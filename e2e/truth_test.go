@@ -127,9 +127,9 @@ func checkWindow(t *testing.T, ss series, truth sim.Truth, model, window string,
 		t.Errorf("%s %s: only %d latency quantiles checked", model, window, checked)
 	}
 
-	// Attainment and goodput bounds hold the truth, strictly. (§10 allows the
-	// joint lower bound to be too high by one per request aborted by a
-	// restart with its first token in the window; the restart scenarios show
+	// Attainment and goodput bounds hold the truth, strictly. (The joint lower
+	// bound could be one too high per request a restart aborted unseen after
+	// its first token, as docs/design.md explains; the restart scenarios hold
 	// no such case, and would fail here if the bounds ever relied on it.)
 	for _, s := range truthSLOs {
 		sb := with(base, "slo", s.name)
@@ -198,8 +198,8 @@ func ratio(a, b int) float64 {
 	return float64(a) / float64(b)
 }
 
-// nearestRank is the r-th smallest value, r = ⌈q·n⌉ (at least 1): §10's
-// convention.
+// nearestRank is the r-th smallest value, r = ⌈q·n⌉ (at least 1): the
+// convention of the histogram brackets.
 func nearestRank(vals []float64, q float64) float64 {
 	if len(vals) == 0 {
 		return math.NaN()

@@ -1,12 +1,13 @@
 // Package exporter is the output side: it renders the pipeline's latest
-// Report as Prometheus series (SPEC §6), serves them with the landing page and
-// the operational endpoints, and pushes alerts to Alertmanager.
+// Report as Prometheus series (the README lists them), serves them with the SLO console and
+// the operational endpoints (package notify pushes the alerts to Alertmanager).
 //
 // It never scrapes and never computes SLO numbers; it only shows what a Report
 // holds, so that everything it prints is exactly what the pipeline computed.
 package exporter
 
 import (
+	"cmp"
 	"maps"
 	"slices"
 	"strconv"
@@ -139,8 +140,16 @@ func (r *renderer) target(t pipeline.TargetReport) {
 	for _, reason := range slices.Sorted(maps.Keys(t.Failures)) {
 		r.emit(d.failures, prometheus.CounterValue, t.Failures[reason], r.base, reason)
 	}
+	rejections := slices.SortedFunc(maps.Keys(t.Rejections), func(a, b pipeline.FamilyRejection) int {
+		return cmp.Or(strings.Compare(a.Family, b.Family), strings.Compare(a.Reason, b.Reason))
+	})
+	for _, fr := range rejections {
+		r.emit(d.rejections, prometheus.CounterValue, t.Rejections[fr], r.base, fr.Family, fr.Reason)
+	}
 	r.emit(d.resets, prometheus.CounterValue, t.Resets, r.base)
 	r.emit(d.modelsDropped, prometheus.CounterValue, t.ModelsDropped, r.base)
+	r.gauge(d.historyBytes, float64(t.History.Bytes), r.base)
+	r.emit(d.historyDropped, prometheus.CounterValue, float64(t.History.DroppedPoints), r.base)
 	for _, f := range t.Missing {
 		r.gauge(d.missing, 1, r.base, f)
 	}

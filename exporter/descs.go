@@ -14,6 +14,9 @@ type boundedDescs struct {
 // descSet holds every descriptor for one set of extra label names.
 type descSet struct {
 	up, scrapeDuration, failures, resets, modelsDropped, missing *prometheus.Desc
+	rejections                                                   *prometheus.Desc
+
+	historyBytes, historyDropped *prometheus.Desc
 
 	windowRequests, throughput, requestRate, predicted, observed, goodTotal *prometheus.Desc
 
@@ -55,6 +58,9 @@ func newDescSet(extra []string) *descSet {
 		failures:       desc("target_scrape_failures_total", "Failed scrapes of the target by reason.", with(target, "reason")),
 		resets:         desc("target_resets_total", "Counter resets seen on the target (vLLM restarts).", target),
 		modelsDropped:  desc("target_models_dropped_total", "Snapshots' model_name values refused by the per-target model cap.", target),
+		historyBytes:   desc("target_history_bytes", "Estimated memory held by the target's history; it stays within global.history_size_limit.", target),
+		historyDropped: desc("target_history_points_dropped_total", "History points dropped, oldest first, to stay within the memory limit: windows then reach less far back.", target),
+		rejections:     desc("target_family_rejections_total", "Models left out of otherwise good scrapes of the target because this family failed validation for them (the other models were used), by family and reason.", with(target, "metric", "reason")),
 		missing:        desc("target_metric_missing", "1 when a family the profile needs is absent from the target's last good scrape (renamed by an upgrade, or --disable-log-stats), 0 when present.", with(target, "metric")),
 
 		windowRequests: desc("window_requests", "Observations of the latency metric in the window.", with(model, "metric", "window")),

@@ -2,13 +2,11 @@ package exporter
 
 import (
 	"context"
-	"encoding/json"
 	"io"
 	"math"
 	"net/http"
 	"net/http/httptest"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -104,8 +102,8 @@ func value(m *dto.Metric) float64 {
 	return m.GetCounter().GetValue()
 }
 
-// TestCollectorInvariants renders a real report and checks the SPEC §6
-// invariants on the exposed series: lower ≤ estimate ≤ upper, ratios in
+// TestCollectorInvariants renders a real report and checks the invariants of
+// docs/design.md on the exposed series: lower ≤ estimate ≤ upper, ratios in
 // [0, 1], quantiles non-decreasing in q, no NaN, and the common labels.
 func TestCollectorInvariants(t *testing.T) {
 	mfs := gather(t, simReport(t, "Qwen/Qwen2.5-7B-Instruct"))
@@ -246,108 +244,6 @@ func get(t *testing.T, url string, want int) string {
 	return string(b)
 }
 
-// fakeAlertmanager records the alerts posted to its v2 API.
-type fakeAlertmanager struct {
-	mu     sync.Mutex
-	posts  [][]amAlert
-	status int
-}
-
-func (f *fakeAlertmanager) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	if r.URL.Path != "/api/v2/alerts" || r.Method != http.MethodPost {
-		http.NotFound(w, r)
-		return
-	}
-	var batch []amAlert
-	if err := json.NewDecoder(r.Body).Decode(&batch); err != nil {
-		http.Error(w, err.Error(), http.StatusBadRequest)
-		return
-	}
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if f.status != 0 {
-		w.WriteHeader(f.status)
-		return
-	}
-	f.posts = append(f.posts, batch)
-}
-
-func (f *fakeAlertmanager) received() [][]amAlert {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return append([][]amAlert(nil), f.posts...)
-}
-
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-}
-
-func TestNotifierFiringResendResolve(t *testing.T) {
-	am := &fakeAlertmanager{}
-	srv := httptest.NewServer(am)
-	defer srv.Close()
-	n := NewNotifier(NotifierOptions{
-		Alertmanagers:  []AlertmanagerTarget{{URL: srv.URL, Timeout: time.Second}},
-		ResendDelay:    time.Minute,
-		ExternalLabels: map[string]string{"cluster": "lab", "severity": "ignored"},
-	})
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	go n.Run(ctx)
-
-	labels := map[string]string{"alertname": "VLLMSLOBurnRateHigh", "severity": "page", "slo": "interactive"}
-	fire := pipeline.Alert{Labels: labels, State: pipeline.StateFiring, ActiveAt: start, FiredAt: start}
-	n.Notify(start, []pipeline.Alert{fire, {Labels: map[string]string{"alertname": "p"}, State: pipeline.StatePending}})
-	waitFor(t, "the first post", func() bool { return len(am.received()) == 1 })
-	got := am.received()[0]
-	if len(got) != 1 || got[0].Labels["cluster"] != "lab" || got[0].Labels["severity"] != "page" || !got[0].StartsAt.Equal(start) || !got[0].EndsAt.After(start) {
-		t.Fatalf("first post %+v: want only the firing alert, external labels added but not overriding, endsAt in the future", got)
-	}
-	n.Notify(start.Add(30*time.Second), []pipeline.Alert{fire}) // within ResendDelay: nothing
-	n.Notify(start.Add(61*time.Second), []pipeline.Alert{fire}) // resent
-	waitFor(t, "the resend", func() bool { return len(am.received()) == 2 })
-	resolved := fire
-	resolved.State, resolved.ResolvedAt = pipeline.StateResolved, start.Add(90*time.Second)
-	n.Notify(start.Add(90*time.Second), []pipeline.Alert{resolved})
-	waitFor(t, "the resolve", func() bool { return len(am.received()) == 3 })
-	if r := am.received()[2][0]; !r.EndsAt.Equal(resolved.ResolvedAt) {
-		t.Errorf("resolve endsAt %v, want %v", r.EndsAt, resolved.ResolvedAt)
-	}
-}
-
-// TestNotifierNeverBlocks checks that an Alertmanager that hangs does not
-// block Notify, which runs on the evaluation path.
-func TestNotifierNeverBlocks(t *testing.T) {
-	hang := make(chan struct{})
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { <-hang }))
-	defer srv.Close()
-	defer close(hang)
-	n := NewNotifier(NotifierOptions{Alertmanagers: []AlertmanagerTarget{{URL: srv.URL, Timeout: 50 * time.Millisecond}}})
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	go n.Run(ctx)
-	done := make(chan struct{})
-	go func() {
-		for i := 0; i < 100; i++ {
-			a := pipeline.Alert{Labels: map[string]string{"alertname": "x", "i": string(rune('a' + i%26))}, State: pipeline.StateFiring}
-			n.Notify(start.Add(time.Duration(i)*time.Hour), []pipeline.Alert{a})
-		}
-		close(done)
-	}()
-	select {
-	case <-done:
-	case <-time.After(5 * time.Second):
-		t.Fatal("Notify blocked on a hanging Alertmanager")
-	}
-}
-
 func TestTextOutputParses(t *testing.T) {
 	rep := simReport(t, "m")
 	srv := httptest.NewServer(NewHandler(Endpoints{Report: func() *pipeline.Report { return rep }, Self: NewSelfRegistry()}))
@@ -373,8 +269,8 @@ func TestLandingPageWithoutWindows(t *testing.T) {
 		Models: []pipeline.ModelReport{{Name: "m"}}}}}
 	srv := httptest.NewServer(NewHandler(Endpoints{Report: func() *pipeline.Report { return rep }}))
 	defer srv.Close()
-	if body := get(t, srv.URL+"/", http.StatusOK); !strings.Contains(body, "a · m") {
-		t.Errorf("landing page lacks the model heading:\n%s", body)
+	if body := get(t, srv.URL+"/", http.StatusOK); !strings.Contains(body, `<span class="model">m</span>`) {
+		t.Errorf("landing page lacks the model:\n%s", body)
 	}
 }
 
@@ -397,22 +293,24 @@ func TestMetricsFollowNewReport(t *testing.T) {
 	}
 }
 
-// TestNotifierSendsRefiredAlertAtOnce: an alert that resolves and fires again
-// within the resend delay is a new instance, sent at once.
-func TestNotifierSendsRefiredAlertAtOnce(t *testing.T) {
-	am := &fakeAlertmanager{}
-	srv := httptest.NewServer(am)
-	defer srv.Close()
-	n := NewNotifier(NotifierOptions{Alertmanagers: []AlertmanagerTarget{{URL: srv.URL}}, ResendDelay: 5 * time.Minute})
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	go n.Run(ctx)
-	labels := map[string]string{"alertname": "x"}
-	n.Notify(start, []pipeline.Alert{{Labels: labels, State: pipeline.StateFiring, ActiveAt: start}})
-	waitFor(t, "the firing", func() bool { return len(am.received()) == 1 })
-	n.Notify(start.Add(time.Minute), []pipeline.Alert{{Labels: labels, State: pipeline.StateResolved, ActiveAt: start, ResolvedAt: start.Add(time.Minute)}})
-	waitFor(t, "the resolve", func() bool { return len(am.received()) == 2 })
-	again := start.Add(3 * time.Minute)
-	n.Notify(again, []pipeline.Alert{{Labels: labels, State: pipeline.StateFiring, ActiveAt: again}})
-	waitFor(t, "the second firing", func() bool { return len(am.received()) == 3 })
+// TestRejectionsExposed checks that rejected families are exposed as a
+// counter per family and reason, and that a target without any exposes none.
+func TestRejectionsExposed(t *testing.T) {
+	rep := &pipeline.Report{Targets: []pipeline.TargetReport{{Name: "a", Tried: true, Up: true,
+		Rejections: map[pipeline.FamilyRejection]float64{{Family: "ttft", Reason: "invalid_histogram"}: 2, {Family: "running", Reason: "invalid_value"}: 1}}}}
+	mf := gather(t, rep)["vllm_slo_target_family_rejections_total"]
+	if mf == nil || len(mf.GetMetric()) != 2 {
+		t.Fatalf("family %v, want two series", mf)
+	}
+	got := map[string]float64{}
+	for _, m := range mf.GetMetric() {
+		got[label(m, "metric")+"/"+label(m, "reason")] = m.GetCounter().GetValue()
+	}
+	if got["ttft/invalid_histogram"] != 2 || got["running/invalid_value"] != 1 {
+		t.Errorf("series %v", got)
+	}
+	rep.Targets[0].Rejections = nil
+	if mf := gather(t, rep)["vllm_slo_target_family_rejections_total"]; mf != nil {
+		t.Errorf("a target without rejections exposes %v", mf)
+	}
 }

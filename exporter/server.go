@@ -10,6 +10,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	versioncollector "github.com/prometheus/client_golang/prometheus/collectors/version"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/vllm-slo-exporter/vllm-slo-exporter/console"
 )
 
 // Endpoints is what the HTTP handler needs from the daemon.
@@ -25,7 +27,10 @@ type Endpoints struct {
 	ConfigYAML func() ([]byte, error)
 	// Self is the registry of the daemon's own metrics (reload status, ...).
 	Self *prometheus.Registry
-	// RefreshSeconds is how often the landing page reloads itself.
+	// History lets the console draw past windows; nil serves the overview
+	// without detail charts.
+	History console.History
+	// RefreshSeconds is how often the console's overview reloads itself.
 	RefreshSeconds int
 }
 
@@ -47,8 +52,8 @@ func NewSelfRegistry() *prometheus.Registry {
 	return reg
 }
 
-// NewHandler serves /metrics, the landing page, /config, /-/healthy,
-// /-/ready and /-/reload.
+// NewHandler serves /metrics, /config, /-/healthy, /-/ready and /-/reload,
+// and the SLO console (package console) at / and its pages.
 func NewHandler(e Endpoints) http.Handler {
 	gatherers := prometheus.Gatherers{&reportGatherer{source: e.Report}}
 	if e.Self != nil {
@@ -98,6 +103,6 @@ func NewHandler(e Endpoints) http.Handler {
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 		w.Write(b)
 	})
-	mux.Handle("GET /{$}", landingHandler(e))
+	mux.Handle("/", console.New(console.Options{Report: e.Report, History: e.History, RefreshSeconds: e.RefreshSeconds}))
 	return mux
 }

@@ -25,6 +25,12 @@ type History struct {
 	now    int64
 	hasNow bool
 	resets int
+	// dropped counts points dropped for Retention.MaxBytes; truncated is the
+	// time (Unix ns) of the newest of them.
+	dropped   int
+	truncated int64
+	// bytes is the sum of the models' memory estimates.
+	bytes int64
 }
 
 // New returns an empty history with retention r. An invalid r (see
@@ -37,7 +43,7 @@ func New(r Retention) *History {
 
 // Retention returns the tiers in use.
 func (h *History) Retention() Retention {
-	return Retention{Tiers: slices.Clone(h.ret.Tiers)}
+	return Retention{Tiers: slices.Clone(h.ret.Tiers), MaxBytes: h.ret.MaxBytes}
 }
 
 // Append records one scrape. Its time must be after the previous accepted
@@ -77,18 +83,24 @@ func (h *History) Append(s *scrape.Snapshot) error {
 			sr = newSeries(len(h.ret.Tiers))
 			h.models[name] = sr
 		}
+		before := sr.bytes
 		if sr.add(t, ms) {
 			h.resets++
 		}
+		h.bytes += sr.bytes - before
 		sr.latest, sr.latestT = cloneSample(ms), t
 	}
 	h.now, h.hasNow = t, true
 	for name, sr := range h.models {
+		before := sr.bytes
 		sr.compact(t, h.ret.Tiers)
+		h.bytes += sr.bytes - before
 		if sr.len() == 0 {
+			h.bytes -= sr.bytes
 			delete(h.models, name)
 		}
 	}
+	h.enforceLimit(h.ret.MaxBytes)
 	return nil
 }
 
@@ -264,6 +276,9 @@ func (h *History) Newest() time.Time {
 func (h *History) Forget(model string) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
+	if sr := h.models[model]; sr != nil {
+		h.bytes -= sr.bytes
+	}
 	delete(h.models, model)
 }
 
@@ -278,6 +293,7 @@ func (h *History) ForgetUnseen(cutoff time.Time) []string {
 	for name, sr := range h.models {
 		if p := sr.last(); p == nil || p.t < c {
 			gone = append(gone, name)
+			h.bytes -= sr.bytes
 			delete(h.models, name)
 		}
 	}

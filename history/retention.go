@@ -19,6 +19,13 @@ type Tier struct {
 // Keep. Points older than the last tier's Keep are dropped.
 type Retention struct {
 	Tiers []Tier
+	// MaxBytes caps the memory the history's points and layouts may hold
+	// (see History.Usage for what is counted); 0 means no cap. Past it the
+	// oldest points are dropped, so windows reach less far back, and
+	// History.Usage counts them. Whatever a target sends, the history then
+	// stays within the cap, except that every model keeps its two newest
+	// points.
+	MaxBytes int64
 }
 
 // Retention defaults used by NewRetention.
@@ -91,11 +98,11 @@ func (r Retention) Longest() time.Duration {
 // r's longest Keep (at least an hour), so that New never fails.
 func (r Retention) sanitized() Retention {
 	if r.Validate() == nil {
-		return Retention{Tiers: append([]Tier(nil), r.Tiers...)}
+		return Retention{Tiers: append([]Tier(nil), r.Tiers...), MaxBytes: r.MaxBytes}
 	}
 	keep := minRawKeep
 	for _, t := range r.Tiers {
 		keep = max(keep, t.Keep)
 	}
-	return Retention{Tiers: []Tier{{Step: 0, Keep: keep}}}
+	return Retention{Tiers: []Tier{{Step: 0, Keep: keep}}, MaxBytes: max(r.MaxBytes, 0)}
 }

@@ -46,14 +46,22 @@ type segment struct {
 	size    int
 	// created is the model's `_created` time (Unix seconds), 0 when unknown.
 	created float64
-	// start is the time of the segment's first point (Unix ns).
+	// start is the time of the segment's first point (Unix ns); a segment
+	// that continues another after a layout change inherits its start.
 	start int64
 	// observed is true when the segment began with a restart seen by this
 	// history (not merely with the first scrape of the model).
 	observed bool
+	// continues is true when the segment began with a bucket-layout change of
+	// a process that did not restart (nothing decreased, same `_created`):
+	// its values continue the previous segment's on the edges both layouts
+	// share, instead of counting from zero.
+	continues bool
 	// base is the value vector the segment's packed points are encoded
 	// against (see pack); nil until the first point is packed, then fixed.
 	base []float64
+	// refs is the number of held points in the segment (memory accounting).
+	refs int
 }
 
 func newSegment(start int64, observed bool) *segment {
@@ -128,6 +136,9 @@ type series struct {
 	resets  int
 	latest  *scrape.ModelSample
 	latestT int64
+	// bytes is the running memory estimate of the points and layouts held
+	// (see budget.go).
+	bytes int64
 }
 
 func newSeries(nTiers int) *series {
@@ -191,35 +202,79 @@ func (s *series) firstAtOrAfter(t int64) int {
 // restart moves it by at least the model's load time, seconds.
 const createdTolerance = 1.0
 
-// needsNewSegment reports whether ms cannot continue prev's segment: the
-// process start changed, a histogram's buckets changed, or a value decreased.
-func needsNewSegment(prev *point, ms *scrape.ModelSample) bool {
+// segmentBreak says whether ms cannot continue prev's segment, and why.
+type segmentBreak int
+
+const (
+	// sameSegment: ms continues prev's segment.
+	sameSegment segmentBreak = iota
+	// layoutChange: a histogram's buckets changed but the process did not
+	// restart (nothing decreased on the edges both layouts share, the same
+	// `_created`): a new segment that continues the old one's values.
+	layoutChange
+	// restart: the process start changed or a value decreased: a new segment
+	// counting from zero.
+	restart
+)
+
+// breakBetween compares ms with prev, the segment's last point: a changed
+// `_created` or a decreased value is a restart, changed buckets alone a
+// layout change. A decrease is looked for on every edge both layouts share
+// (+Inf always) and on the sum, so a re-registered histogram that starts
+// from zero is a restart, and a layout that merely changes (a target that
+// renders its buckets differently) does not double-count its whole past.
+func breakBetween(prev *point, ms *scrape.ModelSample) segmentBreak {
 	sg := prev.seg
 	prevVals := prev.values()
 	if ms.Created != 0 && sg.created != 0 && math.Abs(ms.Created-sg.created) >= createdTolerance {
-		return true
+		return restart
 	}
+	brk := sameSegment
 	for f, h := range ms.Histograms {
 		e := sg.lookup(key{scrape.KindHistogram, f})
 		if e == nil {
 			continue
 		}
-		if !slices.Equal(e.edges, h.Edges) {
-			return true
-		}
 		old := prevVals[e.off:e.end()]
-		for i, c := range h.Counts {
-			if c < old[i] {
-				return true
-			}
+		if h.Sum < old[len(e.edges)] {
+			return restart
 		}
-		if h.Sum < old[len(h.Counts)] {
-			return true
+		if slices.Equal(e.edges, h.Edges) {
+			for i, c := range h.Counts {
+				if c < old[i] {
+					return restart
+				}
+			}
+			continue
+		}
+		brk = layoutChange
+		if decreasedOnCommonEdges(e.edges, old, h.Edges, h.Counts) {
+			return restart
 		}
 	}
 	for f, v := range ms.Counters {
 		if e := sg.lookup(key{scrape.KindCounter, f}); e != nil && v < prevVals[e.off] {
-			return true
+			return restart
+		}
+	}
+	return brk
+}
+
+// decreasedOnCommonEdges reports whether any cumulative count on an edge
+// present in both layouts is lower in the new one.
+func decreasedOnCommonEdges(oldEdges, oldCounts, newEdges, newCounts []float64) bool {
+	for i, j := 0, 0; i < len(oldEdges) && j < len(newEdges); {
+		switch {
+		case oldEdges[i] == newEdges[j]:
+			if newCounts[j] < oldCounts[i] {
+				return true
+			}
+			i++
+			j++
+		case oldEdges[i] < newEdges[j]:
+			i++
+		default:
+			j++
 		}
 	}
 	return false
@@ -229,11 +284,20 @@ func needsNewSegment(prev *point, ms *scrape.ModelSample) bool {
 // new segment after an earlier one (a reset).
 func (s *series) add(t int64, ms *scrape.ModelSample) bool {
 	prev := s.last()
-	reset := prev != nil && needsNewSegment(prev, ms)
+	brk := sameSegment
+	if prev != nil {
+		brk = breakBetween(prev, ms)
+	}
+	reset := brk == restart
 	var sg *segment
-	if prev == nil || reset {
+	switch {
+	case prev == nil || reset:
 		sg = newSegment(t, reset)
-	} else {
+	case brk == layoutChange:
+		sg = newSegment(prev.seg.start, prev.seg.observed)
+		sg.continues = true
+		sg.created = prev.seg.created
+	default:
 		sg = prev.seg
 	}
 	if sg.created == 0 {
@@ -259,8 +323,15 @@ func (s *series) add(t int64, ms *scrape.ModelSample) bool {
 		}
 		return strings.Compare(string(a.fam), string(b.fam))
 	})
+	grown := int64(0)
+	if sg.refs > 0 && len(fresh) > 0 {
+		grown = -segmentBytes(sg)
+	}
 	for _, k := range fresh {
 		sg.add(k, ms.Histograms[k.fam].Edges)
+	}
+	if sg.refs > 0 && len(fresh) > 0 {
+		s.bytes += grown + segmentBytes(sg)
 	}
 
 	// Values: carried forward from the previous point of the segment for
@@ -297,6 +368,7 @@ func (s *series) add(t int64, ms *scrape.ModelSample) bool {
 		p.g[i] = g
 	}
 	s.tiers[0] = append(s.tiers[0], p)
+	s.addPoint(&s.tiers[0][len(s.tiers[0])-1])
 	if reset {
 		s.resets++
 	}
@@ -338,10 +410,13 @@ func (s *series) compact(now int64, tiers []Tier) {
 			s.tiers[k] = s.tiers[k][1:]
 			next := s.frontFrom(k)
 			if k+1 < len(s.tiers) && (next == nil || next.seg != p.seg || s.firstInBucket(k+1, p.t, tiers[k+1].Step)) {
+				before := pointBytes(&p) + segmentBytes(p.seg)
 				p.packPoint()
+				s.bytes += pointBytes(&p) + segmentBytes(p.seg) - before
 				s.tiers[k+1] = append(s.tiers[k+1], p)
 				continue
 			}
+			s.removePoint(&p)
 			if next != nil {
 				for i := range next.g {
 					next.g[i].max = maxKnown(next.g[i].max, p.g[i].max)

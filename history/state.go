@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/gob"
 	"fmt"
+	"maps"
 	"math"
 	"slices"
 
@@ -33,12 +34,13 @@ type (
 		LatestT  int64
 	}
 	segmentState struct {
-		Kinds    []int
-		Families []string
-		Edges    [][]float64
-		Created  float64
-		Start    int64
-		Observed bool
+		Kinds     []int
+		Families  []string
+		Edges     [][]float64
+		Created   float64
+		Start     int64
+		Observed  bool
+		Continues bool
 	}
 	pointState struct {
 		T      int64
@@ -55,7 +57,7 @@ func (h *History) MarshalBinary() ([]byte, error) {
 	h.mu.RLock()
 	defer h.mu.RUnlock()
 	st := stateFile{Version: stateVersion, Now: h.now, HasNow: h.hasNow, Resets: h.resets}
-	for _, name := range sortedKeys(h.models) {
+	for _, name := range slices.Sorted(maps.Keys(h.models)) {
 		sr := h.models[name]
 		ms := modelState{Name: name, Resets: sr.resets, Latest: sr.latest, LatestT: sr.latestT}
 		segIndex := map[*segment]int{}
@@ -85,7 +87,7 @@ func (h *History) MarshalBinary() ([]byte, error) {
 }
 
 func encodeSegment(sg *segment) segmentState {
-	ss := segmentState{Created: sg.created, Start: sg.start, Observed: sg.observed}
+	ss := segmentState{Created: sg.created, Start: sg.start, Observed: sg.observed, Continues: sg.continues}
 	for _, e := range sg.entries {
 		ss.Kinds = append(ss.Kinds, int(e.kind))
 		ss.Families = append(ss.Families, string(e.fam))
@@ -129,6 +131,8 @@ func (h *History) UnmarshalBinary(data []byte) (err error) {
 		}
 	}
 	h.models, h.now, h.hasNow, h.resets = models, st.Now, st.HasNow, st.Resets
+	h.recountAll()
+	h.enforceLimit(h.ret.MaxBytes)
 	return nil
 }
 
@@ -218,6 +222,7 @@ func decodeModel(ms modelState, nTiers int) (*series, error) {
 		}
 		sr.latest, sr.latestT = cloneSample(ms.Latest), ms.LatestT
 	}
+	sr.recount()
 	return sr, nil
 }
 
@@ -229,7 +234,7 @@ func decodeSegment(ss segmentState) (*segment, error) {
 		return nil, fmt.Errorf("created %v: must be finite and non-negative", ss.Created)
 	}
 	sg := newSegment(ss.Start, ss.Observed)
-	sg.created = ss.Created
+	sg.created, sg.continues = ss.Created, ss.Continues
 	for i, kind := range ss.Kinds {
 		k := key{kind: scrape.Kind(kind), fam: scrape.Family(ss.Families[i])}
 		if sg.lookup(k) != nil {
@@ -279,13 +284,4 @@ func isPrefix(sg *segment, n int) bool {
 		}
 	}
 	return false
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	return keys
 }

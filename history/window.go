@@ -22,6 +22,14 @@ type Options struct {
 	// thinned, the first retained point may be later than the first scrape
 	// after start+Warmup, so slightly more is excluded, never less.
 	Warmup time.Duration
+	// MaxGap, when positive, is the longest gap between two points that a
+	// window's start may be taken across. The window's baseline is the last
+	// point at or before its start; when the next point came more than
+	// MaxGap later (scrapes failed, or the clock jumped), the increase over
+	// that gap cannot be split at the start, so the window starts at the
+	// first point after the gap instead: it then holds less than its length,
+	// and its Start says so. Coarse tiers add their Step to the allowance.
+	MaxGap time.Duration
 }
 
 // piece is the part of one segment inside a window: the increase from point
@@ -58,6 +66,9 @@ func (h *History) Window(model string, end time.Time, length time.Duration, opts
 		return slo.Window{}, false
 	}
 	i0 := max(sr.lastAtOrBefore(clampNanos(end.Add(-length))), 0)
+	if opts.MaxGap > 0 && i0 < i1 {
+		i0 = sr.skipStartGap(i0, clampNanos(end.Add(-length)), opts.MaxGap, h.ret.Tiers)
+	}
 	if i0 >= i1 {
 		return slo.Window{}, false
 	}
@@ -139,6 +150,33 @@ func (h *History) Window(model string, end time.Time, length time.Duration, opts
 	return w, true
 }
 
+// skipStartGap returns the index of a window's baseline point: i0, the last
+// point at or before start, unless i0 lies before start and the point after
+// it came more than maxGap (plus the Step of i0's tier) later, in which case
+// the window begins after the gap, at i0+1.
+func (s *series) skipStartGap(i0 int, start int64, maxGap time.Duration, tiers []Tier) int {
+	p0, next := s.at(i0), s.at(i0+1)
+	if next == nil || p0.t >= start {
+		return i0
+	}
+	allow := maxGap + tiers[s.tierOf(i0)].Step
+	if time.Duration(next.t-p0.t) > allow {
+		return i0 + 1
+	}
+	return i0
+}
+
+// tierOf returns the tier holding the i-th point, oldest first.
+func (s *series) tierOf(i int) int {
+	for k := len(s.tiers) - 1; k >= 0; k-- {
+		if i < len(s.tiers[k]) {
+			return k
+		}
+		i -= len(s.tiers[k])
+	}
+	return 0
+}
+
 // isLatency reports whether a family is one of slo's latency metrics.
 func isLatency(f scrape.Family) bool {
 	for _, m := range slo.Metrics {
@@ -199,16 +237,23 @@ type part struct {
 
 // increases sums the pieces' increases. A piece with from == to adds nothing
 // but still makes its families present (with its layout, when no piece adds
-// anything to them).
+// anything to them). A piece of a segment that continues the previous one
+// after a layout change counts from the previous piece's last point, on the
+// edges both layouts share, instead of from zero.
 func (s *series) increases(pieces []piece) increases {
 	parts := map[key][]part{}
 	layouts := map[key][]float64{}
 	out := increases{hists: map[key]slo.Histogram{}, counters: map[scrape.Family]float64{}}
-	for _, pc := range pieces {
+	for n, pc := range pieces {
 		to := s.at(pc.to).values()
 		var from []float64
-		if pc.from >= 0 {
+		var base *baseline
+		switch {
+		case pc.from >= 0:
 			from = s.at(pc.from).values()
+		case pc.seg.continues && n > 0:
+			prev := pieces[n-1]
+			base = &baseline{seg: prev.seg, vals: s.at(prev.to).values()}
 		}
 		empty := pc.from == pc.to
 		for i := range pc.seg.entries {
@@ -217,7 +262,7 @@ func (s *series) increases(pieces []piece) increases {
 				break // entries are in offset order: the rest came later
 			}
 			if e.kind == scrape.KindCounter {
-				out.counters[e.fam] += delta(to, from, e.off)
+				out.counters[e.fam] += delta(to, from, e.off) - base.counter(e.key)
 				continue
 			}
 			layouts[e.key] = e.edges
@@ -229,7 +274,7 @@ func (s *series) increases(pieces []piece) increases {
 				p.counts[j] = delta(to, from, e.off+j)
 			}
 			p.sum = delta(to, from, e.off+len(e.edges))
-			parts[e.key] = append(parts[e.key], p)
+			parts[e.key] = append(parts[e.key], base.subtract(e.key, p))
 		}
 	}
 	for k, edges := range layouts {
@@ -238,6 +283,55 @@ func (s *series) increases(pieces []piece) increases {
 			ps = []part{{edges: edges, counts: make([]float64, len(edges))}}
 		}
 		out.hists[k] = mergeParts(ps)
+	}
+	return out
+}
+
+// baseline is the last point of the segment that a continuing segment
+// follows: the continuing segment's increase is its values minus these.
+// A nil baseline subtracts nothing.
+type baseline struct {
+	seg  *segment
+	vals []float64
+}
+
+// counter is the baseline's value of a counter, 0 when it had none.
+func (b *baseline) counter(k key) float64 {
+	if b == nil {
+		return 0
+	}
+	if e := b.seg.lookup(k); e != nil && e.off < len(b.vals) {
+		return b.vals[e.off]
+	}
+	return 0
+}
+
+// subtract turns a continuing segment's cumulative part into its increase
+// since the baseline. Only edges of both layouts have a known baseline, so
+// the result keeps just those (+Inf always among them); a family the
+// baseline lacked counts from zero. The sum is comparable across layouts.
+func (b *baseline) subtract(k key, p part) part {
+	if b == nil {
+		return p
+	}
+	e := b.seg.lookup(k)
+	if e == nil || e.end() > len(b.vals) {
+		return p
+	}
+	old := b.vals[e.off:e.end()]
+	out := part{sum: max(p.sum-old[len(e.edges)], 0)}
+	for i, j := 0, 0; i < len(p.edges) && j < len(e.edges); {
+		switch {
+		case p.edges[i] == e.edges[j]:
+			out.edges = append(out.edges, p.edges[i])
+			out.counts = append(out.counts, max(p.counts[i]-old[j], 0))
+			i++
+			j++
+		case p.edges[i] < e.edges[j]:
+			i++
+		default:
+			j++
+		}
 	}
 	return out
 }

@@ -121,7 +121,32 @@ func TestWindowIncreases(t *testing.T) {
 				{30, sample{ttft: hist(edges5, 5, 2, 4, 6, 8, 10), gen: 40}},
 			},
 			end: 30, length: 15 * time.Second, wantOK: true, start: 15,
-			ttft: hist(edges5, 3, 1, 2, 3, 4, 4), gen: 10, resets: 1,
+			ttft: hist(edges5, 3, 1, 2, 3, 4, 4), gen: 10,
+		},
+		{
+			// Nothing decreased on the edges both layouts share: the same
+			// process renders other buckets. The window continues from the
+			// old values on the shared edges instead of counting the whole
+			// past again, and no restart is counted.
+			name: "layout change without a decrease continues the counts",
+			steps: []step{
+				{0, sample{ttft: hist(edges3, 1, 1, 2, 3), gen: 10}},
+				{15, sample{ttft: hist(edges5, 2, 1, 2, 3, 4, 6), gen: 30}},
+				{30, sample{ttft: hist(edges5, 5, 2, 4, 6, 8, 10), gen: 40}},
+			},
+			end: 30, length: time.Minute, wantOK: true, start: 0,
+			ttft: hist(edges3, 4, 2-1, 6-2, 10-3), gen: 30,
+		},
+		{
+			name: "layout change every scrape continues the counts",
+			steps: []step{
+				{0, sample{ttft: hist(edges3, 1, 1, 2, 3), gen: 10}},
+				{15, sample{ttft: hist(edges5, 2, 1, 2, 3, 4, 6), gen: 30}},
+				{30, sample{ttft: hist(edges3, 5, 4, 8, 10), gen: 40}},
+				{45, sample{ttft: hist(edges5, 6, 5, 7, 9, 11, 12), gen: 45}},
+			},
+			end: 45, length: time.Minute, wantOK: true, start: 0,
+			ttft: hist(edges3, 5, 5-1, 9-2, 12-3), gen: 35,
 		},
 		{
 			name: "window longer than history starts at the oldest point",
@@ -371,4 +396,52 @@ func TestThinnedWindowsExact(t *testing.T) {
 		t.Errorf("resets: thinned %d, raw %d, want equal and >= 5", hc.Resets(), hr.Resets())
 	}
 	t.Logf("checked %d windows; thinned %d points, raw %d", checked, hc.Len(), hr.Len())
+}
+
+// TestWindowAfterGap checks that a window is never stretched across a gap in
+// the scrapes: after an hour without scrapes, the 1m window ending at the
+// second scrape back holds only the last interval, not the whole hour, and a
+// window whose start falls inside the gap starts after it.
+func TestWindowAfterGap(t *testing.T) {
+	h := New(keepAll)
+	steps := []float64{0, 15, 30, 3630, 3645}
+	for i, sec := range steps {
+		c := float64(100 * (i + 1))
+		if err := h.Append(snap(at(sec), "m", sample{ttft: hist(edges3, c, c, c, c), gen: c})); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cases := []struct {
+		name      string
+		end       float64
+		length    time.Duration
+		maxGap    time.Duration
+		wantOK    bool
+		wantStart float64
+		wantCount float64
+	}{
+		{"1m after the gap holds one interval", 3645, time.Minute, 45 * time.Second, true, 3630, 100},
+		{"without MaxGap the old behaviour spans the gap", 3645, time.Minute, 0, true, 30, 200},
+		{"first scrape after the gap has no window", 3630, time.Minute, 45 * time.Second, false, 0, 0},
+		{"1h window starting in the gap starts after it", 3645, time.Hour, 45 * time.Second, true, 3630, 100},
+		{"2h window reaches the oldest point", 3645, 2 * time.Hour, 45 * time.Second, true, 0, 400},
+		{"window inside the healthy part is unchanged", 30, 15 * time.Second, 45 * time.Second, true, 15, 100},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			w, ok := h.Window("m", at(tc.end), tc.length, Options{MaxGap: tc.maxGap})
+			if ok != tc.wantOK {
+				t.Fatalf("ok = %v, want %v", ok, tc.wantOK)
+			}
+			if !ok {
+				return
+			}
+			if !w.Start.Equal(at(tc.wantStart)) {
+				t.Errorf("Start = %v, want %v", w.Start, at(tc.wantStart))
+			}
+			if got := w.Latency[slo.TTFT].Total(); got != tc.wantCount {
+				t.Errorf("count = %v, want %v", got, tc.wantCount)
+			}
+		})
+	}
 }

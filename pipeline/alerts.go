@@ -65,8 +65,11 @@ func (a Alert) Fingerprint() string { return alertKey(a.Labels) }
 type BurnCheck struct {
 	Alert       BurnAlert
 	Long, Short slo.Bounded
-	// Known is false when either window holds no finished request.
+	// Known is false when either window holds no finished request, or when
+	// the spec defines no SLO of the alert's name.
 	Known bool
+	// Reason says why Known is false; empty when it is true.
+	Reason string
 }
 
 // Active reports whether the alert's condition holds. It pages on the upper

@@ -48,6 +48,10 @@ type Spec struct {
 	// MaxModels caps the distinct model_name values kept per target; 0 means no cap.
 	MaxModels int
 	Retention history.Retention
+	// HistoryLimit caps the memory of one target's history (0: none), and
+	// HistoryTotalLimit that of all targets together (0: none): each target
+	// then gets an equal share. See history.Retention.MaxBytes.
+	HistoryLimit, HistoryTotalLimit int64
 	// Alerts are the burn-rate alerts of the SLOs.
 	Alerts []BurnAlert
 	// Traces, when set, holds per-request records from vLLM's spans: each
@@ -62,6 +66,9 @@ type Pipeline struct {
 	mu      sync.RWMutex
 	spec    Spec
 	targets map[string]*target
+	// retired are targets a reload removed or re-pointed, kept for revival
+	// (see retired.go).
+	retired []*target
 
 	alertMu sync.Mutex
 	alerts  alertBook
@@ -77,6 +84,7 @@ type target struct {
 	lastError      string
 	scrapeDuration float64
 	failures       map[string]float64
+	rejections     map[FamilyRejection]float64
 	missing        []string
 	found          map[string]string
 	modelsDropped  float64
@@ -92,45 +100,51 @@ type target struct {
 // New builds a pipeline for a spec.
 func New(spec Spec) *Pipeline {
 	p := &Pipeline{targets: map[string]*target{}}
-	p.Reconfigure(spec)
+	_ = p.Reconfigure(spec) // no target to carry over, so nothing can fail
 	return p
 }
 
 // Reconfigure swaps in a new spec. A target whose name, URL and profile did
-// not change keeps its history and counters; others start fresh, and targets
-// no longer configured are dropped.
-func (p *Pipeline) Reconfigure(spec Spec) {
+// not change keeps its history and counters; others start fresh (or revive a
+// recently retired target of the same name, URL and profile), and targets no
+// longer configured or re-pointed are retired. The new spec always applies;
+// the error names the kept targets whose history could not move to the new
+// retention (they keep it at the old one until the next reconfiguration).
+func (p *Pipeline) Reconfigure(spec Spec) error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	next := make(map[string]*target, len(spec.Targets))
+	var errs []error
 	for _, ts := range spec.Targets {
 		if old, ok := p.targets[ts.Name]; ok && old.spec.URL == ts.URL && old.spec.Profile.Name == ts.Profile.Name {
 			old.mu.Lock()
 			old.spec = ts
-			old.reconfigure(spec)
+			if err := old.reconfigure(spec); err != nil {
+				errs = append(errs, fmt.Errorf("target %q: history kept at its old retention: %w", ts.Name, err))
+			}
 			old.mu.Unlock()
 			next[ts.Name] = old
 			continue
 		}
-		next[ts.Name] = newTarget(ts, spec)
+		next[ts.Name] = p.reviveOrNew(ts, spec)
 	}
+	p.retire(next)
 	p.spec = spec
 	p.targets = next
+	return errors.Join(errs...)
 }
 
 // reconfigure carries a kept target over to a new spec: its history moves to
 // the new retention (a longer window or period refills from now on; the
 // windows say how far back they reach), and totals and warnings of SLOs that
 // are gone or changed are dropped, so that no counter changes its meaning
-// under the same labels. t.mu must be held.
-func (t *target) reconfigure(spec Spec) {
+// under the same labels. A history that cannot move stays as it is, and the
+// error says why. t.mu must be held.
+func (t *target) reconfigure(spec Spec) error {
+	t.hist.SetMaxBytes(spec.historyLimitPerTarget())
+	var err error
 	if !slices.Equal(t.hist.Retention().Tiers, spec.Retention.Tiers) {
-		if data, err := t.hist.MarshalBinary(); err == nil {
-			h := history.New(spec.Retention)
-			if h.UnmarshalBinary(data) == nil {
-				t.hist = h
-			}
-		}
+		err = t.migrate(spec.retention())
 	}
 	defs := sloDefinitions(spec.SLOs)
 	for _, bySLO := range t.good {
@@ -142,6 +156,42 @@ func (t *target) reconfigure(spec Spec) {
 	}
 	t.sloDefs = defs
 	clear(t.offEdge)
+	return err
+}
+
+// migrate moves the history to another retention through its state
+// encoding, the one path that already knows how to rebuild a history.
+func (t *target) migrate(r history.Retention) error {
+	data, err := t.hist.MarshalBinary()
+	if err != nil {
+		return err
+	}
+	h := history.New(r)
+	if err := h.UnmarshalBinary(data); err != nil {
+		return err
+	}
+	t.hist = h
+	return nil
+}
+
+// historyLimitPerTarget is the memory cap of each target's history: the
+// per-target limit, lowered to an equal share of the total limit.
+func (s Spec) historyLimitPerTarget() int64 {
+	limit := s.HistoryLimit
+	if s.HistoryTotalLimit > 0 && len(s.Targets) > 0 {
+		share := s.HistoryTotalLimit / int64(len(s.Targets))
+		if limit <= 0 || share < limit {
+			limit = share
+		}
+	}
+	return limit
+}
+
+// retention is the retention of a target's history under this spec.
+func (s Spec) retention() history.Retention {
+	r := s.Retention
+	r.MaxBytes = s.historyLimitPerTarget()
+	return r
 }
 
 // sloDefinitions maps each SLO name to a text of its objectives and goal:
@@ -158,7 +208,7 @@ func newTarget(ts TargetSpec, spec Spec) *target {
 	return &target{
 		spec:     ts,
 		sloDefs:  sloDefinitions(spec.SLOs),
-		hist:     history.New(spec.Retention),
+		hist:     history.New(spec.retention()),
 		failures: map[string]float64{},
 		found:    map[string]string{},
 		offEdge:  map[string]string{},
@@ -213,7 +263,13 @@ func (p *Pipeline) Ingest(name string, snap *scrape.Snapshot, duration time.Dura
 	}
 	t.up = true
 	t.lastScrape = snap.Time
-	t.lastError = ""
+	t.lastError = rejectedSummary(snap.Rejected)
+	if len(snap.Rejected) > 0 && t.rejections == nil {
+		t.rejections = map[FamilyRejection]float64{}
+	}
+	for _, r := range snap.Rejected {
+		t.rejections[FamilyRejection{Family: string(r.Family), Reason: r.Err.Reason}]++
+	}
 	t.missing = t.missing[:0]
 	for _, f := range snap.Missing {
 		t.missing = append(t.missing, string(f))
@@ -227,6 +283,19 @@ func (p *Pipeline) Ingest(name string, snap *scrape.Snapshot, duration time.Dura
 	}
 	t.checkEdges(spec.SLOs, snap)
 	return nil
+}
+
+// rejectedSummary is the last error of a good scrape that left models out
+// (the first rejection), "" when it left none out.
+func rejectedSummary(rs []scrape.Rejection) string {
+	if len(rs) == 0 {
+		return ""
+	}
+	msg := "model left out of the scrape: " + rs[0].Err.Error()
+	if len(rs) > 1 {
+		msg += fmt.Sprintf(" (and %d more rejected families)", len(rs)-1)
+	}
+	return msg
 }
 
 // checkEdges notes every objective whose threshold is not one of the scraped
@@ -376,10 +445,12 @@ func (t *target) evaluate(spec Spec, now time.Time) TargetReport {
 		LastError:      t.lastError,
 		ScrapeDuration: t.scrapeDuration,
 		Failures:       maps.Clone(t.failures),
+		Rejections:     maps.Clone(t.rejections),
 		Resets:         float64(t.hist.Resets()),
 		Missing:        slices.Clone(t.missing),
 		Found:          maps.Clone(t.found),
 		ModelsDropped:  t.modelsDropped,
+		History:        t.hist.Usage(),
 		HourlyCost:     t.spec.HourlyCost,
 	}
 	for _, k := range slices.Sorted(maps.Keys(t.offEdge)) {
@@ -393,8 +464,8 @@ func (t *target) evaluate(spec Spec, now time.Time) TargetReport {
 
 func (t *target) evaluateModel(spec Spec, model string, now time.Time) ModelReport {
 	mr := ModelReport{Name: model}
-	plain := history.Options{}
-	warm := history.Options{Warmup: t.spec.Warmup}
+	plain := t.windowOptions(false)
+	warm := t.windowOptions(true)
 	opts := slo.Options{Quantiles: spec.Quantiles}
 	for _, length := range spec.Windows {
 		w, ok := t.hist.Window(model, now, length, plain)
@@ -430,9 +501,25 @@ func (t *target) evaluateModel(spec Spec, model string, now time.Time) ModelRepo
 	return mr
 }
 
+// maxGapIntervals is how many scrape intervals apart two scrapes may be for a
+// window's start to be taken across them: one failed scrape is tolerated, a
+// longer outage (or a clock jump) makes the window start after it.
+const maxGapIntervals = 2
+
+// windowOptions are the history options of the target's evaluated windows;
+// with warm set, the warm-up after each restart is left out. (The good-request
+// totals use neither: their increase over a gap is still exact.)
+func (t *target) windowOptions(warm bool) history.Options {
+	o := history.Options{MaxGap: maxGapIntervals * t.spec.Interval}
+	if warm {
+		o.Warmup = t.spec.Warmup
+	}
+	return o
+}
+
 func (t *target) budget(s slo.SLO, model string, now time.Time) Budget {
 	b := Budget{SLO: s.Name}
-	w, ok := t.hist.Window(model, now, s.Period, history.Options{Warmup: t.spec.Warmup})
+	w, ok := t.hist.Window(model, now, s.Period, t.windowOptions(true))
 	if !ok {
 		return b
 	}
@@ -445,21 +532,24 @@ func (t *target) budget(s slo.SLO, model string, now time.Time) Budget {
 		return b
 	}
 	b.Remaining = slo.ErrorBudgetRemaining(all, s.Goal)
+	b.Covered = w.End.Sub(w.Start)
 	b.Known = true
 	return b
 }
 
-// burnCheck evaluates one burn-rate alert's two windows for a model.
+// burnCheck evaluates one burn-rate alert's two windows for a model. An
+// alert whose SLO the spec does not define is not evaluated against an
+// empty SLO: it stays unknown (never active) and its Reason says why.
 func (t *target) burnCheck(spec Spec, a BurnAlert, model string, now time.Time) BurnCheck {
 	c := BurnCheck{Alert: a}
-	var s slo.SLO
-	for _, candidate := range spec.SLOs {
-		if candidate.Name == a.SLO {
-			s = candidate
-		}
+	i := slices.IndexFunc(spec.SLOs, func(s slo.SLO) bool { return s.Name == a.SLO })
+	if i < 0 {
+		c.Reason = fmt.Sprintf("the spec defines no SLO %q", a.SLO)
+		return c
 	}
+	s := spec.SLOs[i]
 	burn := func(length time.Duration) (slo.Bounded, bool) {
-		w, ok := t.hist.Window(model, now, length, history.Options{Warmup: t.spec.Warmup})
+		w, ok := t.hist.Window(model, now, length, t.windowOptions(true))
 		if !ok {
 			return slo.Bounded{}, false
 		}
@@ -473,6 +563,9 @@ func (t *target) burnCheck(spec Spec, a BurnAlert, model string, now time.Time) 
 	c.Long, okLong = burn(a.Long)
 	c.Short, okShort = burn(a.Short)
 	c.Known = okLong && okShort
+	if !c.Known {
+		c.Reason = "the long or the short window holds no finished request"
+	}
 	return c
 }
 

@@ -223,7 +223,9 @@ func TestReconfigureKeepsHistoryAndStateRoundTrip(t *testing.T) {
 	before := p.Evaluate(end).Targets[0].Models[0].Windows[1].Requests[slo.E2E]
 
 	spec.SLOs[0].Goal = 0.95
-	p.Reconfigure(spec)
+	if err := p.Reconfigure(spec); err != nil {
+		t.Fatalf("reconfigure: %v", err)
+	}
 	if got := p.Evaluate(end).Targets[0].Models[0].Windows[1].Requests[slo.E2E]; got != before {
 		t.Errorf("after a reload that kept the target: %v requests, want %v", got, before)
 	}
@@ -249,7 +251,9 @@ func TestReconfigureKeepsHistoryAndStateRoundTrip(t *testing.T) {
 	moved := spec
 	moved.Targets = []TargetSpec{spec.Targets[0]}
 	moved.Targets[0].URL = "http://127.0.0.1:9999/metrics"
-	p.Reconfigure(moved)
+	if err := p.Reconfigure(moved); err != nil {
+		t.Fatalf("reconfigure: %v", err)
+	}
 	if models := p.Evaluate(end).Targets[0].Models; len(models) != 0 {
 		t.Errorf("a target whose URL changed kept %d models of history", len(models))
 	}
@@ -365,7 +369,9 @@ func TestReconfigureRetentionAndTotals(t *testing.T) {
 	longer.Retention = history.NewRetention(6*time.Hour, 24*time.Hour)
 	longer.SLOs = []slo.SLO{interactive}
 	longer.SLOs[0].Goal = 0.9
-	p.Reconfigure(longer)
+	if err := p.Reconfigure(longer); err != nil {
+		t.Fatalf("reconfigure: %v", err)
+	}
 	if g := p.Evaluate(at).Targets[0].Models[0].GoodRequests; len(g) != 0 {
 		t.Errorf("totals of a changed SLO survived the reload: %+v", g)
 	}
@@ -376,5 +382,85 @@ func TestReconfigureRetentionAndTotals(t *testing.T) {
 	w := p.Evaluate(at).Targets[0].Models[0].Windows[0]
 	if got := w.Window.End.Sub(w.Window.Start); got != 6*time.Hour {
 		t.Errorf("6h window spans %v after the reload, want 6h", got)
+	}
+}
+
+// TestBurnCheckWithoutItsSLO: an alert naming an SLO the spec does not
+// define is never active and says why, while the alert beside it is
+// evaluated as usual.
+func TestBurnCheckWithoutItsSLO(t *testing.T) {
+	spec := testSpec(t)
+	orphan := fastPage
+	orphan.SLO = "batch"
+	spec.Alerts = append(spec.Alerts, orphan)
+	s := phased(t, sim.Phase{Kind: sim.Poisson, Rate: 4 * sim.DemoRate})
+	p := New(spec)
+	step := 15 * time.Second
+	var rep *Report
+	for at := start.Add(step); !at.After(start.Add(15 * time.Minute)); at = at.Add(step) {
+		scrapeInto(t, p, s, at)
+		rep = p.Evaluate(at)
+	}
+	burns := rep.Targets[0].Models[0].Burns
+	if len(burns) != 2 {
+		t.Fatalf("%d burn checks, want 2", len(burns))
+	}
+	if b := burns[0]; !b.Known || b.Reason != "" || !b.Active() {
+		t.Errorf("the overloaded SLO's alert: known %v, active %v, reason %q; want known and active", b.Known, b.Active(), b.Reason)
+	}
+	if b := burns[1]; b.Known || b.Active() || !strings.Contains(b.Reason, `no SLO "batch"`) {
+		t.Errorf("the orphan alert: known %v, active %v, reason %q; want unknown, inactive, naming the SLO", b.Known, b.Active(), b.Reason)
+	}
+}
+
+// TestPartialScrapeCountsRejection feeds a two-model target a scrape in which
+// one model's TTFT histogram lost its +Inf bucket: the target stays up, the
+// rejection is counted by family and reason and named in LastError, the
+// other model keeps its point, and the next intact scrape clears the error.
+func TestPartialScrapeCountsRejection(t *testing.T) {
+	cfg := sim.DemoConfig(3, start)
+	second := cfg.Models[0]
+	second.Name = "other"
+	cfg.Models = append(cfg.Models, second)
+	s, err := sim.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := New(testSpec(t))
+	scrapeInto(t, p, s, start.Add(15*time.Second))
+	at := start.Add(30 * time.Second)
+	s.AdvanceTo(at)
+	body, ct := s.Exposition()
+	var kept []string
+	for _, l := range strings.Split(string(body), "\n") {
+		if !(strings.HasPrefix(l, "vllm:time_to_first_token_seconds_bucket{") && strings.Contains(l, `le="+Inf"`) && strings.Contains(l, `model_name="other"`)) {
+			kept = append(kept, l)
+		}
+	}
+	snap, err := scrape.Parse([]byte(strings.Join(kept, "\n")), ct, scrape.VLLM, at)
+	if err != nil {
+		t.Fatalf("parse: %v", err)
+	}
+	if len(snap.Rejected) != 1 || snap.Rejected[0].Model != "other" {
+		t.Fatalf("rejected %+v, want other's TTFT", snap.Rejected)
+	}
+	if err := p.Ingest("gpu0", snap, 0); err != nil {
+		t.Fatal(err)
+	}
+	tr := p.Evaluate(at).Targets[0]
+	want := FamilyRejection{Family: string(scrape.TTFT), Reason: scrape.ReasonInvalidHistogram}
+	if !tr.Up || tr.Rejections[want] != 1 || len(tr.Rejections) != 1 {
+		t.Fatalf("up %v, rejections %v; want up and %v once", tr.Up, tr.Rejections, want)
+	}
+	if !strings.Contains(tr.LastError, `model "other": invalid_histogram`) || !strings.Contains(tr.LastError, "no +Inf bucket") {
+		t.Errorf("LastError %q does not name the rejection", tr.LastError)
+	}
+	if len(tr.Failures) != 0 {
+		t.Errorf("failures %v: a partial scrape is not a failed one", tr.Failures)
+	}
+	scrapeInto(t, p, s, start.Add(45*time.Second))
+	tr = p.Evaluate(start.Add(45 * time.Second)).Targets[0]
+	if tr.LastError != "" || tr.Rejections[want] != 1 || len(tr.Models) != 2 {
+		t.Errorf("after an intact scrape: LastError %q, rejections %v, %d models", tr.LastError, tr.Rejections, len(tr.Models))
 	}
 }

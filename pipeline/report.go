@@ -3,6 +3,7 @@ package pipeline
 import (
 	"time"
 
+	"github.com/vllm-slo-exporter/vllm-slo-exporter/history"
 	"github.com/vllm-slo-exporter/vllm-slo-exporter/slo"
 	"github.com/vllm-slo-exporter/vllm-slo-exporter/traces"
 )
@@ -48,6 +49,10 @@ type TargetReport struct {
 	ScrapeDuration float64
 	// Failures counts failed scrapes by reason since start.
 	Failures map[string]float64
+	// Rejections counts, by family and reason, the models left out of
+	// otherwise good scrapes because that family failed validation for them
+	// (see scrape.Snapshot.Rejected); LastError then names the first.
+	Rejections map[FamilyRejection]float64
 	// Resets counts counter resets (vLLM restarts) seen since start.
 	Resets float64
 	// Missing lists the profile families absent from the last good scrape, and
@@ -59,6 +64,9 @@ type TargetReport struct {
 	Warnings []string
 	// ModelsDropped counts model_name values refused by the cardinality cap.
 	ModelsDropped float64
+	// History is the memory the target's history holds against its limit,
+	// and what the limit dropped.
+	History history.Usage
 	// HourlyCost is the target's GPU cost per hour (0: no cost series).
 	HourlyCost float64
 	// Models are sorted by name.
@@ -90,6 +98,9 @@ type Budget struct {
 	// Remaining is the share of the period's error budget not yet spent;
 	// negative when overspent. Its bounds follow the joint attainment's.
 	Remaining slo.Bounded
+	// Covered is how much of the period the history holds: the budget's
+	// window is shorter than the period until the history has filled it.
+	Covered time.Duration
 	// Known is false when the period holds no finished request.
 	Known bool
 }
@@ -98,4 +109,10 @@ type Budget struct {
 type GoodTotal struct {
 	SLO, Objective string
 	Value          float64
+}
+
+// FamilyRejection is a logical family (as in TargetReport.Missing) and the
+// reason (a scrape failure reason) it was rejected for.
+type FamilyRejection struct {
+	Family, Reason string
 }

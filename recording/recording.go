@@ -1,6 +1,14 @@
-// Package recording reads and writes timestamped scrapes of targets as JSON
-// Lines (SPEC §7), so that replay and report run the daemon's pipeline over
-// recorded data with recorded time. A name ending in ".gz" is gzip-compressed.
+// Package recording takes, writes and reads timestamped scrapes of targets,
+// so that replay and report run the daemon's pipeline over recorded data
+// with recorded time.
+//
+// A recording is JSON Lines, one scrape per line: an object with "time"
+// (RFC 3339 with nanoseconds), "target" (the configured target name), and
+// either the response ("status", "content_type", "body": the exposition as
+// served) or "error" (why the scrape failed; "status" too when an HTTP
+// status arrived). Blank lines are allowed. A file whose name ends in ".gz"
+// is gzip-compressed. Record is the one recording loop, used by the record
+// command and by a live report.
 //
 // It never interprets the exposition bodies; that is package scrape's job.
 package recording
@@ -195,22 +203,39 @@ func (r *Reader) Close() error {
 	return first
 }
 
-// ReadAll reads every entry of a recording file. Malformed lines are errors.
-func ReadAll(path string) ([]Entry, error) {
+// Scan calls visit with every entry of a recording file, in order, without
+// holding more than one in memory. A malformed line goes to skip, and the
+// reading goes on; with a nil skip it ends the reading with its error. An
+// error of visit ends the reading and is returned as it is.
+func Scan(path string, visit func(Entry) error, skip func(error)) error {
 	r, err := Open(path)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	defer r.Close()
-	var out []Entry
 	for {
 		e, err := r.Next()
-		if errors.Is(err, io.EOF) {
-			return out, nil
+		switch {
+		case errors.Is(err, io.EOF):
+			return nil
+		case errors.Is(err, ErrMalformed) && skip != nil:
+			skip(err)
+		case err != nil:
+			return err
+		default:
+			if err := visit(e); err != nil {
+				return err
+			}
 		}
-		if err != nil {
-			return out, err
-		}
-		out = append(out, e)
 	}
+}
+
+// ReadAll reads every entry of a recording file. Malformed lines are errors.
+func ReadAll(path string) ([]Entry, error) {
+	var out []Entry
+	err := Scan(path, func(e Entry) error {
+		out = append(out, e)
+		return nil
+	}, nil)
+	return out, err
 }

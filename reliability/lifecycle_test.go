@@ -16,6 +16,7 @@ import (
 
 	"github.com/vllm-slo-exporter/vllm-slo-exporter/config"
 	"github.com/vllm-slo-exporter/vllm-slo-exporter/exporter"
+	"github.com/vllm-slo-exporter/vllm-slo-exporter/notify"
 	"github.com/vllm-slo-exporter/vllm-slo-exporter/pipeline"
 	"github.com/vllm-slo-exporter/vllm-slo-exporter/scrape"
 )
@@ -27,8 +28,8 @@ const generous = 10 * time.Second
 // TestShutdownMidScrape: SIGTERM cancels the loops' context while a scrape
 // hangs on a target that never answers (scrape timeout one minute). The loop
 // returns promptly, and the in-flight result it hands over carries
-// context.Canceled, which the daemon's sink discards (cmd daemon.go
-// startLoop: `if ctx.Err() != nil { return }`) because FailureReason alone
+// context.Canceled, which the daemon's sink discards (daemon/loops.go
+// start: `if ctx.Err() != nil { return }`) because FailureReason alone
 // would count it as a connection failure of the target.
 func TestShutdownMidScrape(t *testing.T) {
 	h := newHostile(t)
@@ -89,14 +90,14 @@ func TestAlertmanagerDownOrSlow(t *testing.T) {
 	}))
 	defer good.Close()
 	refused := strings.TrimSuffix(refusedURL(t), "/metrics")
-	n := exporter.NewNotifier(exporter.NotifierOptions{
-		Alertmanagers: []exporter.AlertmanagerTarget{
+	n := notify.New(notify.Config{
+		Alertmanagers: []notify.Alertmanager{
 			{URL: slow.srv.URL, Timeout: time.Minute},
 			{URL: refused, Timeout: time.Minute},
 			{URL: good.URL, Timeout: time.Minute},
 		},
 		ResendDelay: time.Minute,
-	})
+	}, nil, nil)
 	ctx, cancel := context.WithCancel(context.Background())
 	stopped := make(chan struct{})
 	go func() {
@@ -218,7 +219,7 @@ func TestConcurrentClients(t *testing.T) {
 
 // TestInvalidReloadKeepsRunning: a reload with an invalid file is refused by
 // config.Load with the file, line and field, so the daemon never calls
-// Reconfigure (cmd daemon.go reload; the binary-level reload is proven in
+// Reconfigure (daemon/reload.go; the binary-level reload is proven in
 // package e2e). A valid reload with unchanged targets keeps every history:
 // the published numbers do not move.
 func TestInvalidReloadKeepsRunning(t *testing.T) {

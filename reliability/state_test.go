@@ -46,8 +46,8 @@ func oldFormat(t *testing.T, version int) []byte {
 
 // TestStateFileDamaged: a corrupt, truncated, empty or older-format state is
 // refused with an error, never a panic, and the pipeline that refused it is
-// exactly as fresh as before (the daemon logs and starts fresh: cmd
-// state.go loadState).
+// exactly as fresh as before (the daemon logs and starts fresh:
+// daemon/state.go loadState).
 func TestStateFileDamaged(t *testing.T) {
 	_, good := stateRig(t)
 	rng := rand.New(rand.NewPCG(7, 7))

@@ -1,7 +1,9 @@
 package report
 
 import (
+	"fmt"
 	"math"
+	"strings"
 
 	"github.com/vllm-slo-exporter/vllm-slo-exporter/slo"
 )
@@ -72,7 +74,16 @@ func pairs(b BenchResult, servers []ServerModel) []ServerModel {
 	return servers
 }
 
-// isExact reports whether a range is a single number.
-func (r Range) isExact() bool {
-	return r.Lower == r.Upper || (math.IsNaN(float64(r.Lower)) && math.IsNaN(float64(r.Upper)))
+// CompareTable lays comparisons out: client, server and their difference, ms.
+func CompareTable(cs []Comparison) Table {
+	t := Table{Title: "client (vllm bench serve) against server (vLLM histograms)",
+		Header: []string{"", "client (ms)", "server (ms)", "client − server (ms)"}}
+	for _, c := range cs {
+		for _, r := range c.Rows {
+			name := fmt.Sprintf("%s %s/%s %s p%s", baseName(c.Bench), c.Target, c.Model, strings.ToUpper(string(r.Metric)), fmtG(math.Round(r.Q*100*1e9)/1e9))
+			t.Rows = append(t.Rows, []string{name, f2(r.Client * 1000), rng(r.Server, 1000), rng(r.Difference, 1000)})
+		}
+	}
+	t.Notes = append(t.Notes, "the difference is time outside vLLM's engine (network, gateway, HTTP server, client queueing), which its histograms cannot see")
+	return t
 }

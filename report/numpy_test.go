@@ -59,3 +59,25 @@ func TestAgreesWithNumpyBitForBit(t *testing.T) {
 		})
 	}
 }
+
+// TestNumpyArithmetic pins numpy's summation and lerp on hand cases.
+func TestNumpyArithmetic(t *testing.T) {
+	// 0.1 summed ten times: sequentially 0.9999999999999999, numpy's
+	// eight accumulators give 1.
+	tenth := make([]float64, 10)
+	for i := range tenth {
+		tenth[i] = 0.1
+	}
+	if got := npSum(tenth); got != 1 {
+		t.Errorf("npSum(0.1 x 10) = %v, want 1 (numpy)", got)
+	}
+	if got := npPercentile(50, []float64{1, 2, 3, 4}); got != 2.5 {
+		t.Errorf("p50 of 1..4 = %v", got)
+	}
+	if got := npPercentile(100, []float64{1, 2}); got != 2 {
+		t.Errorf("p100 = %v", got)
+	}
+	if got := npMedian([]float64{1, 2, 4, 8}); got != 3 {
+		t.Errorf("median = %v", got)
+	}
+}

@@ -9,16 +9,15 @@ import (
 	"os"
 	"time"
 
-	"github.com/alecthomas/kingpin/v2"
-
 	"github.com/vllm-slo-exporter/vllm-slo-exporter/recording"
 )
 
-// Options are the report subcommand's flags.
+// Options choose what a report reads and how it computes and writes it:
+// the report command's flags, as plain values.
 type Options struct {
 	// Bench are `vllm bench serve` result files; several make a sweep.
 	Bench []string
-	// Recording is a recording of vLLM's /metrics (SPEC §7).
+	// Recording is a recording of vLLM's /metrics (package recording).
 	Recording string
 	// URL, Duration and Interval: scrape a live target for Duration.
 	URL                string
@@ -37,25 +36,12 @@ type Options struct {
 	Format string
 	// Plot, when set, is where the sweep's SVG goes.
 	Plot string
-}
-
-// Register adds the report flags to a kingpin command and returns the
-// Options they fill.
-func Register(cmd *kingpin.CmdClause) *Options {
-	o := &Options{}
-	cmd.Flag("bench", "vllm bench serve result file (saved with --save-result --save-detailed); repeat for a sweep.").StringsVar(&o.Bench)
-	cmd.Flag("recording", "Recording of vLLM's /metrics (from the record command).").StringVar(&o.Recording)
-	cmd.Flag("url", "Live vLLM /metrics URL to scrape for --duration.").StringVar(&o.URL)
-	cmd.Flag("duration", "How long to scrape --url.").Default("1m").DurationVar(&o.Duration)
-	cmd.Flag("interval", "Scrape interval for --url.").Default("5s").DurationVar(&o.Interval)
-	cmd.Flag("window", "Histogram window ending at the last scrape (0: all of it).").Default("0s").DurationVar(&o.Window)
-	cmd.Flag("goodput", "Goodput objective as vLLM's flag, KEY:MS with KEY ttft, tpot or e2el; repeatable.").StringsVar(&o.Goodput)
-	cmd.Flag("percentile", "Percentile to report (percent); repeatable. Default 50 90 95 99.").Float64ListVar(&o.Percentiles)
-	cmd.Flag("rank", "Percentile rule for per-request data: linear (numpy's, as vLLM) or nearest.").Default("linear").EnumVar(&o.Rank, "linear", "nearest")
-	cmd.Flag("gpu-hourly-cost", "GPU cost per hour, for cost per million tokens.").Default("0").Float64Var(&o.GPUHourlyCost)
-	cmd.Flag("format", "Output format: text, json or markdown.").Default("text").EnumVar(&o.Format, "text", "json", "markdown")
-	cmd.Flag("plot", "Write the sweep's plot (SVG) to this file.").StringVar(&o.Plot)
-	return o
+	// Clock paces and stamps the scrapes of a live target; nil means the
+	// wall clock.
+	Clock recording.Clock
+	// HTML, when set, is where the console's charts of the recording (or
+	// live scrapes) go, as one self-contained HTML file.
+	HTML string
 }
 
 // Output is everything one report run found; --format json writes it.
@@ -64,6 +50,10 @@ type Output struct {
 	Server      []ServerModel `json:"server,omitempty"`
 	Comparisons []Comparison  `json:"comparison,omitempty"`
 	Notes       []string      `json:"notes,omitempty"`
+
+	// scrapes and server are what the HTML page is drawn from.
+	scrapes []recording.Entry
+	server  ServerOptions
 }
 
 // Run executes the report: bench files, a recording or a live target (or a
@@ -77,6 +67,11 @@ func Run(ctx context.Context, opts Options, stdout io.Writer) error {
 	if opts.Plot != "" {
 		if err := writePlotFile(opts.Plot, *out.Sweep); err != nil {
 			return err
+		}
+	}
+	if opts.HTML != "" {
+		if err := WriteHTML(opts.HTML, out.scrapes, out.server); err != nil {
+			return fmt.Errorf("report: %w", err)
 		}
 	}
 	return Write(stdout, out, opts.Format)
@@ -112,6 +107,9 @@ func Build(ctx context.Context, opts Options) (*Output, error) {
 	if opts.Recording != "" && opts.URL != "" {
 		return nil, errors.New("report: --recording and --url exclude each other")
 	}
+	if opts.HTML != "" && (opts.Recording == "" && opts.URL == "" || len(objs) == 0) {
+		return nil, errors.New("report: --html needs --recording or --url, and --goodput objectives for its SLO")
+	}
 	out := &Output{}
 	bopts := BenchOptions{Percentiles: pcts, Nearest: opts.Rank == "nearest", Goodput: objs, GPUHourlyCost: opts.GPUHourlyCost}
 	var results []BenchResult
@@ -129,15 +127,11 @@ func Build(ctx context.Context, opts Options) (*Output, error) {
 	var entries []recording.Entry
 	switch {
 	case opts.Recording != "":
-		if entries, err = ReadRecording(opts.Recording); err != nil {
+		if entries, err = recording.ReadAll(opts.Recording); err != nil {
 			return nil, fmt.Errorf("report: %w", err)
 		}
 	case opts.URL != "":
-		scr, err := FetchScraper(opts.URL, max(opts.Interval, time.Second), time.Now)
-		if err != nil {
-			return nil, fmt.Errorf("report: %w", err)
-		}
-		if entries, err = Record(ctx, scr, opts.Duration, opts.Interval); err != nil {
+		if entries, err = recordLive(ctx, opts); err != nil {
 			return nil, fmt.Errorf("report: %w", err)
 		}
 	}
@@ -146,7 +140,9 @@ func Build(ctx context.Context, opts Options) (*Output, error) {
 		for i, p := range pcts {
 			qs[i] = p / 100
 		}
-		models, notes, err := EvaluateScrapes(entries, ServerOptions{Window: opts.Window, Quantiles: qs, Goodput: objs, GPUHourlyCost: opts.GPUHourlyCost})
+		out.scrapes = entries
+		out.server = ServerOptions{Window: opts.Window, Quantiles: qs, Goodput: objs, GPUHourlyCost: opts.GPUHourlyCost}
+		models, notes, err := EvaluateScrapes(entries, out.server)
 		out.Notes = append(out.Notes, notes...)
 		if err != nil {
 			return nil, fmt.Errorf("report: %w", err)
@@ -159,6 +155,33 @@ func Build(ctx context.Context, opts Options) (*Output, error) {
 		}
 	}
 	return out, nil
+}
+
+// liveTarget names the target of a live report in its scrapes.
+const liveTarget = "live"
+
+// recordLive scrapes opts.URL on the recording schedule of opts.Duration and
+// opts.Interval and returns the scrapes; it stops early, with what it has,
+// when ctx ends.
+func recordLive(ctx context.Context, opts Options) ([]recording.Entry, error) {
+	sched := recording.Schedule{Duration: opts.Duration, Interval: opts.Interval}
+	if err := sched.Validate(); err != nil {
+		return nil, err
+	}
+	scr, err := recording.HTTPScraper(liveTarget, opts.URL, max(opts.Interval, time.Second))
+	if err != nil {
+		return nil, err
+	}
+	clock := opts.Clock
+	if clock == nil {
+		clock = recording.WallClock{}
+	}
+	var entries []recording.Entry
+	_, err = recording.Record(ctx, scr, sched, clock, func(e recording.Entry) error {
+		entries = append(entries, e)
+		return nil
+	})
+	return entries, err
 }
 
 // Write renders the output as text, markdown or JSON.

@@ -1,9 +1,7 @@
 package report
 
 import (
-	"fmt"
 	"io"
-	"math"
 	"strings"
 	"unicode/utf8"
 )
@@ -107,47 +105,3 @@ func (t Table) writeMarkdown(w io.Writer) error {
 }
 
 func mdEscape(s string) string { return strings.ReplaceAll(s, "|", `\|`) }
-
-// f2 formats like vLLM's summary ("%.2f"), with "inf" for infinities and
-// "-" for NaN.
-func f2(v float64) string {
-	switch {
-	case math.IsNaN(v):
-		return "-"
-	case math.IsInf(v, 1):
-		return "inf"
-	case math.IsInf(v, -1):
-		return "-inf"
-	}
-	return fmt.Sprintf("%.2f", v)
-}
-
-// rng formats a bounded number scaled by k as "est [lower, upper]", or the
-// single number when exact.
-func rng(r Range, k float64) string {
-	e, lo, hi := float64(r.Estimate)*k, float64(r.Lower)*k, float64(r.Upper)*k
-	if r.isExact() {
-		return f2(e)
-	}
-	return fmt.Sprintf("%s [%s, %s]", f2(e), short(lo), short(hi))
-}
-
-// ratio formats a bounded ratio with four decimals: "0.9812 [0.972, 0.985]".
-func ratio(r Range) string {
-	e, lo, hi := float64(r.Estimate), float64(r.Lower), float64(r.Upper)
-	if r.isExact() {
-		return fmt.Sprintf("%.4f", e)
-	}
-	return fmt.Sprintf("%.4f [%.4f, %.4f]", e, lo, hi)
-}
-
-// short formats a bound compactly: bucket edges read best as written.
-func short(v float64) string {
-	if math.IsInf(v, 1) {
-		return "+Inf"
-	}
-	if math.IsInf(v, -1) {
-		return "-Inf"
-	}
-	return fmtG(math.Round(v*1000) / 1000)
-}

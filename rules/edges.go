@@ -10,7 +10,8 @@ import (
 	"github.com/vllm-slo-exporter/vllm-slo-exporter/slo"
 )
 
-// Default bucket edges of vLLM's latency histograms in seconds (SPEC §9).
+// Default bucket edges of vLLM's latency histograms in seconds (vLLM's
+// vllm/v1/metrics/loggers.py; docs/design.md lists them).
 // Rules cannot read a scrape's buckets, so a threshold that is not one of
 // these edges is rounded down to one of them.
 var (

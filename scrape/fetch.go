@@ -51,8 +51,9 @@ type Response struct {
 
 // NewFetcher builds a fetcher for the target called name at rawURL. timeout
 // bounds each fetch (0 means only the caller's context does); bodyLimit is the
-// largest decompressed body accepted, in bytes (0 means no limit).
-func NewFetcher(name, rawURL string, httpCfg config.HTTPClientConfig, timeout time.Duration, bodyLimit int64) (*Fetcher, error) {
+// largest decompressed body accepted, in bytes (0 means no limit). opts are
+// passed on to the HTTP client (the daemon's tests dial in memory with them).
+func NewFetcher(name, rawURL string, httpCfg config.HTTPClientConfig, timeout time.Duration, bodyLimit int64, opts ...config.HTTPClientOption) (*Fetcher, error) {
 	u, err := url.Parse(rawURL)
 	if err != nil {
 		return nil, fmt.Errorf("target %q: url: %w", name, err)
@@ -67,7 +68,7 @@ func NewFetcher(name, rawURL string, httpCfg config.HTTPClientConfig, timeout ti
 		return nil, fmt.Errorf("target %q: http client config: %w", name, err)
 	}
 	ua := "vllm-slo-exporter/" + versionString()
-	client, err := config.NewClientFromConfig(httpCfg, name, config.WithUserAgent(ua))
+	client, err := config.NewClientFromConfig(httpCfg, name, append([]config.HTTPClientOption{config.WithUserAgent(ua)}, opts...)...)
 	if err != nil {
 		return nil, fmt.Errorf("target %q: http client: %w", name, err)
 	}
@@ -93,6 +94,11 @@ func versionString() string {
 	}
 	return version.Version
 }
+
+// Close closes the fetcher's idle connections. A stopped loop calls it so
+// that the keep-alive connections of a target removed by a reload do not
+// linger until their idle timeout.
+func (f *Fetcher) Close() { f.client.CloseIdleConnections() }
 
 // Name returns the target name.
 func (f *Fetcher) Name() string { return f.name }

@@ -1,33 +1,33 @@
 package scrape
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
+	"maps"
 	"math"
-	"sort"
+	"slices"
 	"time"
 
 	"github.com/vllm-slo-exporter/vllm-slo-exporter/slo"
 )
 
 // assemble turns the collected samples into a snapshot, validating the chosen
-// names only. Children are visited in sorted order so that float sums (and
-// error messages) do not depend on map iteration order.
+// names only, and drops every model with a rejected family. Children are
+// visited in sorted order so that float sums (and the first error) do not
+// depend on map iteration order.
 func (c *collector) assemble(t time.Time) (*Snapshot, error) {
 	snap := &Snapshot{
 		Time:   t,
 		Models: make(map[string]*ModelSample),
 		Found:  make(map[Family]string),
 	}
+	rej := rejections{}
 	created := make(map[string]float64)
 	for fi, spec := range c.plan.profile.Families {
-		chosen := -1
-		for ni, st := range c.states[fi] {
-			if st != nil && st.present && st.wrongType == "" {
-				chosen = ni
-				break
-			}
-		}
+		chosen := slices.IndexFunc(c.states[fi], func(st *nameState) bool {
+			return st != nil && st.present && st.wrongType == ""
+		})
 		if chosen < 0 {
 			snap.Missing = append(snap.Missing, spec.Family)
 			continue
@@ -35,17 +35,17 @@ func (c *collector) assemble(t time.Time) (*Snapshot, error) {
 		name := spec.Names[chosen]
 		st := c.states[fi][chosen]
 		snap.Found[spec.Family] = name
-		var err error
+		for model, err := range st.rejected {
+			rej.add(fi, spec.Family, model, err)
+		}
+		famRej := func(model string, err *ParseError) { rej.add(fi, spec.Family, model, err) }
 		switch spec.Kind {
 		case KindHistogram:
-			err = assembleHistograms(snap, spec.Family, name, st.hist)
+			assembleHistograms(snap, spec.Family, name, st, famRej)
 		case KindCounter:
-			err = assembleValues(snap, spec.Family, name, st.vals, false)
+			assembleCounters(snap, spec.Family, name, st, famRej)
 		default:
-			err = assembleValues(snap, spec.Family, name, st.vals, true)
-		}
-		if err != nil {
-			return nil, err
+			assembleGauges(snap, spec.Family, name, st, famRej)
 		}
 		if spec.Kind != KindGauge {
 			for _, ch := range st.created {
@@ -57,6 +57,43 @@ func (c *collector) assemble(t time.Time) (*Snapshot, error) {
 		if ms, ok := snap.Models[model]; ok {
 			ms.Created = v
 		}
+	}
+	return rej.apply(snap)
+}
+
+// rejections are the first error of each family and model of one parse,
+// keyed by the family's index in the profile and the model.
+type rejections map[rejectKey]Rejection
+
+type rejectKey struct {
+	fam   int
+	model string
+}
+
+// add records err unless the family already has an error for model.
+func (r rejections) add(fam int, family Family, model string, err *ParseError) {
+	k := rejectKey{fam, model}
+	if _, seen := r[k]; !seen {
+		r[k] = Rejection{Family: family, Model: model, Err: err}
+	}
+}
+
+// apply removes every rejected model from snap and lists the rejections in
+// profile order, then model order. With nothing left of a scrape that had
+// rejections, the first one is the scrape's error.
+func (r rejections) apply(snap *Snapshot) (*Snapshot, error) {
+	if len(r) == 0 {
+		return snap, nil
+	}
+	keys := slices.SortedFunc(maps.Keys(r), func(a, b rejectKey) int {
+		return cmp.Or(cmp.Compare(a.fam, b.fam), cmp.Compare(a.model, b.model))
+	})
+	for _, k := range keys {
+		delete(snap.Models, k.model)
+		snap.Rejected = append(snap.Rejected, r[k])
+	}
+	if len(snap.Models) == 0 {
+		return nil, snap.Rejected[0].Err
 	}
 	return snap, nil
 }
@@ -76,67 +113,77 @@ func modelSample(snap *Snapshot, model string) *ModelSample {
 }
 
 // assembleHistograms validates each child of one histogram name and sums the
-// children of each model.
-func assembleHistograms(snap *Snapshot, fam Family, name string, children map[string]*histChild) error {
-	for _, key := range sortedKeys(children) {
-		ch := children[key]
-		famErr := func(reason, format string, args ...any) error {
-			return &ParseError{Reason: reason, Family: name, Model: ch.model,
-				Err: fmt.Errorf("%s: "+format, append([]any{ch.desc()}, args...)...)}
-		}
-		if err := checkChild(ch); err != nil {
-			return famErr(err.reason, "%s", err.msg)
-		}
-		ms := modelSample(snap, ch.model)
-		prev, ok := ms.Histograms[fam]
-		if !ok {
-			ms.Histograms[fam] = childHistogram(ch)
+// children of each model; a model with a bad child is rejected.
+func assembleHistograms(snap *Snapshot, fam Family, name string, st *nameState, reject func(string, *ParseError)) {
+	broken := map[string]bool{}
+	for _, key := range slices.Sorted(maps.Keys(st.hist)) {
+		ch := st.hist[key]
+		if _, bad := st.rejected[ch.model]; bad || broken[ch.model] {
 			continue
 		}
-		if !sameEdges(prev.Edges, ch.buckets) {
-			return famErr(ReasonInvalidHistogram, "bucket layout %v differs from another child's %v", childHistogram(ch).Edges, prev.Edges)
+		if err := addChild(snap, fam, ch); err != nil {
+			err.Family, err.Model = name, ch.model
+			err.Err = fmt.Errorf("%s: %w", ch.desc(), err.Err)
+			reject(ch.model, err)
+			broken[ch.model] = true
 		}
-		for i, bk := range ch.buckets {
-			prev.Counts[i] += bk.count
-		}
-		prev.Sum += ch.sum
-		if math.IsInf(prev.Total(), 0) || math.IsInf(prev.Sum, 0) {
-			return famErr(ReasonInvalidValue, "sum over children overflows")
-		}
-		ms.Histograms[fam] = prev
 	}
+}
+
+// addChild checks one histogram child and adds it to its model's sum.
+func addChild(snap *Snapshot, fam Family, ch *histChild) *ParseError {
+	if err := checkChild(ch); err != nil {
+		return err
+	}
+	ms := modelSample(snap, ch.model)
+	prev, ok := ms.Histograms[fam]
+	if !ok {
+		ms.Histograms[fam] = childHistogram(ch)
+		return nil
+	}
+	if !sameEdges(prev.Edges, ch.buckets) {
+		return &ParseError{Reason: ReasonInvalidHistogram, Line: ch.line,
+			Err: fmt.Errorf("bucket layout %v differs from another child's %v", childHistogram(ch).Edges, prev.Edges)}
+	}
+	for i, bk := range ch.buckets {
+		prev.Counts[i] += bk.count
+	}
+	prev.Sum += ch.sum
+	if math.IsInf(prev.Total(), 0) || math.IsInf(prev.Sum, 0) {
+		return &ParseError{Reason: ReasonInvalidValue, Line: ch.line, Err: errors.New("sum over children overflows")}
+	}
+	ms.Histograms[fam] = prev
 	return nil
 }
 
-// childError is a validation failure of one histogram child.
-type childError struct {
-	reason, msg string
-}
-
 // checkChild sorts one child's buckets by le and checks that they form a
-// cumulative histogram ending in +Inf, with a `_sum`.
-func checkChild(ch *histChild) *childError {
+// cumulative histogram ending in +Inf, with a `_sum`. An error points at the
+// line that shows the fault: the highest bucket for a missing +Inf (where a
+// truncated exposition stops), the offending bucket, or the child's first
+// line for a missing `_sum`.
+func checkChild(ch *histChild) *ParseError {
 	b := ch.buckets
-	// Expositions list buckets in ascending le; sorting only when they are
-	// not strictly ascending gives the same order, without sort.Slice's cost.
-	if !strictlyAscending(b) {
-		sort.Slice(b, func(i, j int) bool { return b[i].le < b[j].le })
+	slices.SortStableFunc(b, func(x, y bucket) int { return cmp.Compare(x.le, y.le) })
+	fail := func(reason string, line int, format string, args ...any) *ParseError {
+		return &ParseError{Reason: reason, Line: line, Err: fmt.Errorf(format, args...)}
 	}
-	if len(b) == 0 || !math.IsInf(b[len(b)-1].le, 1) {
-		return &childError{ReasonInvalidHistogram, "no +Inf bucket"}
+	if len(b) == 0 {
+		return fail(ReasonInvalidHistogram, ch.line, "no bucket, no +Inf bucket")
+	}
+	if top := b[len(b)-1]; !math.IsInf(top.le, 1) {
+		return fail(ReasonInvalidHistogram, top.line, "no +Inf bucket (highest le=%g)", top.le)
 	}
 	for i := 1; i < len(b); i++ {
-		bk := b[i]
-		if bk.le == b[i-1].le {
-			return &childError{ReasonDuplicateSeries, fmt.Sprintf("bucket le=%g seen twice", bk.le)}
+		bk, prev := b[i], b[i-1]
+		if bk.le == prev.le {
+			return fail(ReasonDuplicateSeries, max(bk.line, prev.line), "bucket le=%g seen twice", bk.le)
 		}
-		if bk.count < b[i-1].count {
-			return &childError{ReasonInvalidHistogram,
-				fmt.Sprintf("bucket le=%g count %g is below le=%g count %g", bk.le, bk.count, b[i-1].le, b[i-1].count)}
+		if bk.count < prev.count {
+			return fail(ReasonInvalidHistogram, bk.line, "bucket le=%g count %g is below le=%g count %g", bk.le, bk.count, prev.le, prev.count)
 		}
 	}
 	if !ch.hasSum {
-		return &childError{ReasonInvalidHistogram, "no _sum"}
+		return fail(ReasonInvalidHistogram, ch.line, "no _sum")
 	}
 	return nil
 }
@@ -156,74 +203,53 @@ func childHistogram(ch *histChild) slo.Histogram {
 
 // sameEdges reports whether the buckets have exactly the given edges.
 func sameEdges(edges []float64, b []bucket) bool {
-	if len(edges) != len(b) {
-		return false
-	}
-	for i, bk := range b {
-		if bk.le != edges[i] {
-			return false
-		}
-	}
-	return true
+	return slices.EqualFunc(edges, b, func(e float64, bk bucket) bool { return e == bk.le })
 }
 
-// strictlyAscending reports whether every bucket's le is above the previous
-// one's (NaN never is: Parse refuses a NaN le).
-func strictlyAscending(b []bucket) bool {
-	for i := 1; i < len(b); i++ {
-		if !(b[i].le > b[i-1].le) {
-			return false
-		}
-	}
-	return true
-}
-
-// assembleValues sums the children of each model of a counter, or of a gauge
-// after taking the maximum over pid within each group (maxOverPID).
-func assembleValues(snap *Snapshot, fam Family, name string, children map[string]valChild, maxOverPID bool) error {
-	type group struct {
-		model string
-		v     float64
-	}
-	if !maxOverPID {
-		// Counters: every child is its own group, summed in key order.
-		for _, key := range sortedKeys(children) {
-			ch := children[key]
-			ms := modelSample(snap, ch.model)
-			ms.Counters[fam] += ch.v
-			if math.IsInf(ms.Counters[fam], 0) {
-				return &ParseError{Reason: ReasonInvalidValue, Family: name, Model: ch.model, Err: errors.New("sum over children overflows")}
-			}
-		}
-		return nil
-	}
-	// Gauges: the maximum over pid within each group, then the groups summed.
-	groups := make(map[string]*group)
-	for _, key := range sortedKeys(children) {
-		ch := children[key]
-		g := groups[ch.group]
-		if g == nil {
-			groups[ch.group] = &group{model: ch.model, v: ch.v}
+// assembleCounters sums the children of each model of a counter, in key
+// order; a model whose sum overflows is rejected.
+func assembleCounters(snap *Snapshot, fam Family, name string, st *nameState, reject func(string, *ParseError)) {
+	for _, key := range slices.Sorted(maps.Keys(st.vals)) {
+		ch := st.vals[key]
+		if _, bad := st.rejected[ch.model]; bad {
 			continue
 		}
-		g.v = math.Max(g.v, ch.v)
+		ms := modelSample(snap, ch.model)
+		ms.Counters[fam] += ch.v
+		if math.IsInf(ms.Counters[fam], 0) {
+			reject(ch.model, overflow(name, ch))
+		}
 	}
-	for _, key := range sortedKeys(groups) {
+}
+
+// assembleGauges takes the maximum over pid within each group (the same
+// labels but pid) of a gauge, then sums the groups of each model; a model
+// whose sum overflows is rejected.
+func assembleGauges(snap *Snapshot, fam Family, name string, st *nameState, reject func(string, *ParseError)) {
+	groups := make(map[string]valChild)
+	for _, key := range slices.Sorted(maps.Keys(st.vals)) {
+		ch := st.vals[key]
+		if _, bad := st.rejected[ch.model]; bad {
+			continue
+		}
+		if g, ok := groups[ch.group]; ok {
+			ch.v = math.Max(g.v, ch.v)
+		}
+		groups[ch.group] = ch
+	}
+	for _, key := range slices.Sorted(maps.Keys(groups)) {
 		g := groups[key]
 		ms := modelSample(snap, g.model)
 		ms.Gauges[fam] += g.v
 		if math.IsInf(ms.Gauges[fam], 0) {
-			return &ParseError{Reason: ReasonInvalidValue, Family: name, Model: g.model, Err: errors.New("sum over children overflows")}
+			reject(g.model, overflow(name, g))
 		}
 	}
-	return nil
 }
 
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
+// overflow is the error of a counter or gauge whose sum over children
+// overflows, at the child that made it overflow.
+func overflow(name string, ch valChild) *ParseError {
+	return &ParseError{Reason: ReasonInvalidValue, Line: ch.line, Family: name, Model: ch.model,
+		Err: errors.New("sum over children overflows")}
 }

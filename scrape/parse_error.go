@@ -22,14 +22,17 @@ const (
 	ReasonDuplicateSeries = "duplicate_series"
 )
 
-// ParseError is a failed Parse. Reason classifies it for the failure counter;
-// the other fields locate it for the operator. No partial snapshot is ever
-// returned alongside a ParseError.
+// ParseError is a failed Parse, or one family of one model rejected in a
+// Snapshot (Snapshot.Rejected). Reason classifies it for the failure
+// counters; the other fields locate it for the operator. Parse returns either
+// a snapshot or a ParseError, never both.
 type ParseError struct {
 	// Reason is one of the Reason* constants.
 	Reason string
-	// Line is the 1-based line of the exposition the error was found on, or 0
-	// when the error concerns a whole family rather than one line.
+	// Line is the 1-based line of the exposition that shows the fault (for a
+	// histogram: the offending bucket, the highest bucket when +Inf is
+	// missing, the child's first line otherwise), or 0 when the error is not
+	// about a line (an unsupported Content-Type).
 	Line int
 	// Family is the exposed family (or sample) name concerned, if any.
 	Family string
@@ -41,7 +44,7 @@ type ParseError struct {
 
 // Error renders the location and the cause, e.g.
 // `line 12: invalid_exposition: expected label name, got "}"` or
-// `family "vllm:e2e_request_latency_seconds" model "m": invalid_histogram: no +Inf bucket`.
+// `line 40: family "vllm:e2e_request_latency_seconds" model "m": invalid_histogram: {engine="0", model_name="m"}: no +Inf bucket (highest le=10)`.
 func (e *ParseError) Error() string {
 	var b strings.Builder
 	if e.Line > 0 {

@@ -1,30 +1,40 @@
 package scrape
 
 import (
+	"bytes"
+	"errors"
 	"math"
 	"testing"
 )
 
 // FuzzParse feeds arbitrary bodies and content types to Parse. It must never
-// panic, must return either a snapshot or an error, and every histogram it
-// returns must be valid with sane values. The seed corpus is under
-// testdata/fuzz/FuzzParse.
+// panic, must return either a snapshot or an error, every error must be
+// classified and located, every rejected model must be absent, every line
+// number must point at its entry, and every histogram it returns must be
+// valid with sane values. The seed corpus is under testdata/fuzz/FuzzParse.
 func FuzzParse(f *testing.F) {
 	f.Add([]byte("vllm:num_requests_running{model_name=\"m\"} 1\n"), "")
 	f.Add([]byte(hist(ttftName, "m", "0", []string{"0.1", "1", "+Inf"}, []string{"1", "2", "3"}, "1.5")), ctText004)
+	f.Add([]byte(hist(ttftName, "a", "0", []string{"0.1", "+Inf"}, []string{"1", "2"}, "1")+hist(ttftName, "b", "0", []string{"0.1"}, []string{"1"}, "1")), ctText004)
+	f.Add([]byte("# TYPE vllm:num_requests_running gauge\nvllm:num_requests_running{model_name=\"a\"} 1\nvllm:num_requests_running{model_name=\"b\"} NaN\n# EOF\n"), ctOM)
 	f.Fuzz(func(t *testing.T, body []byte, contentType string) {
+		checkEntryLines(t, body, contentType)
 		s, err := Parse(body, contentType, VLLM, scrapeTime)
 		if (s == nil) == (err == nil) {
 			t.Fatalf("snapshot %v and error %v: want exactly one", s, err)
 		}
 		if err != nil {
-			if r := FailureReason(err); r == ReasonUnknown {
-				t.Fatalf("unclassified error %v", err)
-			}
+			checkError(t, err, body)
 			return
 		}
 		if len(s.Found)+len(s.Missing) != len(VLLM.Families) {
 			t.Fatalf("Found %v and Missing %v do not cover the profile", s.Found, s.Missing)
+		}
+		for _, r := range s.Rejected {
+			if _, kept := s.Models[r.Model]; kept || !VLLM.Measures(r.Family) || r.Err == nil || r.Err.Model != r.Model {
+				t.Fatalf("rejection %+v (%v) with models %v", r, r.Err, keys(s.Models))
+			}
+			checkError(t, r.Err, body)
 		}
 		for model, ms := range s.Models {
 			for fam, h := range ms.Histograms {
@@ -49,4 +59,20 @@ func FuzzParse(f *testing.F) {
 			}
 		}
 	})
+}
+
+// checkError checks that err is classified and that an error about a sample
+// names its family and a line of body.
+func checkError(t *testing.T, err error, body []byte) {
+	t.Helper()
+	var pe *ParseError
+	if !errors.As(err, &pe) || FailureReason(err) == ReasonUnknown {
+		t.Fatalf("unclassified error %v", err)
+	}
+	if pe.Line > bytes.Count(body, []byte("\n"))+2 {
+		t.Fatalf("error %v: line %d is past the body", err, pe.Line)
+	}
+	if pe.Reason != ReasonInvalidExposition && (pe.Line <= 0 || pe.Family == "") {
+		t.Fatalf("error %v names no line or family", err)
+	}
 }

@@ -62,25 +62,3 @@ func TestParseLineOrderIndependent(t *testing.T) {
 		})
 	}
 }
-
-// TestDescribeKeyMatchesDescribe checks that a child's description rebuilt
-// from its identity is the one describe renders from its labels.
-func TestDescribeKeyMatchesDescribe(t *testing.T) {
-	long := strings.Repeat("x", 150)
-	sets := [][]rawLabel{
-		nil,
-		{{[]byte("le"), []byte("0.5")}},
-		{{[]byte("model_name"), []byte("m")}, {[]byte("engine"), []byte("0")}, {[]byte("le"), []byte("+Inf")}},
-		{{[]byte("pid"), []byte("12")}, {[]byte("model_name"), []byte(`we"ird\name`)}, {[]byte("a"), []byte("")}},
-		{{[]byte("z"), []byte(long)}, {[]byte("model_name"), []byte("Qwen/Qwen2.5-7B-Instruct")}, {[]byte("ü"), []byte("日本")}},
-		{{[]byte("x1234567890"), []byte("12:34")}, {[]byte("b"), []byte("1:2:3")}},
-	}
-	var c collector
-	for _, ls := range sets {
-		sortLabels(ls)
-		c.identity(ls)
-		if got, want := describeKey(string(c.key)), describe(ls); got != want {
-			t.Errorf("describeKey = %s, describe = %s", got, want)
-		}
-	}
-}

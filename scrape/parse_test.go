@@ -346,15 +346,15 @@ func TestParseErrors(t *testing.T) {
 	for _, tc := range []struct {
 		name, body string
 		reason     string
-		line       int    // 0: not checked
+		line       int    // where the error is
 		contains   string // in the message
 	}{
 		{"syntax error", "# TYPE x gauge\nx 1\n\nvllm:num_requests_running{model_name=\"m\" 3\n", ReasonInvalidExposition, 4, "line 4"},
 		{"garbage first line", "hello world\n", ReasonInvalidExposition, 1, ""},
-		{"no +Inf bucket", hist(ttftName, "m", "0", []string{"0.1", "1.0"}, []string{"1", "2"}, "1"), ReasonInvalidHistogram, 0, "no +Inf bucket"},
-		{"non-monotonic buckets", hist(ttftName, "m", "0", []string{"0.1", "1.0", "+Inf"}, []string{"2", "1", "3"}, "1"), ReasonInvalidHistogram, 0, "below"},
+		{"no +Inf bucket", hist(ttftName, "m", "0", []string{"0.1", "1.0"}, []string{"1", "2"}, "1"), ReasonInvalidHistogram, 2, "no +Inf bucket (highest le=1)"},
+		{"non-monotonic buckets", hist(ttftName, "m", "0", []string{"0.1", "1.0", "+Inf"}, []string{"2", "1", "3"}, "1"), ReasonInvalidHistogram, 2, "below"},
 		{"negative _sum", hist(ttftName, "m", "0", []string{"0.1", "+Inf"}, []string{"1", "2"}, "-0.5"), ReasonInvalidValue, 4, "_sum -0.5"},
-		{"missing _sum", hist(ttftName, "m", "0", []string{"0.1", "+Inf"}, []string{"1", "2"}, ""), ReasonInvalidHistogram, 0, "no _sum"},
+		{"missing _sum", hist(ttftName, "m", "0", []string{"0.1", "+Inf"}, []string{"1", "2"}, ""), ReasonInvalidHistogram, 1, "no _sum"},
 		{"bad le", hist(ttftName, "m", "0", []string{"fast", "+Inf"}, []string{"1", "2"}, "1"), ReasonInvalidHistogram, 1, "fast"},
 		{"NaN le", hist(ttftName, "m", "0", []string{"NaN", "+Inf"}, []string{"1", "2"}, "1"), ReasonInvalidHistogram, 1, ""},
 		{"bucket without le", "vllm:time_to_first_token_seconds_bucket{model_name=\"m\"} 1\n", ReasonInvalidHistogram, 1, "le"},
@@ -366,15 +366,15 @@ func TestParseErrors(t *testing.T) {
 		{"negative counter", "# HELP h\nvllm:generation_tokens_total{model_name=\"m\"} -3\n", ReasonInvalidValue, 2, "-3"},
 		{"infinite counter", "vllm:request_success_total{model_name=\"m\"} +Inf\n", ReasonInvalidValue, 1, ""},
 		{"NaN gauge", "vllm:num_requests_running{model_name=\"m\"} NaN\n", ReasonInvalidValue, 1, ""},
-		{"NaN _created", "vllm:generation_tokens_created{model_name=\"m\"} NaN\n", ReasonInvalidValue, 1, ""},
+		{"NaN _created", "vllm:generation_tokens_total{model_name=\"m\"} 3\nvllm:generation_tokens_created{model_name=\"m\"} NaN\n", ReasonInvalidValue, 2, "_created NaN"},
 		{"duplicate counter", "vllm:generation_tokens_total{engine=\"0\",model_name=\"m\"} 3\nvllm:generation_tokens_total{model_name=\"m\",engine=\"0\"} 3\n", ReasonDuplicateSeries, 2, ""},
 		{"duplicate gauge with pid", "vllm:num_requests_running{pid=\"1\",model_name=\"m\"} 3\nvllm:num_requests_running{pid=\"1\",model_name=\"m\"} 3\n", ReasonDuplicateSeries, 2, ""},
-		{"duplicate bucket 1 vs 1.0", good + "vllm:time_to_first_token_seconds_bucket{engine=\"0\",le=\"1\",model_name=\"m\"} 2\n", ReasonDuplicateSeries, 0, "seen twice"},
+		{"duplicate bucket 1 vs 1.0", good + "vllm:time_to_first_token_seconds_bucket{engine=\"0\",le=\"1\",model_name=\"m\"} 2\n", ReasonDuplicateSeries, 6, "seen twice"},
 		{"duplicate _sum", good + "vllm:time_to_first_token_seconds_sum{engine=\"0\",model_name=\"m\"} 1.5\n", ReasonDuplicateSeries, 6, ""},
 		{"duplicate _count", good + "vllm:time_to_first_token_seconds_count{engine=\"0\",model_name=\"m\"} 3\n", ReasonDuplicateSeries, 6, ""},
-		{"counter sum overflows", "vllm:prompt_tokens_total{engine=\"0\",model_name=\"m\"} 1e308\nvllm:prompt_tokens_total{engine=\"1\",model_name=\"m\"} 1e308\n", ReasonInvalidValue, 0, "overflows"},
-		{"histogram sum overflows", hist(ttftName, "m", "0", []string{"+Inf"}, []string{"1e308"}, "1") + hist(ttftName, "m", "1", []string{"+Inf"}, []string{"1e308"}, "1"), ReasonInvalidValue, 0, "overflows"},
-		{"layout mismatch across engines", good + hist(ttftName, "m", "1", []string{"0.5", "+Inf"}, []string{"1", "2"}, "1"), ReasonInvalidHistogram, 0, `model "m"`},
+		{"counter sum overflows", "vllm:prompt_tokens_total{engine=\"0\",model_name=\"m\"} 1e308\nvllm:prompt_tokens_total{engine=\"1\",model_name=\"m\"} 1e308\n", ReasonInvalidValue, 2, "overflows"},
+		{"histogram sum overflows", hist(ttftName, "m", "0", []string{"+Inf"}, []string{"1e308"}, "1") + hist(ttftName, "m", "1", []string{"+Inf"}, []string{"1e308"}, "1"), ReasonInvalidValue, 4, "overflows"},
+		{"layout mismatch across engines", good + hist(ttftName, "m", "1", []string{"0.5", "+Inf"}, []string{"1", "2"}, "1"), ReasonInvalidHistogram, 6, `model "m"`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			s, err := Parse([]byte(tc.body), "", VLLM, scrapeTime)
@@ -391,7 +391,7 @@ func TestParseErrors(t *testing.T) {
 			if pe.Reason != tc.reason {
 				t.Errorf("reason %q, want %q (err: %v)", pe.Reason, tc.reason, err)
 			}
-			if tc.line != 0 && pe.Line != tc.line {
+			if pe.Line != tc.line {
 				t.Errorf("line %d, want %d (err: %v)", pe.Line, tc.line, err)
 			}
 			if !strings.Contains(err.Error(), tc.contains) {

@@ -1,7 +1,25 @@
 // Package scrape is the input side of the pipeline: it fetches a target's
-// /metrics, parses the exposition with Prometheus's own parser, and keeps only
-// the families an engine profile names, as a Snapshot per scrape (engines
-// summed, models kept apart).
+// /metrics, parses the exposition with Prometheus's own parser (textparse,
+// label sets and all), and keeps only the families an engine profile names,
+// as a Snapshot per scrape (engines summed, models kept apart).
+//
+// A scrape fails whole or in part. A body textparse cannot read (a syntax
+// error, an unknown format) fails the whole scrape, and the error names the
+// line. A family that parses but fails validation for one model (a histogram
+// cut off before its +Inf bucket, a NaN, a duplicate series, engines with
+// different buckets) rejects that model only: the model, every family of it,
+// is absent from the snapshot, Snapshot.Rejected names the family, the model,
+// the line and the reason, and the other models are used. When no model is
+// left, the scrape fails with the first rejection. Prometheus drops the whole
+// scrape on any error; a sidecar serving several models would then lose them
+// all for one model's fault.
+//
+// Whole models, not single families: the SLO math combines a model's
+// families over one interval (the joint attainment of TTFT, TPOT and e2e,
+// bounded with the running and waiting gauges), so a family missing while
+// its siblings advance would pair counts of different intervals and the
+// bounds could break. A model absent from one scrape only loses resolution:
+// its next window reaches back to its previous scrape, exact at both ends.
 //
 // It never stores history (package history), never computes SLO numbers
 // (package slo) and never serves anything (package exporter).
@@ -72,6 +90,22 @@ type Snapshot struct {
 	Found map[Family]string
 	// Missing lists the profile's families absent from the exposition, in profile order.
 	Missing []Family
+	// Rejected lists the families that failed validation for one model, in
+	// profile order, then model order. Each rejected model is absent from
+	// Models for this scrape, all of its families with it.
+	Rejected []Rejection
+}
+
+// Rejection is one family of one model that failed validation in a scrape
+// whose other models were used.
+type Rejection struct {
+	// Family is the logical family.
+	Family Family
+	// Model is the model_name rejected.
+	Model string
+	// Err is the first error found in that family for that model: the
+	// exposed name, the line and the reason.
+	Err *ParseError
 }
 
 // ModelSample holds one model's cumulative values at one scrape.

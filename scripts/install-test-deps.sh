@@ -1,7 +1,15 @@
 #!/usr/bin/env bash
-# Installs what the test suite needs from Debian's packages when it is missing:
-# Prometheus (promtool), Alertmanager and Chromium. Runs apt-get update once.
+# Installs what the test suite needs when it is missing: staticcheck (pinned,
+# through the Go module proxy) and, from Debian's packages, Prometheus
+# (promtool), Alertmanager and Chromium. Runs apt-get update once.
 set -euo pipefail
+
+staticcheck_version=v0.8.2 # staticcheck 2026.2.2
+staticcheck="$(go env GOPATH)/bin/staticcheck"
+if ! "$staticcheck" -version 2>/dev/null | grep -qF "(${staticcheck_version#v})"; then
+	echo "installing staticcheck ${staticcheck_version}"
+	go install "honnef.co/go/tools/cmd/staticcheck@${staticcheck_version}"
+fi
 
 need=()
 command -v promtool >/dev/null 2>&1 || need+=(prometheus)

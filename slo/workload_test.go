@@ -6,7 +6,7 @@ import (
 	"slices"
 )
 
-// vLLM's default bucket edges (SPEC §9), without the +Inf bucket.
+// vLLM's default bucket edges (docs/design.md), without the +Inf bucket.
 var (
 	ttftEdges    = []float64{0.001, 0.005, 0.01, 0.02, 0.04, 0.06, 0.08, 0.1, 0.25, 0.5, 0.75, 1, 2.5, 5, 7.5, 10, 20, 40, 80, 160, 640, 2560}
 	itlEdges     = []float64{0.01, 0.025, 0.05, 0.075, 0.1, 0.15, 0.2, 0.3, 0.4, 0.5, 0.75, 1, 2.5, 5, 7.5, 10, 20, 40, 80}

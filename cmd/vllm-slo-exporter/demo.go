@@ -7,13 +7,11 @@ import (
 	"net"
 	"net/http"
 	"os"
-	"os/signal"
 	"path/filepath"
-	"syscall"
 
 	"github.com/prometheus/exporter-toolkit/web"
 
-	"github.com/vllm-slo-exporter/vllm-slo-exporter/config"
+	"github.com/vllm-slo-exporter/vllm-slo-exporter/daemon"
 	"github.com/vllm-slo-exporter/vllm-slo-exporter/sim"
 )
 
@@ -55,13 +53,6 @@ func runDemo(logger *slog.Logger, webAddr, simAddr string) int {
 	if err := os.WriteFile(file, []byte(fmt.Sprintf(demoConfig, simBound)), 0o600); err != nil {
 		return fail(logger, "demo", err)
 	}
-	dcfg, err := config.Load(file)
-	if err != nil {
-		return fail(logger, "demo configuration", err)
-	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	d := newDaemon(logger, file, dcfg)
 	// Listen before printing the URLs, so a taken port fails before them.
 	ln, err := net.Listen("tcp", webAddr)
 	if err != nil {
@@ -70,11 +61,23 @@ func runDemo(logger *slog.Logger, webAddr, simAddr string) int {
 	systemd := false
 	configFile := ""
 	flags := &web.FlagConfig{WebListenAddresses: &[]string{webAddr}, WebSystemdSocket: &systemd, WebConfigFile: &configFile}
+	d, err := daemon.New(daemon.Options{
+		ConfigFile: file,
+		Logger:     logger,
+		Serve:      func(srv *http.Server) error { return web.Serve(ln, srv, flags, logger) },
+	})
+	if err != nil {
+		ln.Close()
+		return fail(logger, "demo", err)
+	}
 	fmt.Printf("\nvllm-slo-exporter demo\n")
 	fmt.Printf("  simulated vLLM:  http://%s/metrics  (model %s, 2 engines, overload %v of every %v)\n", simBound, sim.DemoModel, sim.DemoOverload, sim.DemoPeriod)
 	fmt.Printf("  landing page:    http://%s/\n", ln.Addr())
 	fmt.Printf("  SLO series:      http://%s/metrics\n", ln.Addr())
 	fmt.Printf("  configuration:   http://%s/config\n", ln.Addr())
 	fmt.Printf("Windows fill within minutes; the first overload starts %v after the start. Ctrl-C stops.\n\n", sim.DemoPeriod-sim.DemoOverload)
-	return d.serve(ctx, func(srv *http.Server) error { return web.Serve(ln, srv, flags, logger) })
+	if err := d.Run(context.Background()); err != nil {
+		return fail(logger, "demo", err)
+	}
+	return 0
 }

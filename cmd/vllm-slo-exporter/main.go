@@ -7,20 +7,15 @@
 package main
 
 import (
-	"context"
 	"fmt"
 	"log/slog"
 	"os"
-	"os/signal"
-	"syscall"
 
 	"github.com/alecthomas/kingpin/v2"
 	"github.com/prometheus/common/promslog"
 	promslogflag "github.com/prometheus/common/promslog/flag"
 	"github.com/prometheus/common/version"
 	"github.com/prometheus/exporter-toolkit/web/kingpinflag"
-
-	"github.com/vllm-slo-exporter/vllm-slo-exporter/report"
 )
 
 // defaultListenAddress is outside 9100-9999, which Prometheus's default port
@@ -70,12 +65,13 @@ func run(args []string) int {
 	replayStep := replayCmd.Flag("step", "Print the exposition after every scrape.").Bool()
 
 	reportCmd := app.Command("report", "Terminal report from vllm bench serve result files, a recording or a live target.")
-	reportOpts := report.Register(reportCmd)
+	reportOpts := addReportFlags(reportCmd)
 
 	simCmd := app.Command("simulate", "Serve the built-in vLLM simulator.")
 	simListen := simCmd.Flag("web.listen-address", "Address to serve /metrics on.").Default("127.0.0.1:8000").String()
 	simTruth := simCmd.Flag("truth", "Write the per-request ground truth (JSON Lines) to this file.").String()
 	simSeed := simCmd.Flag("seed", "Random seed.").Default("1").Uint64()
+	simPreset := presetFlag(simCmd)
 
 	cmd, err := app.Parse(args)
 	if err != nil {
@@ -100,20 +96,10 @@ func run(args []string) int {
 	case reportCmd.FullCommand():
 		return runReport(logger, reportOpts)
 	case simCmd.FullCommand():
-		return runSimulate(logger, *simListen, *simTruth, *simSeed)
+		return runSimulate(logger, *simListen, *simTruth, *simPreset, *simSeed)
 	}
 	logger.Error("unknown command", "command", cmd)
 	return 2
-}
-
-// runReport is the report command; Ctrl-C ends a live report early.
-func runReport(logger *slog.Logger, opts *report.Options) int {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	if err := report.Run(ctx, *opts, os.Stdout); err != nil {
-		return fail(logger, "report", err)
-	}
-	return 0
 }
 
 // fail logs an error and returns exit code 1.

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -11,6 +10,7 @@ import (
 	"github.com/prometheus/common/expfmt"
 
 	"github.com/vllm-slo-exporter/vllm-slo-exporter/config"
+	"github.com/vllm-slo-exporter/vllm-slo-exporter/daemon"
 	"github.com/vllm-slo-exporter/vllm-slo-exporter/exporter"
 	"github.com/vllm-slo-exporter/vllm-slo-exporter/pipeline"
 	"github.com/vllm-slo-exporter/vllm-slo-exporter/recording"
@@ -23,43 +23,33 @@ func runReplay(out io.Writer, logger *slog.Logger, configFile, recordingFile str
 	if err != nil {
 		return fail(logger, "load configuration", err)
 	}
-	r, err := recording.Open(recordingFile)
-	if err != nil {
-		return fail(logger, "open recording", err)
-	}
-	defer r.Close()
-	p := pipeline.New(specFromConfig(cfg))
-	var last *pipeline.Report
-	for {
-		e, err := r.Next()
-		if errors.Is(err, io.EOF) {
-			break
-		}
-		if errors.Is(err, recording.ErrMalformed) {
-			logger.Warn("recording line skipped", "err", err)
-			continue
-		}
-		if err != nil {
-			return fail(logger, "read recording", err)
-		}
+	p := pipeline.New(daemon.PipelineSpec(cfg))
+	var lastTime time.Time
+	scrapes := 0
+	replayOne := func(e recording.Entry) error {
 		if err := p.IngestRecorded(e); err != nil {
 			logger.Warn("recorded scrape not used", "target", e.Target, "time", e.Time, "err", err)
 		}
-		if step {
-			last = p.Evaluate(e.Time)
-			fmt.Fprintf(out, "# scrape of %s at %s\n", e.Target, e.Time.Format(time.RFC3339Nano))
-			if err := writeExposition(out, last); err != nil {
-				return fail(logger, "render exposition", err)
-			}
-		} else {
-			last = &pipeline.Report{Time: e.Time}
+		scrapes++
+		lastTime = e.Time
+		if !step {
+			return nil
 		}
+		fmt.Fprintf(out, "# scrape of %s at %s\n", e.Target, e.Time.Format(time.RFC3339Nano))
+		if err := writeExposition(out, p.Evaluate(e.Time)); err != nil {
+			return fmt.Errorf("render exposition: %w", err)
+		}
+		return nil
 	}
-	if last == nil {
+	skip := func(err error) { logger.Warn("recording line skipped", "err", err) }
+	if err := recording.Scan(recordingFile, replayOne, skip); err != nil {
+		return fail(logger, "replay", err)
+	}
+	if scrapes == 0 {
 		return fail(logger, "replay", fmt.Errorf("recording %s holds no scrape", recordingFile))
 	}
 	if !step {
-		if err := writeExposition(out, p.Evaluate(last.Time)); err != nil {
+		if err := writeExposition(out, p.Evaluate(lastTime)); err != nil {
 			return fail(logger, "render exposition", err)
 		}
 	}

@@ -1,0 +1,334 @@
+// The SLO console's charts, drawn with uPlot from the series JSON of
+// /api/series (or from the JSON inlined by the static report). Every text
+// from a target (model names, labels) is set with textContent, never as
+// markup. After drawing, each figure carries data-points (values drawn) and
+// data-violations (band points whose estimate leaves its bounds), and the
+// body data-ready, so that a headless browser can check what was drawn.
+(function () {
+  "use strict";
+
+  // Okabe–Ito: distinguishable with the common colour-vision deficiencies,
+  // readable on light and dark backgrounds.
+  const PALETTE = ["#0072B2", "#E69F00", "#009E73", "#CC79A7", "#56B4E9", "#D55E00", "#999999"];
+  if (window.matchMedia && window.matchMedia("(prefers-color-scheme: dark)").matches) {
+    // The dark blue is hard to see on a dark background: swap in the sky blue.
+    PALETTE[0] = "#56B4E9";
+    PALETTE[4] = "#0072B2";
+  }
+  const THRESHOLD = "#D55E00";
+
+  function cssVar(name, fallback) {
+    const v = getComputedStyle(document.documentElement).getPropertyValue(name).trim();
+    return v || fallback;
+  }
+
+  function rgba(hex, a) {
+    const n = parseInt(hex.slice(1), 16);
+    return "rgba(" + (n >> 16 & 255) + "," + (n >> 8 & 255) + "," + (n & 255) + "," + a + ")";
+  }
+
+  function fmt(v) {
+    if (v == null || !isFinite(v)) return "–";
+    const a = Math.abs(v);
+    if (a !== 0 && (a < 0.001 || a >= 1e6)) return v.toExponential(3);
+    return String(Number(v.toPrecision(4)));
+  }
+
+  function pct(v) {
+    return v == null ? "–" : fmt(100 * v) + "%";
+  }
+
+  function el(tag, cls, text) {
+    const e = document.createElement(tag);
+    if (cls) e.className = cls;
+    if (text != null) e.textContent = text;
+    return e;
+  }
+
+  // A chart is a list of lines over x; bands pair an upper and a lower line
+  // around an estimate line.
+  function Chart(title, unit, percent) {
+    this.title = title;
+    this.unit = unit;
+    this.percent = !!percent; // values are ratios, shown as percentages
+    this.lines = [];
+    this.bands = [];
+    this.caption = "";
+  }
+
+  Chart.prototype.line = function (label, color, values, opts) {
+    this.lines.push(Object.assign({ label: label, color: color, values: values }, opts || {}));
+    return this.lines.length; // uPlot's series index (0 is x)
+  };
+
+  // band adds an estimate with its bounds as three lines and a fill between.
+  Chart.prototype.band = function (label, color, b, valueFmt) {
+    const est = this.line(label, color, b.estimate, { width: 2, fmt: valueFmt });
+    const lo = this.line(label + " lower", color, b.lower, { width: 1, dash: [4, 4], alpha: 0.6, fmt: valueFmt, bound: true });
+    const hi = this.line(label + " upper", color, b.upper, { width: 1, dash: [4, 4], alpha: 0.6, fmt: valueFmt, bound: true });
+    this.bands.push({ est: est, lo: lo, hi: hi, color: color });
+  };
+
+  Chart.prototype.constant = function (label, value, n) {
+    const vs = new Array(n).fill(value);
+    this.line(label, THRESHOLD, vs, { width: 1.5, dash: [8, 4] });
+  };
+
+  // drawnPoints counts the non-null values of every line.
+  // plots are resized with the window.
+  const plots = [];
+  let resizing = 0;
+  window.addEventListener("resize", function () {
+    clearTimeout(resizing);
+    resizing = setTimeout(function () {
+      for (const p of plots) p.u.setSize({ width: Math.max(320, p.box.clientWidth), height: p.height });
+    }, 150);
+  });
+
+  function drawnPoints(lines) {
+    let n = 0;
+    for (const l of lines) for (const v of l.values) if (v != null) n++;
+    return n;
+  }
+
+  // violations counts the points where an estimate leaves its band; a null
+  // upper bound is +Inf, a null lower bound beside an estimate is a fault.
+  function violations(chart) {
+    let n = 0;
+    for (const b of chart.bands) {
+      const est = chart.lines[b.est - 1].values, lo = chart.lines[b.lo - 1].values, hi = chart.lines[b.hi - 1].values;
+      for (let i = 0; i < est.length; i++) {
+        if (est[i] == null) continue;
+        if (lo[i] == null || lo[i] > est[i] || (hi[i] != null && est[i] > hi[i])) n++;
+      }
+    }
+    return n;
+  }
+
+  function draw(container, chart, x, opts) {
+    opts = opts || {};
+    const fig = el("figure", "chart");
+    fig.appendChild(el("h3", null, chart.title));
+    const plot = el("div", "plot");
+    fig.appendChild(plot);
+    if (chart.caption) fig.appendChild(el("figcaption", null, chart.caption));
+    container.appendChild(fig);
+    const fg = cssVar("--fg", "#222"), grid = cssVar("--grid", "#ddd");
+    const axis = { stroke: fg, grid: { stroke: grid, width: 1 }, ticks: { stroke: grid, width: 1 } };
+    const series = [{ label: opts.xLabel || "time" }];
+    for (const l of chart.lines) {
+      const f = l.fmt || fmt;
+      series.push({
+        label: l.label,
+        stroke: l.alpha ? rgba(l.color, l.alpha) : l.color,
+        width: l.width || 2,
+        dash: l.dash,
+        fill: l.fill,
+        paths: l.paths,
+        points: { show: false },
+        value: function (u, v) { return f(v); },
+      });
+    }
+    const bands = chart.bands.map(function (b) {
+      return { series: [b.hi, b.lo], fill: rgba(b.color, 0.18) };
+    });
+    const data = [x].concat(chart.lines.map(function (l) { return l.values; }));
+    const width = Math.max(320, plot.clientWidth || fig.clientWidth || 600);
+    const yAxis = Object.assign({ label: chart.unit, size: 64 }, axis);
+    if (chart.percent) yAxis.values = function (u, ticks) { return ticks.map(function (v) { return fmt(100 * v) + "%"; }); };
+    /* global uPlot */
+    const u = new uPlot({
+      width: width,
+      height: opts.height || 240,
+      scales: opts.scales || { x: { time: true } },
+      axes: [Object.assign({}, axis, opts.xAxis || {}), yAxis],
+      series: series,
+      bands: bands,
+      hooks: opts.hooks || {},
+      legend: { live: true },
+    }, data, plot);
+    plots.push({ u: u, box: plot, height: opts.height || 240 });
+    // The bounds draw the band; the legend names the estimate only.
+    const rows = u.root.querySelectorAll(".u-legend .u-series");
+    chart.lines.forEach(function (l, i) { if (l.bound && rows[i + 1]) rows[i + 1].style.display = "none"; });
+    const points = drawnPoints(chart.lines);
+    if (points === 0) fig.appendChild(el("figcaption", "empty", "No data in this range: the target does not expose what this chart needs, or no request finished."));
+    fig.dataset.points = String(points);
+    fig.dataset.violations = String(violations(chart));
+    return fig;
+  }
+
+  function seriesCharts(s, box) {
+    const x = s.times, n = x.length;
+    const win = " (" + s.window + " windows)";
+    const charts = [];
+
+    const budget = new Chart("Error budget remaining over the " + fmtSeconds(s.slo.period_seconds) + " period", "budget left", true);
+    budget.band("budget left", PALETTE[0], s.budget, pct);
+    budget.constant("exhausted", 0, n);
+    const cov = lastValue(s.covered);
+    budget.caption = "Below 0% the budget is overspent. The band is where the truth lies. At the newest point the budget rests on " +
+      (cov == null ? "no data" : pct(cov) + " of the period") + " (the history so far).";
+    charts.push(budget);
+
+    for (const b of s.burns) {
+      const c = new Chart("Burn rate " + b.long + " / " + b.short + " (" + b.severity + ") against " + fmt(b.factor), "× budget rate");
+      c.band("long " + b.long, PALETTE[0], b.long_burn);
+      c.band("short " + b.short, PALETTE[1], b.short_burn);
+      c.constant("threshold " + fmt(b.factor), b.factor, n);
+      c.caption = "The alert pages while the upper bounds of both windows exceed the threshold.";
+      charts.push(c);
+    }
+
+    const att = new Chart("Attainment per objective and joint" + win, "requests meeting", true);
+    s.attainment.forEach(function (a, i) { att.band(a.name, PALETTE[i % PALETTE.length], a, pct); });
+    att.constant("goal " + pct(s.slo.goal), s.slo.goal, n);
+    att.caption = "\"all\" is the share of finished requests that met every objective.";
+    charts.push(att);
+
+    const byMetric = {};
+    for (const l of s.latency) (byMetric[l.metric] = byMetric[l.metric] || []).push(l);
+    for (const m of Object.keys(byMetric)) {
+      const c = new Chart("Latency " + m + " quantiles" + win, "seconds");
+      byMetric[m].forEach(function (l, i) { c.band("p" + fmt(100 * l.quantile), PALETTE[i % PALETTE.length], l); });
+      const obj = s.slo.objectives.find(function (o) { return o.metric === m; });
+      if (obj) c.constant("objective " + fmt(obj.threshold) + " s", obj.threshold, n);
+      c.caption = "Each band is the bucket that certainly holds the quantile; the line is our estimate inside it.";
+      charts.push(c);
+    }
+
+    const gp = new Chart("Goodput against throughput" + win, "tokens/s");
+    gp.line("throughput", PALETTE[6], s.throughput, { width: 2 });
+    gp.band("goodput", PALETTE[2], s.goodput);
+    gp.caption = "Generated tokens of the requests that met every objective, against all generated tokens.";
+    charts.push(gp);
+
+    const ll = new Chart("Little's Law: predicted λ·W against observed concurrency" + win, "requests");
+    s.concurrency.forEach(function (c, i) {
+      const color = PALETTE[i % PALETTE.length];
+      ll.line(c.stage + " predicted", color, c.predicted, { width: 2 });
+      ll.line(c.stage + " observed", color, c.observed, { width: 1.5, dash: [6, 3] });
+    });
+    ll.caption = "Predicted from the finished requests (exact); observed from vLLM's gauges at scrapes.";
+    charts.push(ll);
+
+    for (const c of charts) draw(box, c, x);
+    for (const h of s.histograms) drawHistogram(box, h);
+    return charts.length + s.histograms.length;
+  }
+
+  function drawHistogram(box, h) {
+    const c = new Chart("Histogram of " + h.metric + " over the newest " + h.window + " window", "requests per decade");
+    const stepped = uPlot.paths.stepped({ align: 1 });
+    c.line("vLLM buckets", PALETTE[4], h.bars, { width: 1, fill: rgba(PALETTE[4], 0.3), paths: stepped });
+    c.line("reconstructed density", PALETTE[0], h.density, { width: 2, paths: stepped });
+    c.caption = fmt(h.count) + " observations" + (h.above_last > 0 ? ", " + fmt(h.above_last) + " above the last finite edge (not drawn)" : "") +
+      ". Shaded: the bucket that certainly holds each quantile; solid line: our estimate.";
+    const marks = h.quantiles;
+    const threshold = h.threshold;
+    const hooks = {
+      draw: [function (u) {
+        const ctx = u.ctx, top = u.bbox.top, height = u.bbox.height, left = u.bbox.left, right = left + u.bbox.width;
+        ctx.save();
+        marks.forEach(function (q, i) {
+          if (q.estimate == null && q.lower == null) return;
+          const color = PALETTE[(i + 1) % PALETTE.length];
+          const x0 = Math.max(left, q.lower > 0 ? u.valToPos(q.lower, "x", true) : left);
+          const x1 = q.upper == null ? right : Math.min(right, u.valToPos(q.upper, "x", true));
+          ctx.fillStyle = rgba(color, 0.12);
+          ctx.fillRect(x0, top, Math.max(1, x1 - x0), height);
+          if (q.estimate != null) {
+            const xe = u.valToPos(q.estimate, "x", true);
+            ctx.strokeStyle = color;
+            ctx.lineWidth = 2;
+            ctx.beginPath();
+            ctx.moveTo(xe, top);
+            ctx.lineTo(xe, top + height);
+            ctx.stroke();
+            ctx.fillStyle = color;
+            ctx.font = (12 * devicePixelRatio) + "px system-ui, sans-serif";
+            ctx.fillText("p" + fmt(100 * q.q), xe + 3, top + 14 * devicePixelRatio * (1 + i % 4));
+          }
+        });
+        if (threshold != null) {
+          const xt = u.valToPos(threshold, "x", true);
+          ctx.strokeStyle = THRESHOLD;
+          ctx.setLineDash([8, 4]);
+          ctx.lineWidth = 1.5;
+          ctx.beginPath();
+          ctx.moveTo(xt, top);
+          ctx.lineTo(xt, top + height);
+          ctx.stroke();
+        }
+        ctx.restore();
+      }],
+    };
+    const fig = draw(box, c, h.x, {
+      xLabel: "seconds",
+      scales: { x: { time: false, distr: 3 } },
+      xAxis: { label: "latency (seconds, log scale)" },
+      hooks: hooks,
+    });
+    let bad = 0;
+    for (const q of marks) {
+      if (q.estimate == null) continue;
+      if (q.lower == null || q.lower > q.estimate || (q.upper != null && q.estimate > q.upper)) bad++;
+    }
+    fig.dataset.violations = String(Number(fig.dataset.violations) + bad);
+  }
+
+  function lastValue(vs) {
+    for (let i = vs.length - 1; i >= 0; i--) if (vs[i] != null) return vs[i];
+    return null;
+  }
+
+  // fmtSeconds writes a duration as the configuration does ("1d", "29m45s").
+  function fmtSeconds(s) {
+    const units = [[86400, "d"], [3600, "h"], [60, "m"], [1, "s"]];
+    let out = "";
+    s = Math.round(s);
+    for (const u of units) {
+      if (s >= u[0]) {
+        out += Math.floor(s / u[0]) + u[1];
+        s %= u[0];
+      }
+    }
+    return out || "0s";
+  }
+
+  function show(section, s) {
+    const box = section.querySelector(".charts");
+    const status = section.querySelector(".status");
+    const n = seriesCharts(s, box);
+    status.textContent = s.times.length + " windows from " + new Date(s.from * 1000).toLocaleString() +
+      " to " + new Date(s.to * 1000).toLocaleString() + ".";
+    section.dataset.charts = String(n);
+  }
+
+  function load(section) {
+    const inline = section.querySelector("script.series-data");
+    if (inline) {
+      show(section, JSON.parse(inline.textContent));
+      return Promise.resolve();
+    }
+    return fetch(section.dataset.seriesUrl).then(function (r) {
+      if (!r.ok) return r.text().then(function (t) { throw new Error(r.status + ": " + t); });
+      return r.json();
+    }).then(function (s) { show(section, s); });
+  }
+
+  function main() {
+    const sections = Array.from(document.querySelectorAll(".slo-detail"));
+    Promise.all(sections.map(function (sec) {
+      return load(sec).catch(function (err) {
+        sec.querySelector(".status").textContent = "Cannot draw: " + err.message;
+        sec.dataset.error = err.message;
+      });
+    })).then(function () {
+      document.body.dataset.ready = "true";
+    });
+  }
+
+  if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", main);
+  else main();
+})();

@@ -1,0 +1,29 @@
+// Package console is the daemon's web console: an overview of every SLO of
+// every target and model (attainment with its bounds, error budget left and
+// how much of the period it rests on, burn rate per alert window pair, alert
+// state; sortable, worst first) and, per SLO and model, charts over a chosen
+// range: budget burn-down, burn rates against their thresholds, attainment,
+// latency quantiles, goodput against throughput, Little's Law and the newest
+// window's histogram with our reconstructed density. Every estimate is drawn
+// with the band its bounds make; the truth cannot leave the band.
+//
+// The charts are computed on request from the daemon's own history: windows
+// ending at past scrapes, evaluated by the pipeline exactly as the live
+// series are, and the JSON of each series is kept in a small bounded cache
+// keyed by the newest scrape. The same page can be written as one
+// self-contained HTML file (WriteStatic) for a recording.
+//
+// Charts are drawn in the browser by uPlot 1.6.32 (MIT, from npm; see
+// assets/README.uPlot and assets/LICENSE.uPlot), embedded in the binary:
+// about 51 kB of script (22 kB gzipped) for every chart type we
+// need (time series, bands between two series, stepped histograms, log axes,
+// drawing hooks), against a server-side SVG library whose every chart would
+// be sent as markup on each refresh. A maintainer changes a chart in
+// assets/console.js; nothing is fetched from a CDN and no font is
+// downloaded. Text from targets (model names, labels) reaches the pages only
+// through html/template and JSON, and the script sets it with textContent.
+//
+// The console must never write to the history, never read a clock (time
+// comes from the history's scrapes) and never serve more than a bounded
+// number of windows per request.
+package console

@@ -1,0 +1,264 @@
+// Package daemon runs the exporter as a long-lived process. Run starts one
+// group of actors and joins them all on shutdown:
+//
+//   - signals: SIGHUP reloads the configuration, SIGTERM and SIGINT stop;
+//   - scrape loops: a supervisor owns one scrape loop per target and, on
+//     reload, stops and starts exactly the loops whose target changed;
+//   - evaluator: publishes a new pipeline report every evaluation interval;
+//   - notifier: pushes the report's alerts to Alertmanager;
+//   - web: serves /metrics, the pages and the operational endpoints;
+//   - state saver: writes the history to the state file now and then (and
+//     once more after every other actor has stopped).
+//
+// The first actor to return stops the others. Each concern has its own lock
+// or its own goroutine: the running configuration (safeConfig), the reload
+// sequence, the evaluation, the loops (owned by their supervisor).
+//
+// The package holds no math and renders nothing: package pipeline computes,
+// package exporter serves what it computed, package notify pushes alerts. The
+// cmd package only parses flags and calls New and Run.
+package daemon
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"os"
+	"os/signal"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"github.com/oklog/run"
+	"github.com/prometheus/client_golang/prometheus"
+	commoncfg "github.com/prometheus/common/config"
+
+	"github.com/vllm-slo-exporter/vllm-slo-exporter/exporter"
+	"github.com/vllm-slo-exporter/vllm-slo-exporter/notify"
+	"github.com/vllm-slo-exporter/vllm-slo-exporter/pipeline"
+	"github.com/vllm-slo-exporter/vllm-slo-exporter/scrape"
+)
+
+// shutdownTimeout bounds how long the web server waits for requests in
+// flight when the daemon stops.
+const shutdownTimeout = 10 * time.Second
+
+// Options are what the command line decides.
+type Options struct {
+	// ConfigFile is the configuration file, read by New and by every reload.
+	ConfigFile string
+	// Logger receives every log line; nil discards.
+	Logger *slog.Logger
+	// Serve serves HTTP with srv until srv is shut down (the run command
+	// passes exporter-toolkit's web.ListenAndServe, which adds TLS and basic
+	// auth from --web.config.file). Required.
+	Serve func(srv *http.Server) error
+	// Signals, when set, replaces the process's SIGHUP, SIGTERM and SIGINT
+	// (tests send them on a channel).
+	Signals <-chan os.Signal
+	// Dial, when set, replaces the network dialer of every outgoing
+	// connection, to targets and to Alertmanagers (tests dial in memory).
+	Dial commoncfg.DialContextFunc
+}
+
+// Daemon is the running exporter: build it with New, start it with Run.
+type Daemon struct {
+	logger *slog.Logger
+	opts   Options
+
+	config   *safeConfig
+	pipe     *pipeline.Pipeline
+	loops    *scrapeLoops
+	notifier *notify.Notifier
+	report   atomic.Pointer[pipeline.Report]
+	self     *prometheus.Registry
+	state    stateMetrics
+
+	reloadMu sync.Mutex // one reload at a time, from SIGHUP or HTTP
+
+	evalMu  sync.Mutex         // one evaluation at a time, so reports are stored in time order; guards warned and dropped
+	warned  map[string]bool    // warnings already logged
+	dropped map[string]float64 // models dropped when last logged, per target
+}
+
+// New loads the configuration file and builds the daemon; nothing runs
+// before Run.
+func New(opts Options) (*Daemon, error) {
+	if opts.Serve == nil {
+		return nil, errors.New("daemon: no HTTP server (Options.Serve)")
+	}
+	logger := opts.Logger
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	self := exporter.NewSelfRegistry()
+	sc, err := newSafeConfig(opts.ConfigFile, self)
+	if err != nil {
+		return nil, err
+	}
+	cfg := sc.get()
+	nc, err := notifierConfig(cfg, opts.Dial)
+	if err != nil {
+		return nil, err
+	}
+	d := &Daemon{
+		logger:   logger,
+		opts:     opts,
+		config:   sc,
+		pipe:     pipeline.New(PipelineSpec(cfg)),
+		notifier: notify.New(nc, logger, notify.NewMetrics(self)),
+		self:     self,
+		state:    newStateMetrics(self),
+		warned:   map[string]bool{},
+		dropped:  map[string]float64{},
+	}
+	d.loops = newScrapeLoops(logger, opts.Dial, d.ingest, d.evaluate)
+	return d, nil
+}
+
+// Run restores the state, runs every actor until ctx ends, a stop signal
+// arrives or an actor fails, and joins them all. After a requested stop it
+// saves the state once more and returns nil. After a failure (the port was
+// taken, most likely by another daemon on the same state file) it returns the
+// failure and leaves the state file as the periodic saves left it.
+func (d *Daemon) Run(ctx context.Context) error {
+	d.loadState()
+	cfg := d.config.get()
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	stop := func(error) { cancel() }
+	srv := &http.Server{Handler: d.handler(), ReadHeaderTimeout: 10 * time.Second}
+
+	// One actor a line; the first to return interrupts the others, and
+	// g.Run returns once they all have.
+	var g run.Group
+	g.Add(func() error { return d.handleSignals(ctx) }, stop)
+	g.Add(func() error { return d.loops.run(ctx, cfg) }, stop)
+	g.Add(func() error { return d.evaluateEvery(ctx, time.Duration(cfg.Global.EvaluationInterval)) }, stop)
+	g.Add(func() error { d.notifier.Run(ctx); return nil }, stop)
+	g.Add(func() error { return d.saveStateEvery(ctx, time.Duration(cfg.Global.StateSaveInterval)) }, stop)
+	g.Add(func() error { return d.serve(srv) }, func(error) { d.shutdownHTTP(srv) })
+	err := g.Run()
+
+	d.notifier.Close()
+	if err != nil {
+		return err
+	}
+	d.saveState()
+	return nil
+}
+
+// handleSignals reloads on SIGHUP and returns on SIGTERM, SIGINT or when
+// ctx ends.
+func (d *Daemon) handleSignals(ctx context.Context) error {
+	signals := d.opts.Signals
+	if signals == nil {
+		c := make(chan os.Signal, 1)
+		signal.Notify(c, syscall.SIGHUP, syscall.SIGTERM, os.Interrupt)
+		defer signal.Stop(c)
+		signals = c
+	}
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case sig := <-signals:
+			if sig != syscall.SIGHUP {
+				d.logger.Info("shutting down", "signal", sig.String())
+				return nil
+			}
+			_ = d.Reload() // Reload logs its outcome
+		}
+	}
+}
+
+// serve runs the HTTP server until shutdownHTTP; a server that fails (a port
+// taken, a bad web configuration) is an error that stops the daemon.
+func (d *Daemon) serve(srv *http.Server) error {
+	if err := d.opts.Serve(srv); err != nil && !errors.Is(err, http.ErrServerClosed) {
+		return fmt.Errorf("HTTP server: %w", err)
+	}
+	return nil
+}
+
+// shutdownHTTP stops the server, giving requests in flight shutdownTimeout.
+func (d *Daemon) shutdownHTTP(srv *http.Server) {
+	ctx, cancel := context.WithTimeout(context.Background(), shutdownTimeout)
+	defer cancel()
+	if err := srv.Shutdown(ctx); err != nil {
+		d.logger.Error("HTTP shutdown", "err", err)
+	}
+}
+
+// handler serves /metrics, the landing page, /config, /-/healthy, /-/ready
+// and /-/reload for this daemon.
+func (d *Daemon) handler() http.Handler {
+	return exporter.NewHandler(exporter.Endpoints{
+		Report:         d.report.Load,
+		Ready:          d.loops.allTried,
+		Reload:         func(context.Context) error { return d.Reload() },
+		ConfigYAML:     func() ([]byte, error) { return d.config.get().Redacted() },
+		Self:           d.self,
+		RefreshSeconds: int(time.Duration(d.config.get().Global.ScrapeInterval).Seconds()),
+		History:        d.pipe,
+	})
+}
+
+// ingest hands a scrape result to the pipeline and returns what went wrong
+// with the target, if anything.
+func (d *Daemon) ingest(r scrape.Result) error {
+	if r.Err != nil {
+		d.pipe.RecordFailure(r.Target, scrape.FailureReason(r.Err), r.Err, r.Time, r.Duration)
+		return r.Err
+	}
+	return d.pipe.Ingest(r.Target, r.Snapshot, r.Duration)
+}
+
+// evaluateEvery publishes a new report now and then every interval until
+// ctx ends.
+func (d *Daemon) evaluateEvery(ctx context.Context, interval time.Duration) error {
+	tick := time.NewTicker(interval)
+	defer tick.Stop()
+	for {
+		d.evaluate()
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-tick.C:
+		}
+	}
+}
+
+// evaluate computes and publishes a report, logs its new warnings and hands
+// its alerts to the notifier (which never blocks).
+func (d *Daemon) evaluate() {
+	d.evalMu.Lock()
+	defer d.evalMu.Unlock()
+	rep := d.pipe.Evaluate(time.Now())
+	d.report.Store(rep)
+	d.warnOnce(rep)
+	d.notifier.Notify(rep.Time, rep.Alerts)
+}
+
+// warnOnce logs each target warning (such as a threshold off the bucket
+// edges) the first time it appears. d.evalMu must be held.
+func (d *Daemon) warnOnce(rep *pipeline.Report) {
+	for _, t := range rep.Targets {
+		// Model names refused by the cap: logged when the first is refused
+		// and again whenever the count doubles, never at every scrape.
+		if n := t.ModelsDropped; n > 0 && n >= 2*d.dropped[t.Name] {
+			d.dropped[t.Name] = n
+			d.logger.Warn("target serves more model_name values than max_models_per_target; new ones are dropped, existing ones kept",
+				"target", t.Name, "dropped_total", n)
+		}
+		for _, w := range t.Warnings {
+			if key := t.Name + "\x00" + w; !d.warned[key] {
+				d.warned[key] = true
+				d.logger.Warn(w, "target", t.Name)
+			}
+		}
+	}
+}

@@ -22,6 +22,7 @@ const (
 	DefaultOTLPTargetAttribute   = "service.name"
 	DefaultOTLPAdapterAttribute  = "gen_ai.request.model"
 	DefaultOTLPMaxLateness       = model.Duration(2 * time.Minute)
+	DefaultOTLPSpanDelay         = model.Duration(10 * time.Second)
 	DefaultOTLPMaxRequests       = 500000
 	DefaultOTLPForwardTimeout    = model.Duration(10 * time.Second)
 )
@@ -51,6 +52,10 @@ type OTLP struct {
 	// Routes map resources to targets explicitly; the first match wins,
 	// before TargetAttribute. With one target and no match, spans go to it.
 	Routes []OTLPRoute `yaml:"routes,omitempty"`
+	// SpanDelay is how long spans may take to arrive after vLLM counted the
+	// request finished (its exporter batches them, every 5s by default):
+	// exact windows end at the newest scrape at least this old.
+	SpanDelay model.Duration `yaml:"span_delay"`
 	// MaxLateness is how long after the longest window a span may still
 	// arrive and count.
 	MaxLateness model.Duration `yaml:"max_lateness"`
@@ -102,6 +107,9 @@ func applyOTLPDefaults(o *OTLP, present func(path string) bool) {
 	if !present("otlp.adapter_attribute") {
 		o.AdapterAttribute = DefaultOTLPAdapterAttribute
 	}
+	if !present("otlp.span_delay") {
+		o.SpanDelay = DefaultOTLPSpanDelay
+	}
 	if !present("otlp.max_lateness") {
 		o.MaxLateness = DefaultOTLPMaxLateness
 	}
@@ -137,8 +145,13 @@ func validateOTLP(o *OTLP, targets []Target) *fieldError {
 	if o.MaxBodySize < 0 {
 		return errorf("otlp.max_body_size", "%s must not be negative", o.MaxBodySize)
 	}
-	if o.Timeout < 0 || o.MaxLateness < 0 {
-		return errorf("otlp.timeout", "durations must not be negative")
+	for _, d := range []struct {
+		path  string
+		value model.Duration
+	}{{"otlp.timeout", o.Timeout}, {"otlp.span_delay", o.SpanDelay}, {"otlp.max_lateness", o.MaxLateness}} {
+		if d.value < 0 {
+			return errorf(d.path, "%s must not be negative", d.value)
+		}
 	}
 	if o.MaxRequestsPerModel < 0 {
 		return errorf("otlp.max_requests_per_model", "%d must be positive", o.MaxRequestsPerModel)
@@ -187,12 +200,13 @@ func validateRoutes(routes []OTLPRoute, targets []Target) *fieldError {
 	return nil
 }
 
-// Retention is how long the trace store keeps a record: the longest window
-// plus the lateness allowed.
+// Retention is how long the trace store keeps a record: the longest window,
+// plus the span delay (exact windows end that much earlier), plus the
+// lateness allowed.
 func (o OTLP) Retention(g Global) time.Duration {
 	longest := time.Duration(0)
 	for _, w := range g.Windows {
 		longest = max(longest, time.Duration(w))
 	}
-	return longest + time.Duration(o.MaxLateness)
+	return longest + time.Duration(o.SpanDelay) + time.Duration(o.MaxLateness)
 }

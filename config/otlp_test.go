@@ -63,8 +63,11 @@ func TestOTLPDefaults(t *testing.T) {
 	if o.TargetAttribute != "service.name" || o.AdapterAttribute != "gen_ai.request.model" {
 		t.Errorf("attributes: %q %q", o.TargetAttribute, o.AdapterAttribute)
 	}
-	if got := o.Retention(c.Global); got != time.Hour+2*time.Minute {
-		t.Errorf("Retention = %v, want the longest window (1h) plus the lateness (2m)", got)
+	if o.SpanDelay != model.Duration(10*time.Second) {
+		t.Errorf("SpanDelay = %v, want 10s", o.SpanDelay)
+	}
+	if got := o.Retention(c.Global); got != time.Hour+10*time.Second+2*time.Minute {
+		t.Errorf("Retention = %v, want the longest window (1h) plus the span delay (10s) plus the lateness (2m)", got)
 	}
 }
 
@@ -74,7 +77,7 @@ func TestOTLPExplicitEmptyKept(t *testing.T) {
 		t.Fatal(err)
 	}
 	o := c.OTLP
-	if o.HTTPListenAddress != "" || o.AdapterAttribute != "" || o.TargetAttribute != "host.name" {
+	if o.HTTPListenAddress != "" || o.AdapterAttribute != "" || o.TargetAttribute != "host.name" || o.SpanDelay != 0 {
 		t.Errorf("explicit settings replaced by defaults: %+v", o)
 	}
 	if o.Forward == nil || o.Forward.Timeout != model.Duration(3*time.Second) || !o.Forward.HTTPClientConfig.FollowRedirects {

@@ -75,6 +75,7 @@ func (d *Daemon) pipelineSpec(cfg *config.Config) pipeline.Spec {
 	spec := PipelineSpec(cfg)
 	if d.exact != nil {
 		spec.Traces = d.exact.Store
+		spec.TraceDelay = time.Duration(cfg.OTLP.SpanDelay)
 	}
 	return spec
 }

@@ -28,7 +28,7 @@ func newTraceDescs(model []string, desc func(name, help string, labels []string)
 	with := func(more ...string) []string { return append(slices.Clone(model), more...) }
 	return traceDescs{
 		source:          desc("window_source", "1 for where the window's latency, attainment, goodput and burn-rate series come from: source=\"traces\" (every finished request's span arrived: exact, lower = estimate = upper) or source=\"histograms\" (bounds).", with("window", "source")),
-		coverage:        desc("trace_coverage_ratio", "Spans received for the window's finished requests over vLLM's own count of them (request_success_total); exact numbers need 1.", with("window")),
+		coverage:        desc("trace_coverage_ratio", "Spans received for the finished requests of the window ending the span delay ago, over vLLM's own count of them (request_success_total); exact numbers need 1.", with("window")),
 		requests:        desc("trace_requests", "Requests whose span reports them finished in the window, by finish reason (empty when the span has none).", with("window", "finish_reason")),
 		boundsHeld:      desc("calibration_bounds_held", "In a window covered by traces: 1 if every histogram bound held the exact value, 0 if one failed (a bug in the bounds; the log says which).", with("window")),
 		quantileError:   desc("calibration_quantile_error_seconds", "In a window covered by traces: the histogram's quantile estimate minus the exact quantile, for metrics observed at finish.", with("metric", "window", "quantile")),

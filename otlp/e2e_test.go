@@ -372,3 +372,54 @@ func checkSeries(t *testing.T, rep *pipeline.Report, truth sim.Truth, e *sim.Spa
 		}
 	}
 }
+
+// TestExactWindowsLagBySpanDelay: spans arrive in batches after the counters
+// move (here, only for requests that finished 10s before the newest scrape),
+// so the window ending at the newest scrape is never covered. With a
+// TraceDelay of 20s the exact windows end at the newest scrape at least 20s
+// old, are covered, and equal the truth over that window; without it nothing
+// is exact.
+func TestExactWindowsLagBySpanDelay(t *testing.T) {
+	rut := startReceiver(t)
+	e := emitter(t, rut.grpcAddr, sim.SpanGRPC, 0)
+	var held []sim.Request
+	r := newRun(t, rut.store, func(req sim.Request) { held = append(held, req) })
+	release := func() {
+		kept := held[:0]
+		for _, req := range held {
+			if req.Finish.After(r.now.Add(-10 * time.Second)) {
+				kept = append(kept, req)
+				continue
+			}
+			e.Hook(req)
+		}
+		held = kept
+	}
+	for range 24 {
+		r.advance(t, 15*time.Second)
+		release()
+	}
+	flush(t, e)
+	for _, delay := range []time.Duration{0, 20 * time.Second} {
+		spec := newSpec(rut.store)
+		spec.TraceDelay = delay
+		r.p.Reconfigure(spec)
+		rep := r.p.Evaluate(r.now)
+		for _, mr := range rep.Targets[0].Models {
+			for i, wr := range mr.Windows {
+				tr := mr.Traces[i]
+				if delay == 0 {
+					if tr.Covered {
+						t.Errorf("model %s window %v: covered although the newest spans are missing", mr.Name, wr.Window.Nominal)
+					}
+					continue
+				}
+				if !tr.Covered || !wr.Window.End.Equal(r.now.Add(-30*time.Second)) {
+					t.Errorf("model %s window %v: covered %v, ends %v, want covered and ending 30s before %v", mr.Name, wr.Window.Nominal, tr.Covered, wr.Window.End, r.now)
+					continue
+				}
+				checkExact(t, mr.Name, wr, r.s.Truth().ForModel(mr.Name).FinishedIn(wr.Window.Start, wr.Window.End))
+			}
+		}
+	}
+}

@@ -57,6 +57,10 @@ type Spec struct {
 	// Traces, when set, holds per-request records from vLLM's spans: each
 	// window they fully cover is published exactly (see traces.Evaluate).
 	Traces *traces.Store
+	// TraceDelay is how long spans may take to arrive after the request
+	// finished (the sender batches them): exact windows end at the newest
+	// scrape at least TraceDelay old.
+	TraceDelay time.Duration
 }
 
 // Pipeline holds the histories of all targets. It is safe for concurrent use:
@@ -464,30 +468,14 @@ func (t *target) evaluate(spec Spec, now time.Time) TargetReport {
 
 func (t *target) evaluateModel(spec Spec, model string, now time.Time) ModelReport {
 	mr := ModelReport{Name: model}
-	plain := t.windowOptions(false)
-	warm := t.windowOptions(true)
 	opts := slo.Options{Quantiles: spec.Quantiles}
 	for _, length := range spec.Windows {
-		w, ok := t.hist.Window(model, now, length, plain)
+		wr, exact, ok := t.evaluateWindow(spec, model, now, length, opts)
 		if !ok {
 			continue
 		}
-		w.Nominal = length
-		wr := slo.EvaluateWindow(w, spec.SLOs, opts)
-		exact, hasExact := t.exactWindow(spec, model, w, wr)
-		if t.spec.Warmup > 0 {
-			wr.SLOs = nil // without the warm-up-free window, no SLO result at all
-			if ww, ok := t.hist.Window(model, now, length, warm); ok {
-				wr.SLOs = slo.EvaluateWindow(ww, spec.SLOs, slo.Options{}).SLOs
-			}
-		}
-		if hasExact {
-			warmSLOs := wr.SLOs
-			exact.Apply(&wr)
-			if t.spec.Warmup > 0 {
-				wr.SLOs = warmSLOs // the spans' window includes the warm-up
-			}
-			mr.Traces = append(mr.Traces, exact)
+		if exact != nil {
+			mr.Traces = append(mr.Traces, *exact)
 		}
 		mr.Windows = append(mr.Windows, wr)
 	}

@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"time"
 
 	"github.com/prometheus/exporter-toolkit/web"
 
@@ -33,12 +34,29 @@ slos:
 cost:
   gpu_hourly_cost: 2.0
   currency: USD
+otlp:
+  enabled: true
+  grpc_listen_address: %s
+  http_listen_address: ""
 `
 
 // runDemo starts the simulator and the daemon against it on loopback, prints
-// the URLs, and runs until interrupted.
-func runDemo(logger *slog.Logger, webAddr, simAddr string) int {
-	_, simBound, stopSim, err := startSimulator(simAddr, 1, false)
+// the URLs, and runs until interrupted. The simulator's spans go to otlpAddr
+// (by default off vLLM's usual 4317, so that a Collector on the machine is
+// not in the way).
+func runDemo(logger *slog.Logger, webAddr, simAddr, otlpAddr string) int {
+	// The simulator sends one span per finished request to the daemon, as
+	// vLLM with --otlp-traces-endpoint does, so the demo shows exact mode.
+	spans, err := sim.NewSpanEmitter(context.Background(), sim.SpanOptions{Endpoint: otlpAddr})
+	if err != nil {
+		return fail(logger, "demo", err)
+	}
+	defer func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_ = spans.Shutdown(ctx)
+	}()
+	_, simBound, stopSim, err := startPresetWith(simAddr, "demo", 1, false, spans.Hook)
 	if err != nil {
 		return fail(logger, "demo", err)
 	}
@@ -50,7 +68,7 @@ func runDemo(logger *slog.Logger, webAddr, simAddr string) int {
 	}
 	defer os.RemoveAll(dir)
 	file := filepath.Join(dir, "config.yaml")
-	if err := os.WriteFile(file, []byte(fmt.Sprintf(demoConfig, simBound)), 0o600); err != nil {
+	if err := os.WriteFile(file, []byte(fmt.Sprintf(demoConfig, simBound, otlpAddr)), 0o600); err != nil {
 		return fail(logger, "demo", err)
 	}
 	// Listen before printing the URLs, so a taken port fails before them.
@@ -75,6 +93,7 @@ func runDemo(logger *slog.Logger, webAddr, simAddr string) int {
 	fmt.Printf("  landing page:    http://%s/\n", ln.Addr())
 	fmt.Printf("  SLO series:      http://%s/metrics\n", ln.Addr())
 	fmt.Printf("  configuration:   http://%s/config\n", ln.Addr())
+	fmt.Printf("  spans (OTLP):    grpc://%s  (exact mode: vllm_slo_window_source{source=\"traces\"})\n", otlpAddr)
 	fmt.Printf("Windows fill within minutes; the first overload starts %v after the start. Ctrl-C stops.\n\n", sim.DemoPeriod-sim.DemoOverload)
 	if err := d.Run(context.Background()); err != nil {
 		return fail(logger, "demo", err)

@@ -44,6 +44,7 @@ func run(args []string) int {
 	demoCmd := app.Command("demo", "Run the built-in vLLM simulator and the daemon against it, on loopback.")
 	demoWeb := demoCmd.Flag("web.listen-address", "Address of the daemon's endpoint.").Default("127.0.0.1:10042").String()
 	demoSim := demoCmd.Flag("simulator.listen-address", "Address of the simulated vLLM.").Default("127.0.0.1:18000").String()
+	demoOTLP := demoCmd.Flag("otlp.listen-address", "Address where the daemon receives the simulator's spans (OTLP/gRPC, exact mode).").Default("127.0.0.1:14317").String()
 
 	checkCmd := app.Command("check-config", "Validate a configuration file.")
 	checkConfig := checkCmd.Flag("config.file", "Configuration file.").Default("config.yaml").String()
@@ -83,7 +84,7 @@ func run(args []string) int {
 	case runCmd.FullCommand():
 		return runDaemon(logger, *runConfig, runWeb)
 	case demoCmd.FullCommand():
-		return runDemo(logger, *demoWeb, *demoSim)
+		return runDemo(logger, *demoWeb, *demoSim, *demoOTLP)
 	case checkCmd.FullCommand():
 		return checkConfigFile(os.Stdout, os.Stderr, *checkConfig)
 	case rulesCmd.FullCommand():

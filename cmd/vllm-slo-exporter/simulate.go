@@ -18,21 +18,23 @@ import (
 	"github.com/vllm-slo-exporter/vllm-slo-exporter/sim"
 )
 
-// startSimulator builds the demo workload's simulator (keeping the
-// per-request truth only when asked) and serves it on addr with the wall
+// startPreset builds a named workload's simulator (sim.PresetNames; keeping
+// the per-request truth only when asked) and serves it on addr with the wall
 // clock; it returns the simulator, the listener's address and a function that
 // stops the server.
-func startSimulator(addr string, seed uint64, keepTruth bool) (*sim.Sim, string, func(), error) {
-	return startPreset(addr, "demo", seed, keepTruth)
+func startPreset(addr, preset string, seed uint64, keepTruth bool) (*sim.Sim, string, func(), error) {
+	return startPresetWith(addr, preset, seed, keepTruth, nil)
 }
 
-// startPreset is startSimulator for any named workload (sim.PresetNames).
-func startPreset(addr, preset string, seed uint64, keepTruth bool) (*sim.Sim, string, func(), error) {
+// startPresetWith is startPreset with a hook that sees every request end
+// (the demo's span emitter).
+func startPresetWith(addr, preset string, seed uint64, keepTruth bool, onDone func(sim.Request)) (*sim.Sim, string, func(), error) {
 	cfg, err := sim.Preset(preset, seed, time.Now())
 	if err != nil {
 		return nil, "", nil, fmt.Errorf("simulator: %w", err)
 	}
 	cfg.DiscardTruth = !keepTruth
+	cfg.OnDone = onDone
 	s, err := sim.New(cfg)
 	if err != nil {
 		return nil, "", nil, fmt.Errorf("simulator: %w", err)

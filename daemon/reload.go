@@ -61,6 +61,9 @@ func (d *Daemon) reload() error {
 		if err := d.pipe.Reconfigure(spec); err != nil {
 			d.logger.Error("reload: history not carried over", "err", err)
 		}
+		if d.exact != nil {
+			d.exact.Reconfigure(cfg)
+		}
 	})
 	if err != nil {
 		return err

@@ -33,6 +33,21 @@ type ExactMode struct {
 	Store    *traces.Store
 	Receiver *Receiver
 	forward  *Forwarder
+	router   *Router
+}
+
+// Reconfigure follows a reload: spans go to the targets of cfg, and the
+// records of removed targets are dropped. The rest of the otlp section
+// (listeners, routes, limits) takes effect at the next start.
+func (e *ExactMode) Reconfigure(cfg *config.Config) {
+	names := make([]string, 0, len(cfg.Targets))
+	keep := make(map[string]bool, len(cfg.Targets))
+	for _, t := range cfg.Targets {
+		names = append(names, t.Name)
+		keep[t.Name] = true
+	}
+	e.router.SetTargets(names)
+	e.Store.Forget(keep)
 }
 
 // FromConfig builds exact mode from a validated configuration; nil, nil when
@@ -75,16 +90,16 @@ func FromConfig(cfg *config.Config, logger *slog.Logger) (*ExactMode, error) {
 	for _, t := range cfg.Targets {
 		names = append(names, t.Name)
 	}
+	router := NewRouter(routes, o.TargetAttribute, names, o.AdapterAttribute)
 	rcv, err := New(Options{
 		GRPCAddress: o.GRPCListenAddress, HTTPAddress: o.HTTPListenAddress, TLS: tlsConfig,
 		MaxBodyBytes: int64(o.MaxBodySize), Timeout: time.Duration(o.Timeout),
-		Router:  NewRouter(routes, o.TargetAttribute, names, o.AdapterAttribute),
-		Forward: fwd, Logger: logger,
+		Router: router, Forward: fwd, Logger: logger,
 	}, store)
 	if err != nil {
 		return nil, err
 	}
-	return &ExactMode{Store: store, Receiver: rcv, forward: fwd}, nil
+	return &ExactMode{Store: store, Receiver: rcv, forward: fwd, router: router}, nil
 }
 
 // Run serves the receiver (and forwards) until ctx is cancelled.

@@ -74,3 +74,32 @@ func TestCalibrationLogOncePerChange(t *testing.T) {
 		t.Errorf("recovery not logged:\n%s", buf.String())
 	}
 }
+
+// TestReconfigureFollowsTargets: after a reload that renames the only
+// target, spans go to the new one and the old one's records are dropped.
+func TestReconfigureFollowsTargets(t *testing.T) {
+	parse := func(name string) *config.Config {
+		c, err := config.Parse([]byte("targets:\n  - name: "+name+"\n    url: http://127.0.0.1:8000/metrics\notlp:\n  enabled: true\n"), "c.yml")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return c
+	}
+	e, err := FromConfig(parse("old"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := export(testSpan{"a", time.Second, 1}).MarshalProto()
+	post(t, e.Receiver, contentProtobuf, body)
+	if got := len(e.Store.Select("old", "m", false, t0, t0.Add(time.Minute)).All); got != 1 {
+		t.Fatalf("old target holds %d records", got)
+	}
+	e.Reconfigure(parse("new"))
+	if n, _ := e.Store.Retained(); n != 0 {
+		t.Errorf("%d records of the removed target kept", n)
+	}
+	post(t, e.Receiver, contentProtobuf, body)
+	if got := len(e.Store.Select("new", "m", false, t0, t0.Add(time.Minute)).All); got != 1 {
+		t.Errorf("new target holds %d records after the reload, want 1", got)
+	}
+}

@@ -5,15 +5,24 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 
 	"gopkg.in/yaml.v3"
 )
 
+// ExampleFile is the repository's complete, commented example configuration,
+// named in the hint when a configuration file does not exist.
+const ExampleFile = "config.example.yaml"
+
 // Load reads, decodes, defaults and validates the configuration file. Every
 // error it returns about the content is an *Error naming file, line and field.
 func Load(filename string) (*Config, error) {
 	data, err := os.ReadFile(filename)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, fmt.Errorf("read config file %q: %w (name one with --config.file=FILE; %s in the repository is a complete, commented example)",
+			filename, err, ExampleFile)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("read config file %q: %w", filename, err)
 	}
@@ -60,7 +69,9 @@ func parseDocument(data []byte, filename string) (*yaml.Node, error) {
 		if errors.Is(err, io.EOF) {
 			return nil, &Error{File: filename, Msg: "configuration is empty"}
 		}
-		return nil, yamlError(filename, err)
+		e := yamlError(filename, err)
+		e.Line = syntaxErrorLine(data, e.Msg, e.Line)
+		return nil, e
 	}
 	var next yaml.Node
 	switch err := dec.Decode(&next); {
@@ -92,4 +103,41 @@ func yamlError(filename string, err error) *Error {
 	}
 	line, rest := splitYAMLLine(msg)
 	return &Error{File: filename, Line: line, Msg: rest}
+}
+
+// maxSyntaxSearch bounds the file size for which syntaxErrorLine searches.
+const maxSyntaxSearch = 64 << 10
+
+// syntaxErrorLine returns the line at which a YAML syntax error shows: the
+// first line such that the document up to and including it already fails
+// with the same message. yaml.v3 reports instead the line where the
+// enclosing block starts, for parser errors counted from 0 (so a list item
+// indented wrongly on line 6 under "targets:" on line 3 is reported at line
+// 3, or at 2 when the list starts on 3). The problem cannot lie before the
+// reported line, so the search starts there; when no prefix fails the same
+// way (an error that needs the whole document), reported is returned. The
+// search parses one prefix per line, so it is done only for files up to
+// maxSyntaxSearch bytes (a configuration is a few KiB); larger ones keep
+// yaml.v3's line.
+func syntaxErrorLine(data []byte, msg string, reported int) int {
+	if len(data) > maxSyntaxSearch {
+		return reported
+	}
+	lines := bytes.SplitAfter(data, []byte("\n"))
+	var prefix []byte
+	for i, l := range lines {
+		prefix = append(prefix, l...)
+		if i+1 < reported {
+			continue
+		}
+		var doc yaml.Node
+		err := yaml.NewDecoder(bytes.NewReader(prefix)).Decode(&doc)
+		if err == nil || errors.Is(err, io.EOF) {
+			continue
+		}
+		if _, rest := splitYAMLLine(err.Error()); rest == msg {
+			return i + 1
+		}
+	}
+	return reported
 }

@@ -27,7 +27,7 @@ var targetNameRE = regexp.MustCompile(`^[a-zA-Z0-9_.:-]+$`)
 // with "__").
 func ReservedLabels() []string {
 	return []string{"adapter", "alertname", "basis", "currency", "finish_reason", "kind", "le", "long_window", "metric", "model_name",
-		"objective", "quantile", "reason", "severity", "short_window", "slo", "source", "stage", "target", "window"}
+		"objective", "q", "reason", "severity", "short_window", "slo", "source", "stage", "target", "window"}
 }
 
 // validate checks a decoded and defaulted configuration, normalising the

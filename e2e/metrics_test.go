@@ -10,6 +10,8 @@ import (
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
+
+	"github.com/vllm-slo-exporter/vllm-slo-exporter/exporter"
 )
 
 // sample is one parsed series of our exposition.
@@ -165,7 +167,7 @@ func checkInvariants(t *testing.T, ss series) {
 	for _, name := range []string{"vllm_slo_latency_seconds", "vllm_slo_latency_lower_seconds", "vllm_slo_latency_upper_seconds"} {
 		for _, s := range ss.find(name, nil) {
 			rest := with(s.labels)
-			delete(rest, "quantile")
+			delete(rest, exporter.QuantileLabel)
 			byGroup[group{name, sample{labels: rest}.key()}] = append(byGroup[group{name, sample{labels: rest}.key()}], s)
 		}
 	}
@@ -173,14 +175,14 @@ func checkInvariants(t *testing.T, ss series) {
 		sort.Slice(list, func(i, j int) bool { return q(list[i]) < q(list[j]) })
 		for i := 1; i < len(list); i++ {
 			if list[i].value < list[i-1].value {
-				t.Errorf("%s%s: quantile %s = %v < quantile %s = %v", g.name, g.key, list[i].labels["quantile"], list[i].value, list[i-1].labels["quantile"], list[i-1].value)
+				t.Errorf("%s%s: quantile %s = %v < quantile %s = %v", g.name, g.key, list[i].labels[exporter.QuantileLabel], list[i].value, list[i-1].labels[exporter.QuantileLabel], list[i-1].value)
 			}
 		}
 	}
 }
 
 func q(s sample) float64 {
-	v, err := strconv.ParseFloat(s.labels["quantile"], 64)
+	v, err := strconv.ParseFloat(s.labels[exporter.QuantileLabel], 64)
 	if err != nil {
 		return math.NaN()
 	}

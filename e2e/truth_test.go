@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/vllm-slo-exporter/vllm-slo-exporter/exporter"
 	"github.com/vllm-slo-exporter/vllm-slo-exporter/sim"
 )
 
@@ -111,7 +112,7 @@ func checkWindow(t *testing.T, ss series, truth sim.Truth, model, window string,
 			t.Errorf("%s: no truth for metric %q", est.key(), metric)
 			continue
 		}
-		qv, err := strconv.ParseFloat(est.labels["quantile"], 64)
+		qv, err := strconv.ParseFloat(est.labels[exporter.QuantileLabel], 64)
 		if err != nil {
 			t.Fatalf("%s: quantile label: %v", est.key(), err)
 		}
@@ -144,7 +145,7 @@ func checkWindow(t *testing.T, ss series, truth sim.Truth, model, window string,
 					good++
 				}
 			}
-			if _, ok := ss.one(t, "vllm_slo_latency_seconds", with(base, "metric", obj, "quantile", "0.5")); !ok {
+			if _, ok := ss.one(t, "vllm_slo_latency_seconds", with(base, "metric", obj, exporter.QuantileLabel, "0.5")); !ok {
 				continue // the target does not serve this metric (old names: no per-request TPOT)
 			}
 			checkBounds(t, ss, "vllm_slo_attainment", "_ratio", with(sb, "objective", obj), ratio(good, len(pop)))
@@ -153,7 +154,7 @@ func checkWindow(t *testing.T, ss series, truth sim.Truth, model, window string,
 		for _, r := range finished {
 			met := true
 			for obj, thr := range s.objectives {
-				if _, ok := ss.one(t, "vllm_slo_latency_seconds", with(base, "metric", obj, "quantile", "0.5")); !ok {
+				if _, ok := ss.one(t, "vllm_slo_latency_seconds", with(base, "metric", obj, exporter.QuantileLabel, "0.5")); !ok {
 					allKnown = false
 				}
 				if v, _ := r.Value(obj); v > thr {

@@ -25,6 +25,12 @@ import (
 // Namespace prefixes every series this program exports.
 const Namespace = "vllm_slo"
 
+// QuantileLabel names the label that holds a latency series' quantile level
+// ("0.99" for the 0.99-quantile). It is not "quantile": Prometheus reserves
+// that label for summaries, and `promtool check metrics` rejects it on the
+// gauges a bracketed estimate is exported as.
+const QuantileLabel = "q"
+
 // ReportSource returns the latest report, or nil before the first evaluation.
 type ReportSource func() *pipeline.Report
 
@@ -177,6 +183,9 @@ func (r *renderer) model(m pipeline.ModelReport) {
 func (r *renderer) window(w slo.WindowReport) {
 	d := r.d
 	win := FormatWindow(w.Window.Nominal)
+	if c, ok := Coverage(w.Window); ok {
+		r.gauge(d.windowCoverage, c, r.models, win)
+	}
 	for _, metric := range slo.Metrics {
 		n, ok := w.Requests[metric]
 		if !ok {
@@ -270,7 +279,18 @@ func FormatWindow(d time.Duration) string {
 	return model.Duration(d).String()
 }
 
-// FormatQuantile renders a quantile label in Go's shortest float form ("0.99").
+// Coverage is the share of its nominal length that a window's data spans,
+// (End - Start) / Nominal, false for a window without length or data. It
+// says how far back a window reaches when the history is younger than it.
+func Coverage(w slo.Window) (float64, bool) {
+	span := w.End.Sub(w.Start)
+	if w.Nominal <= 0 || span <= 0 {
+		return 0, false
+	}
+	return span.Seconds() / w.Nominal.Seconds(), true
+}
+
+// FormatQuantile renders a QuantileLabel value in Go's shortest float form ("0.99").
 func FormatQuantile(q float64) string {
 	return strconv.FormatFloat(q, 'f', -1, 64)
 }

@@ -18,7 +18,7 @@ type descSet struct {
 
 	historyBytes, historyDropped *prometheus.Desc
 
-	windowRequests, throughput, requestRate, predicted, observed, goodTotal *prometheus.Desc
+	windowRequests, windowCoverage, throughput, requestRate, predicted, observed, goodTotal *prometheus.Desc
 
 	alertFiring *prometheus.Desc
 
@@ -64,6 +64,7 @@ func newDescSet(extra []string) *descSet {
 		missing:        desc("target_metric_missing", "1 when a family the profile needs is absent from the target's last good scrape (renamed by an upgrade, or --disable-log-stats), 0 when present.", with(target, "metric")),
 
 		windowRequests: desc("window_requests", "Observations of the latency metric in the window.", with(model, "metric", "window")),
+		windowCoverage: desc("window_coverage_ratio", "Span of the window's data over its nominal length: below 1 while the history is younger than the window (after a start, or a reload that lengthened it), above 1 when a coarse history tier moved its start earlier; every other series of the window covers exactly this span.", with(model, "window")),
 		throughput:     desc("throughput_tokens_per_second", "Tokens processed per second over the window, exact from vLLM's counters.", with(model, "window", "kind")),
 		requestRate:    desc("requests_per_second", "Finished requests per second over the window, exact.", with(model, "window")),
 		predicted:      desc("concurrency_predicted", "Little's Law concurrency λ·W over the window (exact: increase of the latency sum / window).", with(model, "window", "stage")),
@@ -71,7 +72,7 @@ func newDescSet(extra []string) *descSet {
 		alertFiring:    desc("alert_firing", "1 while the alert fires, 0 while it is pending (the condition holds, its for duration has not passed).", with(model, "slo", "alertname", "severity")),
 		goodTotal:      desc("good_requests_total", "Estimated requests that met the objective (objective=\"all\": every per-request objective; objective=\"itl\" counts token gaps, not requests), summed over scrape intervals; merge across a fleet with sum(rate()).", with(model, "slo", "objective")),
 
-		latency:         bounded("latency", "seconds", "latency quantile estimate over the window; the bounds are the bucket that certainly holds the quantile (nearest rank).", with(model, "metric", "window", "quantile")),
+		latency:         bounded("latency", "seconds", "latency q-quantile over the window (label q holds its level, 0.99 for p99); the bounds are the bucket that certainly holds the quantile (nearest rank).", with(model, "metric", "window", QuantileLabel)),
 		attainment:      bounded("attainment", "ratio", "share of requests meeting the objective over the window.", with(model, "slo", "objective", "window")),
 		goodputTokens:   bounded("goodput", "tokens_per_second", "generated tokens per second of requests that finished in the window meeting every objective.", with(model, "slo", "window")),
 		goodputRequests: bounded("goodput", "requests_per_second", "requests per second that finished in the window meeting every objective.", with(model, "slo", "window")),

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil/promlint"
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
@@ -28,6 +29,13 @@ var start = time.Date(2026, 11, 29, 0, 0, 0, 0, time.UTC)
 // simReport runs the demo simulator through the pipeline for ten minutes of
 // virtual time, with the given model name, and returns the last report.
 func simReport(t testing.TB, modelName string) *pipeline.Report {
+	t.Helper()
+	return simReportFor(t, modelName, 10*time.Minute)
+}
+
+// simReportFor is simReport over the given virtual time (scraped every 15 s
+// from 15 s on) instead of ten minutes.
+func simReportFor(t testing.TB, modelName string, length time.Duration) *pipeline.Report {
 	t.Helper()
 	cfg := sim.DemoConfig(5, start)
 	cfg.Models[0].Name = modelName
@@ -46,7 +54,7 @@ func simReport(t testing.TB, modelName string) *pipeline.Report {
 		Retention: history.NewRetention(5*time.Minute, 24*time.Hour),
 	})
 	var rep *pipeline.Report
-	for at := start.Add(15 * time.Second); !at.After(start.Add(10 * time.Minute)); at = at.Add(15 * time.Second) {
+	for at := start.Add(15 * time.Second); !at.After(start.Add(length)); at = at.Add(15 * time.Second) {
 		s.AdvanceTo(at)
 		body, ct := s.Exposition()
 		snap, err := scrape.Parse(body, ct, scrape.VLLM, at)
@@ -151,8 +159,8 @@ func TestCollectorInvariants(t *testing.T) {
 	}
 	byQ := map[string][]float64{}
 	for _, m := range mfs["vllm_slo_latency_seconds"].GetMetric() {
-		k := key(m, "quantile")
-		byQ[k] = append(byQ[k], value(m)) // quantile labels sort "0.5" < "0.9" < "0.99"
+		k := key(m, QuantileLabel)
+		byQ[k] = append(byQ[k], value(m)) // q labels sort "0.5" < "0.9" < "0.99"
 	}
 	for k, vs := range byQ {
 		for i := 1; i < len(vs); i++ {
@@ -312,5 +320,45 @@ func TestRejectionsExposed(t *testing.T) {
 	rep.Targets[0].Rejections = nil
 	if mf := gather(t, rep)["vllm_slo_target_family_rejections_total"]; mf != nil {
 		t.Errorf("a target without rejections exposes %v", mf)
+	}
+}
+
+// TestCollectorLint runs the linter behind `promtool check metrics` over a
+// real report's series: every series must pass it, so that scraping the
+// exporter never trips a Prometheus user's metric checks.
+func TestCollectorLint(t *testing.T) {
+	reg := prometheus.NewPedanticRegistry()
+	rep := simReport(t, "m")
+	reg.MustRegister(NewCollector(func() *pipeline.Report { return rep }))
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	problems, err := promlint.NewWithMetricFamilies(mfs).Lint()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range problems {
+		t.Errorf("%s: %s", p.Metric, p.Text)
+	}
+}
+
+// TestCollectorWindowCoverage checks that a window longer than the history
+// says how much of it the data spans: two minutes of scrapes (the first at
+// 15 s) fill the 1m window and 105 s of the 5m one.
+func TestCollectorWindowCoverage(t *testing.T) {
+	mfs := gather(t, simReportFor(t, "m", 2*time.Minute))
+	got := map[string]float64{}
+	for _, m := range mfs["vllm_slo_window_coverage_ratio"].GetMetric() {
+		got[label(m, "window")] = value(m)
+	}
+	want := map[string]float64{"1m": 1, "5m": 105.0 / 300.0}
+	if len(got) != len(want) {
+		t.Fatalf("coverage series %v, want %v", got, want)
+	}
+	for w, v := range want {
+		if got[w] != v {
+			t.Errorf("window %s: coverage %v, want %v", w, got[w], v)
+		}
 	}
 }

@@ -225,7 +225,7 @@ func (p *Pipeline) target(name string) (*target, Spec, error) {
 	defer p.mu.RUnlock()
 	t, ok := p.targets[name]
 	if !ok {
-		return nil, Spec{}, fmt.Errorf("unknown target %q", name)
+		return nil, Spec{}, fmt.Errorf("%w %q", ErrUnknownTarget, name)
 	}
 	return t, p.spec, nil
 }
@@ -300,6 +300,18 @@ func rejectedSummary(rs []scrape.Rejection) string {
 		msg += fmt.Sprintf(" (and %d more rejected families)", len(rs)-1)
 	}
 	return msg
+}
+
+// profileMismatch is a warning when the target's last good scrape held none
+// of the families its profile maps: the target answers, but it is not that
+// engine's /metrics (another engine, Ray Serve's re-export, a wrong path).
+// The text is the same at every scrape, so that it is logged once.
+func (t *target) profileMismatch() string {
+	if !t.up || len(t.found) > 0 || len(t.missing) == 0 {
+		return ""
+	}
+	return fmt.Sprintf("the target serves none of the families of profile %q: is the URL the engine's /metrics? "+
+		"(vLLM under Ray Serve needs profile \"ray-vllm\", SGLang profile \"sglang\")", t.spec.Profile.Name)
 }
 
 // checkEdges notes every objective whose threshold is not one of the scraped
@@ -456,6 +468,9 @@ func (t *target) evaluate(spec Spec, now time.Time) TargetReport {
 		ModelsDropped:  t.modelsDropped,
 		History:        t.hist.Usage(),
 		HourlyCost:     t.spec.HourlyCost,
+	}
+	if w := t.profileMismatch(); w != "" {
+		tr.Warnings = append(tr.Warnings, w)
 	}
 	for _, k := range slices.Sorted(maps.Keys(t.offEdge)) {
 		tr.Warnings = append(tr.Warnings, t.offEdge[k])

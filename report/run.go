@@ -162,7 +162,8 @@ const liveTarget = "live"
 
 // recordLive scrapes opts.URL on the recording schedule of opts.Duration and
 // opts.Interval and returns the scrapes; it stops early, with what it has,
-// when ctx ends.
+// when ctx ends. When every scrape failed it returns the last failure's
+// cause (a refused port, an HTTP status) instead of scrapes nothing can use.
 func recordLive(ctx context.Context, opts Options) ([]recording.Entry, error) {
 	sched := recording.Schedule{Duration: opts.Duration, Interval: opts.Interval}
 	if err := sched.Validate(); err != nil {
@@ -177,11 +178,19 @@ func recordLive(ctx context.Context, opts Options) ([]recording.Entry, error) {
 		clock = recording.WallClock{}
 	}
 	var entries []recording.Entry
+	var outcome recording.Outcome
 	_, err = recording.Record(ctx, scr, sched, clock, func(e recording.Entry) error {
 		entries = append(entries, e)
+		outcome.Add(e)
 		return nil
 	})
-	return entries, err
+	if err != nil {
+		return entries, err
+	}
+	if err := outcome.Err(); err != nil {
+		return nil, fmt.Errorf("scrape %s: %w", opts.URL, err)
+	}
+	return entries, nil
 }
 
 // Write renders the output as text, markdown or JSON.

@@ -3,6 +3,7 @@ package scrape
 import (
 	"fmt"
 	"sort"
+	"strings"
 )
 
 // FamilySpec maps one logical family to the names an engine exposes it under.
@@ -39,35 +40,90 @@ func (p Profile) Measures(f Family) bool {
 	return ok
 }
 
-// VLLM is the profile of vLLM's V1 engine. It accepts both generations of names:
-// the per-token-gap histogram was `vllm:time_per_output_token_seconds` before
-// it became `vllm:inter_token_latency_seconds`, and the KV-cache gauge was
-// `vllm:gpu_cache_usage_perc` before `vllm:kv_cache_usage_perc`.
-var VLLM = Profile{
-	Name: "vllm",
-	Families: []FamilySpec{
-		{TTFT, KindHistogram, []string{"vllm:time_to_first_token_seconds"}},
-		{TPOT, KindHistogram, []string{"vllm:request_time_per_output_token_seconds"}},
-		{ITL, KindHistogram, []string{"vllm:inter_token_latency_seconds", "vllm:time_per_output_token_seconds"}},
-		{E2E, KindHistogram, []string{"vllm:e2e_request_latency_seconds"}},
-		{Queue, KindHistogram, []string{"vllm:request_queue_time_seconds"}},
-		{Prefill, KindHistogram, []string{"vllm:request_prefill_time_seconds"}},
-		{Decode, KindHistogram, []string{"vllm:request_decode_time_seconds"}},
-		{Inference, KindHistogram, []string{"vllm:request_inference_time_seconds"}},
-		{PromptTokensHist, KindHistogram, []string{"vllm:request_prompt_tokens"}},
-		{GenerationTokensHist, KindHistogram, []string{"vllm:request_generation_tokens"}},
-		{PromptTokens, KindCounter, []string{"vllm:prompt_tokens_total"}},
-		{GenerationTokens, KindCounter, []string{"vllm:generation_tokens_total"}},
-		{RequestSuccess, KindCounter, []string{"vllm:request_success_total"}},
-		{Running, KindGauge, []string{"vllm:num_requests_running"}},
-		{Waiting, KindGauge, []string{"vllm:num_requests_waiting"}},
-		{KVCacheUsage, KindGauge, []string{"vllm:kv_cache_usage_perc", "vllm:gpu_cache_usage_perc"}},
-	},
+// vllmFamilies is vLLM's mapping, written with a prefix placeholder so that
+// the same table serves vLLM itself and re-exports that rename its series.
+// Within a family, names run newest first: the first one present is used.
+//
+// Versions, from what vLLM's own history shows:
+//   - TTFT, e2e, the token counters and histograms, request_success and the
+//     running/waiting gauges exist in every version from V0 (0.4) to today.
+//   - queue/prefill/decode/inference histograms: V0 from about 0.6, V1 always.
+//   - vllm:request_time_per_output_token_seconds (per-request TPOT): 0.11 on.
+//     Older servers have none: a TPOT objective reads as missing there.
+//   - The per-output-gap histogram was vllm:time_per_output_token_seconds
+//     until 0.10.1, both names in 0.10.2 to 0.14 (same observations), and
+//     vllm:inter_token_latency_seconds only from 0.15.
+//   - The KV-cache gauge was vllm:gpu_cache_usage_perc until 0.9.1, both in
+//     0.9.2 to 0.11, vllm:kv_cache_usage_perc only from 0.12.
+//
+// Bucket edges are never assumed: each scrape carries its own (vLLM widened
+// TTFT to 2560 s and request latencies to 7680 s in 0.8.4), and a layout that
+// changes between scrapes starts a new history segment.
+var vllmFamilies = []FamilySpec{
+	{TTFT, KindHistogram, []string{"@time_to_first_token_seconds"}},
+	{TPOT, KindHistogram, []string{"@request_time_per_output_token_seconds"}},
+	{ITL, KindHistogram, []string{"@inter_token_latency_seconds", "@time_per_output_token_seconds"}},
+	{E2E, KindHistogram, []string{"@e2e_request_latency_seconds"}},
+	{Queue, KindHistogram, []string{"@request_queue_time_seconds"}},
+	{Prefill, KindHistogram, []string{"@request_prefill_time_seconds"}},
+	{Decode, KindHistogram, []string{"@request_decode_time_seconds"}},
+	{Inference, KindHistogram, []string{"@request_inference_time_seconds"}},
+	{PromptTokensHist, KindHistogram, []string{"@request_prompt_tokens"}},
+	{GenerationTokensHist, KindHistogram, []string{"@request_generation_tokens"}},
+	{PromptTokens, KindCounter, []string{"@prompt_tokens_total"}},
+	{GenerationTokens, KindCounter, []string{"@generation_tokens_total"}},
+	{RequestSuccess, KindCounter, []string{"@request_success_total"}},
+	{Running, KindGauge, []string{"@num_requests_running"}},
+	{Waiting, KindGauge, []string{"@num_requests_waiting"}},
+	{KVCacheUsage, KindGauge, []string{"@kv_cache_usage_perc", "@gpu_cache_usage_perc"}},
 }
 
-// SGLang is the profile of SGLang's metrics (served with --enable-metrics).
-// SGLang has no per-request TPOT, prefill, decode or inference histograms, and
-// its inter-token histogram counts one observation per token.
+// prefixed returns families with the placeholder "@" of every name replaced
+// by each prefix in turn (all names of the first prefix, then the next), so
+// that one family may be read from any of several spellings.
+func prefixed(families []FamilySpec, prefixes ...string) []FamilySpec {
+	out := make([]FamilySpec, len(families))
+	for i, f := range families {
+		out[i] = FamilySpec{Family: f.Family, Kind: f.Kind}
+		for _, prefix := range prefixes {
+			for _, n := range f.Names {
+				out[i].Names = append(out[i].Names, prefix+strings.TrimPrefix(n, "@"))
+			}
+		}
+	}
+	return out
+}
+
+// VLLM is the profile of vLLM, V0 (0.4) to today: one profile that adapts,
+// since every scrape names the families it has (see vllmFamilies for which
+// version has which). Families vLLM added lately and this exporter does not
+// compute with (prompt_tokens_by_source, request_prefill_kv_computed_tokens,
+// admission_rejections, the speculative-decoding counters) are left out, so
+// that their absence on older servers is not reported as missing.
+var VLLM = Profile{Name: "vllm", Families: prefixed(vllmFamilies, "vllm:")}
+
+// RayVLLM is the profile of vLLM served by Ray Serve (LLMConfig with
+// log_engine_metrics), whose metrics Ray's agent re-exports on each node:
+// every name gains Ray's "ray_" namespace, and vLLM from about 0.10 replaces
+// the colon by an underscore for OpenTelemetry (ray_vllm_...), while older
+// ones keep it (ray_vllm:...). Both spellings are accepted, the newer first.
+//
+// Ray adds the labels WorkerId, ReplicaId, Component, NodeAddress,
+// SessionName and Version. Each replica is its own engine, so its series are
+// summed with the others per model_name, as vLLM's engine label is. Ray
+// before 2.10 exported counters as gauges, which this profile refuses (the
+// counter families then read as missing); Ray 2.10 on exports real counters,
+// and by default a gauge of the same name beside each, which hides them too
+// unless the cluster runs with RAY_EXPORT_COUNTER_AS_GAUGE=0.
+var RayVLLM = Profile{Name: "ray-vllm", Families: prefixed(vllmFamilies, "ray_vllm_", "ray_vllm:")}
+
+// SGLang is the profile of SGLang's metrics (served with --enable-metrics),
+// checked against a capture of 0.5.10. SGLang has no per-request TPOT,
+// prefill, decode or inference histograms, its inter-token histogram counts
+// one observation per token, and its token-count histograms exist only with
+// --collect-tokens-histogram. The tp_rank label is summed over like vLLM's
+// engine: by default only rank 0 of each scheduler reports, and with metrics
+// for every scheduler each reports its own requests.
 var SGLang = Profile{
 	Name: "sglang",
 	Families: []FamilySpec{
@@ -75,8 +131,11 @@ var SGLang = Profile{
 		{ITL, KindHistogram, []string{"sglang:inter_token_latency_seconds", "sglang:time_per_output_token_seconds"}},
 		{E2E, KindHistogram, []string{"sglang:e2e_request_latency_seconds"}},
 		{Queue, KindHistogram, []string{"sglang:queue_time_seconds"}},
+		{PromptTokensHist, KindHistogram, []string{"sglang:prompt_tokens_histogram"}},
+		{GenerationTokensHist, KindHistogram, []string{"sglang:generation_tokens_histogram"}},
 		{PromptTokens, KindCounter, []string{"sglang:prompt_tokens_total"}},
 		{GenerationTokens, KindCounter, []string{"sglang:generation_tokens_total"}},
+		{RequestSuccess, KindCounter, []string{"sglang:num_requests_total"}},
 		{Running, KindGauge, []string{"sglang:num_running_reqs"}},
 		{Waiting, KindGauge, []string{"sglang:num_queue_reqs"}},
 		{KVCacheUsage, KindGauge, []string{"sglang:token_usage"}},
@@ -85,8 +144,9 @@ var SGLang = Profile{
 
 // Profiles lists the built-in profiles by name.
 var Profiles = map[string]Profile{
-	VLLM.Name:   VLLM,
-	SGLang.Name: SGLang,
+	VLLM.Name:    VLLM,
+	RayVLLM.Name: RayVLLM,
+	SGLang.Name:  SGLang,
 }
 
 // LookupProfile returns the named built-in profile.

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
-	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -40,13 +39,24 @@ otlp:
   http_listen_address: ""
 `
 
+// demoAddress is a listen address of the demo; isDefault marks one the user
+// did not choose, which moves to a free port when another process holds it.
+type demoAddress struct {
+	addr      string
+	isDefault bool
+}
+
 // runDemo starts the simulator and the daemon against it on loopback, prints
-// the URLs, and runs until interrupted. The simulator's spans go to otlpAddr
-// (by default off vLLM's usual 4317, so that a Collector on the machine is
-// not in the way).
-func runDemo(logger *slog.Logger, webAddr, simAddr, otlpAddr string) int {
-	// The simulator sends one span per finished request to the daemon, as
-	// vLLM with --otlp-traces-endpoint does, so the demo shows exact mode.
+// the URLs, and runs until interrupted. An address left at its default moves
+// to a free port when another process holds it. The simulator sends one span
+// per finished request to the daemon's OTLP receiver, as vLLM with
+// --otlp-traces-endpoint does, so the demo shows exact mode.
+func runDemo(logger *slog.Logger, webA, simA, otlpA demoAddress) int {
+	webAddr, webDefault := webA.addr, webA.isDefault
+	otlpAddr, err := freeAddress(otlpA)
+	if err != nil {
+		return fail(logger, "demo", err)
+	}
 	spans, err := sim.NewSpanEmitter(context.Background(), sim.SpanOptions{Endpoint: otlpAddr})
 	if err != nil {
 		return fail(logger, "demo", err)
@@ -56,7 +66,7 @@ func runDemo(logger *slog.Logger, webAddr, simAddr, otlpAddr string) int {
 		defer cancel()
 		_ = spans.Shutdown(ctx)
 	}()
-	_, simBound, stopSim, err := startPresetWith(simAddr, "demo", 1, false, spans.Hook)
+	_, simBound, stopSim, err := startSimulator(simA.addr, simA.isDefault, 1, false, spans.Hook)
 	if err != nil {
 		return fail(logger, "demo", err)
 	}
@@ -72,13 +82,16 @@ func runDemo(logger *slog.Logger, webAddr, simAddr, otlpAddr string) int {
 		return fail(logger, "demo", err)
 	}
 	// Listen before printing the URLs, so a taken port fails before them.
-	ln, err := net.Listen("tcp", webAddr)
+	ln, err := listen(webAddr, webDefault)
 	if err != nil {
 		return fail(logger, "demo", err)
 	}
+	if ln.Addr().String() != webAddr {
+		logger.Info("default port taken, listening on another", "wanted", webAddr, "address", ln.Addr().String())
+	}
 	systemd := false
 	configFile := ""
-	flags := &web.FlagConfig{WebListenAddresses: &[]string{webAddr}, WebSystemdSocket: &systemd, WebConfigFile: &configFile}
+	flags := &web.FlagConfig{WebListenAddresses: &[]string{ln.Addr().String()}, WebSystemdSocket: &systemd, WebConfigFile: &configFile}
 	d, err := daemon.New(daemon.Options{
 		ConfigFile: file,
 		Logger:     logger,
@@ -90,7 +103,7 @@ func runDemo(logger *slog.Logger, webAddr, simAddr, otlpAddr string) int {
 	}
 	fmt.Printf("\nvllm-slo-exporter demo\n")
 	fmt.Printf("  simulated vLLM:  http://%s/metrics  (model %s, 2 engines, overload %v of every %v)\n", simBound, sim.DemoModel, sim.DemoOverload, sim.DemoPeriod)
-	fmt.Printf("  landing page:    http://%s/\n", ln.Addr())
+	fmt.Printf("  SLO console:     http://%s/\n", ln.Addr())
 	fmt.Printf("  SLO series:      http://%s/metrics\n", ln.Addr())
 	fmt.Printf("  configuration:   http://%s/config\n", ln.Addr())
 	fmt.Printf("  spans (OTLP):    grpc://%s  (exact mode: vllm_slo_window_source{source=\"traces\"})\n", otlpAddr)
@@ -99,4 +112,19 @@ func runDemo(logger *slog.Logger, webAddr, simAddr, otlpAddr string) int {
 		return fail(logger, "demo", err)
 	}
 	return 0
+}
+
+// freeAddress returns the address the daemon will receive spans on: the
+// chosen one, or for a default whose port is taken a free port of the same
+// host (found by listening; the daemon listens on it right after).
+func freeAddress(a demoAddress) (string, error) {
+	ln, err := listen(a.addr, a.isDefault)
+	if err != nil {
+		return "", fmt.Errorf("OTLP address: %w", err)
+	}
+	addr := ln.Addr().String()
+	if err := ln.Close(); err != nil {
+		return "", fmt.Errorf("OTLP address: %w", err)
+	}
+	return addr, nil
 }

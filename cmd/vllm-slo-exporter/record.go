@@ -38,7 +38,12 @@ func runRecord(logger *slog.Logger, o recordOptions) int {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	n, err := recording.Record(ctx, scr, sched, recording.WallClock{}, w.Write)
+	var outcome recording.Outcome
+	write := func(e recording.Entry) error {
+		outcome.Add(e)
+		return w.Write(e)
+	}
+	n, err := recording.Record(ctx, scr, sched, recording.WallClock{}, write)
 	if cerr := w.Close(); err == nil {
 		err = cerr
 	}
@@ -46,5 +51,8 @@ func runRecord(logger *slog.Logger, o recordOptions) int {
 		return fail(logger, "record", err)
 	}
 	logger.Info("recording written", "file", o.out, "scrapes", n)
+	if err := outcome.Err(); err != nil {
+		return fail(logger, "record: nothing usable was recorded", err)
+	}
 	return 0
 }

@@ -26,8 +26,11 @@ func runReplay(out io.Writer, logger *slog.Logger, configFile, recordingFile str
 	p := pipeline.New(daemon.PipelineSpec(cfg))
 	var lastTime time.Time
 	scrapes := 0
+	var use pipeline.RecordedUse
 	replayOne := func(e recording.Entry) error {
-		if err := p.IngestRecorded(e); err != nil {
+		// Entries of a target the configuration does not name are counted
+		// and named once at the end, not warned about one by one.
+		if err := p.IngestRecorded(e); use.Add(e.Target, err) && err != nil {
 			logger.Warn("recorded scrape not used", "target", e.Target, "time", e.Time, "err", err)
 		}
 		scrapes++
@@ -47,6 +50,13 @@ func runReplay(out io.Writer, logger *slog.Logger, configFile, recordingFile str
 	}
 	if scrapes == 0 {
 		return fail(logger, "replay", fmt.Errorf("recording %s holds no scrape", recordingFile))
+	}
+	names := make([]string, len(cfg.Targets))
+	for i, t := range cfg.Targets {
+		names[i] = t.Name
+	}
+	if err := use.Err(names); err != nil {
+		return fail(logger, "replay", fmt.Errorf("recording %s: %w", recordingFile, err))
 	}
 	if !step {
 		if err := writeExposition(out, p.Evaluate(lastTime)); err != nil {

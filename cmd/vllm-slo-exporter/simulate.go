@@ -18,17 +18,38 @@ import (
 	"github.com/vllm-slo-exporter/vllm-slo-exporter/sim"
 )
 
-// startPreset builds a named workload's simulator (sim.PresetNames; keeping
-// the per-request truth only when asked) and serves it on addr with the wall
+// startSimulator builds the demo workload's simulator (keeping the
+// per-request truth only when asked) and serves it on addr with the wall
 // clock; it returns the simulator, the listener's address and a function that
 // stops the server.
-func startPreset(addr, preset string, seed uint64, keepTruth bool) (*sim.Sim, string, func(), error) {
-	return startPresetWith(addr, preset, seed, keepTruth, nil)
+// onDone, when set, sees every request end (the demo's span emitter).
+func startSimulator(addr string, anyPort bool, seed uint64, keepTruth bool, onDone func(sim.Request)) (*sim.Sim, string, func(), error) {
+	return startPresetWith(addr, anyPort, "demo", seed, keepTruth, onDone)
 }
 
-// startPresetWith is startPreset with a hook that sees every request end
-// (the demo's span emitter).
-func startPresetWith(addr, preset string, seed uint64, keepTruth bool, onDone func(sim.Request)) (*sim.Sim, string, func(), error) {
+// portTaken is an address that another process is listening on.
+// listen listens on addr; when the port is taken and anyPort is set (the
+// address is a default the user did not choose), it listens on a free port of
+// the same host instead, so that a demo starts beside another one.
+func listen(addr string, anyPort bool) (net.Listener, error) {
+	ln, err := net.Listen("tcp", addr)
+	if err == nil || !anyPort || !errors.Is(err, syscall.EADDRINUSE) {
+		return ln, err
+	}
+	host, _, splitErr := net.SplitHostPort(addr)
+	if splitErr != nil {
+		return nil, err
+	}
+	return net.Listen("tcp", net.JoinHostPort(host, "0"))
+}
+
+// startPreset is startSimulator for any named workload (sim.PresetNames).
+func startPreset(addr string, anyPort bool, preset string, seed uint64, keepTruth bool) (*sim.Sim, string, func(), error) {
+	return startPresetWith(addr, anyPort, preset, seed, keepTruth, nil)
+}
+
+// startPresetWith is startPreset with a hook on every request's end.
+func startPresetWith(addr string, anyPort bool, preset string, seed uint64, keepTruth bool, onDone func(sim.Request)) (*sim.Sim, string, func(), error) {
 	cfg, err := sim.Preset(preset, seed, time.Now())
 	if err != nil {
 		return nil, "", nil, fmt.Errorf("simulator: %w", err)
@@ -39,7 +60,7 @@ func startPresetWith(addr, preset string, seed uint64, keepTruth bool, onDone fu
 	if err != nil {
 		return nil, "", nil, fmt.Errorf("simulator: %w", err)
 	}
-	ln, err := net.Listen("tcp", addr)
+	ln, err := listen(addr, anyPort)
 	if err != nil {
 		return nil, "", nil, fmt.Errorf("simulator: %w", err)
 	}
@@ -62,7 +83,7 @@ func presetFlag(cmd *kingpin.CmdClause) *string {
 // runSimulate is the simulate command: a named workload (the demo by default)
 // on its own, with the ground truth written at exit when asked for.
 func runSimulate(logger *slog.Logger, addr, truthFile, preset string, seed uint64) int {
-	s, bound, stop, err := startPreset(addr, preset, seed, truthFile != "")
+	s, bound, stop, err := startPreset(addr, false, preset, seed, truthFile != "")
 	if err != nil {
 		return fail(logger, "simulate", err)
 	}

@@ -80,16 +80,21 @@ func latency(b *dashboard.DashboardBuilder) {
 			"The band is the histogram bucket that certainly holds the quantile (nearest rank); the estimate lies inside it. An upper bound of +Inf means the quantile is beyond vLLM's last bucket. With several targets or models, the worst one: its true quantile lies between the largest lower and the largest upper bound.",
 			"s", 8, 7).
 			Min(0).
-			WithTarget(query("A", `max(vllm_slo_latency_lower_seconds{`+selW+`, metric="`+m.metric+`", quantile="$quantile"})`, "lower")).
-			WithTarget(query("B", `max(vllm_slo_latency_upper_seconds{`+selW+`, metric="`+m.metric+`", quantile="$quantile"})`, "upper")).
-			WithTarget(query("C", `max(vllm_slo_latency_seconds{`+selW+`, metric="`+m.metric+`", quantile="$quantile"})`, "estimate")),
+			WithTarget(query("A", `max(vllm_slo_latency_lower_seconds{`+selW+`, metric="`+m.metric+`", q="$quantile"})`, "lower")).
+			WithTarget(query("B", `max(vllm_slo_latency_upper_seconds{`+selW+`, metric="`+m.metric+`", q="$quantile"})`, "upper")).
+			WithTarget(query("C", `max(vllm_slo_latency_seconds{`+selW+`, metric="`+m.metric+`", q="$quantile"})`, "estimate")),
 			"lower", "upper"))
 	}
 	b.WithPanel(timeSeries("Observations in the window",
 		"How many observations each latency metric has in the window: quantiles of few observations are wide brackets. A metric with none has no latency series.",
-		"short", 16, 7).
+		"short", 8, 7).
 		Min(0).
 		WithTarget(query("A", `vllm_slo_window_requests{`+selW+`}`, "{{metric}} {{target}} {{model_name}}")))
+	b.WithPanel(timeSeries("Window coverage",
+		"Span of the window's data over its length: below 100% while the sidecar's history is younger than the window (after a start, or a reload that lengthened it), so every series of that window covers less time than its label says.",
+		"percentunit", 8, 7).
+		Min(0).
+		WithTarget(query("A", `vllm_slo_window_coverage_ratio{`+selW+`}`, "{{target}} {{model_name}}")))
 	b.WithPanel(valueTable("Every quantile with its bracket (now)",
 		"Estimate and the bucket (lower, upper] that certainly holds each quantile, at the end of the time range.",
 		24, 9, map[string]any{"Value #A": "estimate", "Value #B": "lower", "Value #C": "upper"}).

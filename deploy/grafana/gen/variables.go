@@ -17,7 +17,7 @@ func variables() []cog.Builder[dashboard.VariableModel] {
 		labelValues("model_name", "Model", `label_values(vllm_slo_window_requests{target=~"$target"}, model_name)`, true, ""),
 		labelValues("window", "Window", `label_values(vllm_slo_window_requests{target=~"$target"}, window)`, false, "5m"),
 		labelValues("slo", "SLO", `label_values(vllm_slo_attainment_ratio{target=~"$target"}, slo)`, true, ""),
-		labelValues("quantile", "Quantile", `label_values(vllm_slo_latency_seconds{target=~"$target"}, quantile)`, false, "0.99"),
+		labelValues("quantile", "Quantile", `label_values(vllm_slo_latency_seconds{target=~"$target"}, q)`, false, "0.99"),
 	}
 }
 

@@ -33,6 +33,8 @@ type Config struct {
 	// StateFile, when set, is where the history is saved so that it survives
 	// restarts.
 	StateFile string `yaml:"state_file"`
+	// OTLP configures exact mode from vLLM's OpenTelemetry traces.
+	OTLP OTLP `yaml:"otlp"`
 }
 
 // Global holds the settings shared by all targets.

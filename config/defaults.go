@@ -153,4 +153,5 @@ func applyDefaults(c *Config, present func(path string) bool) {
 			am.HTTPClientConfig = commoncfg.DefaultHTTPClientConfig
 		}
 	}
+	applyOTLPDefaults(&c.OTLP, present)
 }

@@ -26,8 +26,8 @@ var targetNameRE = regexp.MustCompile(`^[a-zA-Z0-9_.:-]+$`)
 // extra labels and the external labels may not use them (nor any name starting
 // with "__").
 func ReservedLabels() []string {
-	return []string{"alertname", "basis", "currency", "kind", "le", "long_window", "metric", "model_name",
-		"objective", "q", "reason", "severity", "short_window", "slo", "stage", "target", "window"}
+	return []string{"adapter", "alertname", "basis", "currency", "finish_reason", "kind", "le", "long_window", "metric", "model_name",
+		"objective", "q", "reason", "severity", "short_window", "slo", "source", "stage", "target", "window"}
 }
 
 // validate checks a decoded and defaulted configuration, normalising the
@@ -63,6 +63,9 @@ func validate(c *Config) *fieldError {
 		sloNames[name] = i
 	}
 	if err := validateCost(c.Cost); err != nil {
+		return err
+	}
+	if err := validateOTLP(&c.OTLP, c.Targets); err != nil {
 		return err
 	}
 	return validateAlerting(&c.Alerting)

@@ -8,7 +8,9 @@
 //   - notifier: pushes the report's alerts to Alertmanager;
 //   - web: serves /metrics, the pages and the operational endpoints;
 //   - state saver: writes the history to the state file now and then (and
-//     once more after every other actor has stopped).
+//     once more after every other actor has stopped);
+//   - exact mode, when the otlp section is on: the OTLP trace receiver
+//     (and its forwarder) feeding the per-request store the pipeline reads.
 //
 // The first actor to return stops the others. Each concern has its own lock
 // or its own goroutine: the running configuration (safeConfig), the reload
@@ -38,6 +40,7 @@ import (
 
 	"github.com/vllm-slo-exporter/vllm-slo-exporter/exporter"
 	"github.com/vllm-slo-exporter/vllm-slo-exporter/notify"
+	"github.com/vllm-slo-exporter/vllm-slo-exporter/otlp"
 	"github.com/vllm-slo-exporter/vllm-slo-exporter/pipeline"
 	"github.com/vllm-slo-exporter/vllm-slo-exporter/scrape"
 )
@@ -82,6 +85,11 @@ type Daemon struct {
 	evalMu  sync.Mutex         // one evaluation at a time, so reports are stored in time order; guards warned and dropped
 	warned  map[string]bool    // warnings already logged
 	dropped map[string]float64 // models dropped when last logged, per target
+
+	// exact is the OTLP receiver and per-request store of exact mode (nil
+	// when the otlp section is off); calibration logs failed bounds.
+	exact       *otlp.ExactMode
+	calibration *otlp.CalibrationLog
 }
 
 // New loads the configuration file and builds the daemon; nothing runs
@@ -104,17 +112,26 @@ func New(opts Options) (*Daemon, error) {
 	if err != nil {
 		return nil, err
 	}
-	d := &Daemon{
-		logger:   logger,
-		opts:     opts,
-		config:   sc,
-		pipe:     pipeline.New(PipelineSpec(cfg)),
-		notifier: notify.New(nc, logger, notify.NewMetrics(self)),
-		self:     self,
-		state:    newStateMetrics(self),
-		warned:   map[string]bool{},
-		dropped:  map[string]float64{},
+	exact, err := otlp.FromConfig(cfg, logger)
+	if err != nil {
+		return nil, err
 	}
+	if exact != nil {
+		self.MustRegister(exact.Receiver.Collector())
+	}
+	d := &Daemon{
+		logger:      logger,
+		opts:        opts,
+		config:      sc,
+		notifier:    notify.New(nc, logger, notify.NewMetrics(self)),
+		self:        self,
+		state:       newStateMetrics(self),
+		warned:      map[string]bool{},
+		dropped:     map[string]float64{},
+		exact:       exact,
+		calibration: otlp.NewCalibrationLog(logger),
+	}
+	d.pipe = pipeline.New(d.pipelineSpec(cfg))
 	d.loops = newScrapeLoops(logger, opts.Dial, d.ingest, d.evaluate)
 	return d, nil
 }
@@ -141,6 +158,9 @@ func (d *Daemon) Run(ctx context.Context) error {
 	g.Add(func() error { d.notifier.Run(ctx); return nil }, stop)
 	g.Add(func() error { return d.saveStateEvery(ctx, time.Duration(cfg.Global.StateSaveInterval)) }, stop)
 	g.Add(func() error { return d.serve(srv) }, func(error) { d.shutdownHTTP(srv) })
+	if d.exact != nil {
+		g.Add(func() error { return d.exact.Run(ctx) }, stop)
+	}
 	err := g.Run()
 
 	d.notifier.Close()
@@ -240,6 +260,7 @@ func (d *Daemon) evaluate() {
 	rep := d.pipe.Evaluate(time.Now())
 	d.report.Store(rep)
 	d.warnOnce(rep)
+	d.calibration.Observe(rep)
 	d.notifier.Notify(rep.Time, rep.Alerts)
 }
 

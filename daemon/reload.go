@@ -54,12 +54,15 @@ func (d *Daemon) reload() error {
 	if nc != nil {
 		d.notifier.ApplyConfig(*nc)
 	}
-	spec := PipelineSpec(cfg)
+	spec := d.pipelineSpec(cfg)
 	changes, err := d.loops.update(cfg, func() {
 		// Between stopping the loops of changed targets and starting their
 		// new ones, so that no result of an old loop reaches a new history.
 		if err := d.pipe.Reconfigure(spec); err != nil {
 			d.logger.Error("reload: history not carried over", "err", err)
+		}
+		if d.exact != nil {
+			d.exact.Reconfigure(cfg)
 		}
 	})
 	if err != nil {

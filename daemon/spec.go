@@ -68,3 +68,14 @@ func sloFromConfig(s config.SLO) slo.SLO {
 	}
 	return out
 }
+
+// pipelineSpec is PipelineSpec with the daemon's trace store, which lives as
+// long as the daemon: a reload keeps the received spans.
+func (d *Daemon) pipelineSpec(cfg *config.Config) pipeline.Spec {
+	spec := PipelineSpec(cfg)
+	if d.exact != nil {
+		spec.Traces = d.exact.Store
+		spec.TraceDelay = time.Duration(cfg.OTLP.SpanDelay)
+	}
+	return spec
+}

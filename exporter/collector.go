@@ -169,6 +169,7 @@ func (r *renderer) model(m pipeline.ModelReport) {
 	for _, w := range m.Windows {
 		r.window(w)
 	}
+	r.traceWindows(m.Traces)
 	for _, b := range m.Budgets {
 		if b.Known {
 			r.bounded(r.d.budget, b.Remaining, r.models, b.SLO)

@@ -23,6 +23,8 @@ type descSet struct {
 	alertFiring *prometheus.Desc
 
 	latency, attainment, goodputTokens, goodputRequests, burnRate, budget, cost boundedDescs
+
+	traces traceDescs
 }
 
 func newDescSet(extra []string) *descSet {
@@ -78,5 +80,7 @@ func newDescSet(extra []string) *descSet {
 		burnRate:        bounded("burn_rate", "", "error-budget burn rate over the window: (1 - attainment of all objectives) / (1 - goal); page on the upper bound.", with(model, "slo", "window")),
 		budget:          bounded("error_budget_remaining", "ratio", "share of the SLO period's error budget not yet spent; negative when overspent.", with(model, "slo")),
 		cost:            bounded("cost", "per_million_tokens", "GPU cost per million generated tokens over the window, on the throughput basis or on the goodput basis (tokens of requests within the SLO).", with(model, "window", "basis", "slo", "currency")),
+
+		traces: newTraceDescs(model, desc),
 	}
 }

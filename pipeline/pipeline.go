@@ -21,6 +21,7 @@ import (
 	"github.com/vllm-slo-exporter/vllm-slo-exporter/history"
 	"github.com/vllm-slo-exporter/vllm-slo-exporter/scrape"
 	"github.com/vllm-slo-exporter/vllm-slo-exporter/slo"
+	"github.com/vllm-slo-exporter/vllm-slo-exporter/traces"
 )
 
 // TargetSpec is what the pipeline needs to know of one configured target.
@@ -53,6 +54,13 @@ type Spec struct {
 	HistoryLimit, HistoryTotalLimit int64
 	// Alerts are the burn-rate alerts of the SLOs.
 	Alerts []BurnAlert
+	// Traces, when set, holds per-request records from vLLM's spans: each
+	// window they fully cover is published exactly (see traces.Evaluate).
+	Traces *traces.Store
+	// TraceDelay is how long spans may take to arrive after the request
+	// finished (the sender batches them): exact windows end at the newest
+	// scrape at least TraceDelay old.
+	TraceDelay time.Duration
 }
 
 // Pipeline holds the histories of all targets. It is safe for concurrent use:
@@ -475,21 +483,14 @@ func (t *target) evaluate(spec Spec, now time.Time) TargetReport {
 
 func (t *target) evaluateModel(spec Spec, model string, now time.Time) ModelReport {
 	mr := ModelReport{Name: model}
-	plain := t.windowOptions(false)
-	warm := t.windowOptions(true)
 	opts := slo.Options{Quantiles: spec.Quantiles}
 	for _, length := range spec.Windows {
-		w, ok := t.hist.Window(model, now, length, plain)
+		wr, exact, ok := t.evaluateWindow(spec, model, now, length, opts)
 		if !ok {
 			continue
 		}
-		w.Nominal = length
-		wr := slo.EvaluateWindow(w, spec.SLOs, opts)
-		if t.spec.Warmup > 0 {
-			wr.SLOs = nil // without the warm-up-free window, no SLO result at all
-			if ww, ok := t.hist.Window(model, now, length, warm); ok {
-				wr.SLOs = slo.EvaluateWindow(ww, spec.SLOs, slo.Options{}).SLOs
-			}
+		if exact != nil {
+			mr.Traces = append(mr.Traces, *exact)
 		}
 		mr.Windows = append(mr.Windows, wr)
 	}

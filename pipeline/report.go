@@ -5,6 +5,7 @@ import (
 
 	"github.com/vllm-slo-exporter/vllm-slo-exporter/history"
 	"github.com/vllm-slo-exporter/vllm-slo-exporter/slo"
+	"github.com/vllm-slo-exporter/vllm-slo-exporter/traces"
 )
 
 // Report is one evaluation of every target, model, window and SLO. It is
@@ -85,6 +86,10 @@ type ModelReport struct {
 	// GoodRequests holds the running totals of estimated good requests per SLO
 	// and objective: a counter, mergeable across a fleet with sum(rate()).
 	GoodRequests []GoodTotal
+	// Traces holds, when exact mode is on, the trace side of each window in
+	// Windows order: coverage, and for covered windows the exact numbers
+	// (already in Windows), the per-adapter numbers and the calibration.
+	Traces []traces.Result
 }
 
 // Budget is one SLO's error budget over its period.

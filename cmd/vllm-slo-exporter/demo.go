@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"time"
 
 	"github.com/prometheus/exporter-toolkit/web"
 
@@ -32,13 +33,40 @@ slos:
 cost:
   gpu_hourly_cost: 2.0
   currency: USD
+otlp:
+  enabled: true
+  grpc_listen_address: %s
+  http_listen_address: ""
 `
+
+// demoAddress is a listen address of the demo; isDefault marks one the user
+// did not choose, which moves to a free port when another process holds it.
+type demoAddress struct {
+	addr      string
+	isDefault bool
+}
 
 // runDemo starts the simulator and the daemon against it on loopback, prints
 // the URLs, and runs until interrupted. An address left at its default moves
-// to a free port when another process holds it.
-func runDemo(logger *slog.Logger, webAddr, simAddr string, webDefault, simDefault bool) int {
-	_, simBound, stopSim, err := startSimulator(simAddr, simDefault, 1, false)
+// to a free port when another process holds it. The simulator sends one span
+// per finished request to the daemon's OTLP receiver, as vLLM with
+// --otlp-traces-endpoint does, so the demo shows exact mode.
+func runDemo(logger *slog.Logger, webA, simA, otlpA demoAddress) int {
+	webAddr, webDefault := webA.addr, webA.isDefault
+	otlpAddr, err := freeAddress(otlpA)
+	if err != nil {
+		return fail(logger, "demo", err)
+	}
+	spans, err := sim.NewSpanEmitter(context.Background(), sim.SpanOptions{Endpoint: otlpAddr})
+	if err != nil {
+		return fail(logger, "demo", err)
+	}
+	defer func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_ = spans.Shutdown(ctx)
+	}()
+	_, simBound, stopSim, err := startSimulator(simA.addr, simA.isDefault, 1, false, spans.Hook)
 	if err != nil {
 		return fail(logger, "demo", err)
 	}
@@ -50,7 +78,7 @@ func runDemo(logger *slog.Logger, webAddr, simAddr string, webDefault, simDefaul
 	}
 	defer os.RemoveAll(dir)
 	file := filepath.Join(dir, "config.yaml")
-	if err := os.WriteFile(file, []byte(fmt.Sprintf(demoConfig, simBound)), 0o600); err != nil {
+	if err := os.WriteFile(file, []byte(fmt.Sprintf(demoConfig, simBound, otlpAddr)), 0o600); err != nil {
 		return fail(logger, "demo", err)
 	}
 	// Listen before printing the URLs, so a taken port fails before them.
@@ -78,9 +106,25 @@ func runDemo(logger *slog.Logger, webAddr, simAddr string, webDefault, simDefaul
 	fmt.Printf("  SLO console:     http://%s/\n", ln.Addr())
 	fmt.Printf("  SLO series:      http://%s/metrics\n", ln.Addr())
 	fmt.Printf("  configuration:   http://%s/config\n", ln.Addr())
+	fmt.Printf("  spans (OTLP):    grpc://%s  (exact mode: vllm_slo_window_source{source=\"traces\"})\n", otlpAddr)
 	fmt.Printf("Windows fill within minutes; the first overload starts %v after the start. Ctrl-C stops.\n\n", sim.DemoPeriod-sim.DemoOverload)
 	if err := d.Run(context.Background()); err != nil {
 		return fail(logger, "demo", err)
 	}
 	return 0
+}
+
+// freeAddress returns the address the daemon will receive spans on: the
+// chosen one, or for a default whose port is taken a free port of the same
+// host (found by listening; the daemon listens on it right after).
+func freeAddress(a demoAddress) (string, error) {
+	ln, err := listen(a.addr, a.isDefault)
+	if err != nil {
+		return "", fmt.Errorf("OTLP address: %w", err)
+	}
+	addr := ln.Addr().String()
+	if err := ln.Close(); err != nil {
+		return "", fmt.Errorf("OTLP address: %w", err)
+	}
+	return addr, nil
 }

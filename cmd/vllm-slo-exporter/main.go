@@ -45,6 +45,8 @@ func run(args []string) int {
 	var demoWebSet, demoSimSet bool
 	demoWeb := demoCmd.Flag("web.listen-address", "Address of the daemon's endpoint (the default moves to a free port when taken).").Default("127.0.0.1:10042").IsSetByUser(&demoWebSet).String()
 	demoSim := demoCmd.Flag("simulator.listen-address", "Address of the simulated vLLM (the default moves to a free port when taken).").Default("127.0.0.1:18000").IsSetByUser(&demoSimSet).String()
+	var demoOTLPSet bool
+	demoOTLP := demoCmd.Flag("otlp.listen-address", "Address where the daemon receives the simulator's spans, OTLP/gRPC (exact mode; the default moves to a free port when taken).").Default("127.0.0.1:14317").IsSetByUser(&demoOTLPSet).String()
 
 	checkCmd := app.Command("check-config", "Validate a configuration file.")
 	checkConfig := checkCmd.Flag("config.file", "Configuration file.").Default("config.yaml").String()
@@ -84,7 +86,7 @@ func run(args []string) int {
 	case runCmd.FullCommand():
 		return runDaemon(logger, *runConfig, runWeb)
 	case demoCmd.FullCommand():
-		return runDemo(logger, *demoWeb, *demoSim, !demoWebSet, !demoSimSet)
+		return runDemo(logger, demoAddress{*demoWeb, !demoWebSet}, demoAddress{*demoSim, !demoSimSet}, demoAddress{*demoOTLP, !demoOTLPSet})
 	case checkCmd.FullCommand():
 		return checkConfigFile(os.Stdout, os.Stderr, *checkConfig)
 	case rulesCmd.FullCommand():

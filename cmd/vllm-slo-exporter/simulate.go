@@ -22,8 +22,9 @@ import (
 // per-request truth only when asked) and serves it on addr with the wall
 // clock; it returns the simulator, the listener's address and a function that
 // stops the server.
-func startSimulator(addr string, anyPort bool, seed uint64, keepTruth bool) (*sim.Sim, string, func(), error) {
-	return startPreset(addr, anyPort, "demo", seed, keepTruth)
+// onDone, when set, sees every request end (the demo's span emitter).
+func startSimulator(addr string, anyPort bool, seed uint64, keepTruth bool, onDone func(sim.Request)) (*sim.Sim, string, func(), error) {
+	return startPresetWith(addr, anyPort, "demo", seed, keepTruth, onDone)
 }
 
 // portTaken is an address that another process is listening on.
@@ -44,11 +45,17 @@ func listen(addr string, anyPort bool) (net.Listener, error) {
 
 // startPreset is startSimulator for any named workload (sim.PresetNames).
 func startPreset(addr string, anyPort bool, preset string, seed uint64, keepTruth bool) (*sim.Sim, string, func(), error) {
+	return startPresetWith(addr, anyPort, preset, seed, keepTruth, nil)
+}
+
+// startPresetWith is startPreset with a hook on every request's end.
+func startPresetWith(addr string, anyPort bool, preset string, seed uint64, keepTruth bool, onDone func(sim.Request)) (*sim.Sim, string, func(), error) {
 	cfg, err := sim.Preset(preset, seed, time.Now())
 	if err != nil {
 		return nil, "", nil, fmt.Errorf("simulator: %w", err)
 	}
 	cfg.DiscardTruth = !keepTruth
+	cfg.OnDone = onDone
 	s, err := sim.New(cfg)
 	if err != nil {
 		return nil, "", nil, fmt.Errorf("simulator: %w", err)

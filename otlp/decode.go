@@ -1,0 +1,184 @@
+// Package otlp is the OpenTelemetry trace receiver of exact mode: it accepts
+// OTLP exports over gRPC and HTTP (protobuf or JSON), picks vLLM's
+// `llm_request` spans, routes each to a configured target, and hands them to
+// a traces.Store. It can forward what it received to a downstream OTLP/HTTP
+// endpoint so that enabling exact mode costs nobody their traces.
+//
+// It never computes SLO numbers: package traces does, from the store.
+package otlp
+
+import (
+	"fmt"
+	"math"
+	"time"
+
+	"go.opentelemetry.io/collector/pdata/pcommon"
+	"go.opentelemetry.io/collector/pdata/ptrace"
+
+	"github.com/vllm-slo-exporter/vllm-slo-exporter/traces"
+)
+
+// The span vLLM emits per finished request and the attributes read from it
+// (vLLM's SpanAttributes, in vllm/tracing).
+const (
+	SpanName = "llm_request"
+
+	AttrTTFT             = "gen_ai.latency.time_to_first_token"
+	AttrE2E              = "gen_ai.latency.e2e"
+	AttrQueue            = "gen_ai.latency.time_in_queue"
+	AttrPrefill          = "gen_ai.latency.time_in_model_prefill"
+	AttrDecode           = "gen_ai.latency.time_in_model_decode"
+	AttrInference        = "gen_ai.latency.time_in_model_inference"
+	AttrPromptTokens     = "gen_ai.usage.prompt_tokens"
+	AttrCompletionTokens = "gen_ai.usage.completion_tokens"
+	AttrRequestID        = "gen_ai.request.id"
+	AttrResponseModel    = "gen_ai.response.model"
+	AttrFinishReasons    = "gen_ai.response.finish_reasons"
+	// DefaultAdapterAttribute names the LoRA adapter a request asked for
+	// (OpenTelemetry's GenAI convention for the requested model): vLLM
+	// serves an adapter under its own model name.
+	DefaultAdapterAttribute = "gen_ai.request.model"
+)
+
+// Span outcomes counted besides the store's.
+const (
+	outcomeUnknownTarget = "unknown_target"
+	outcomeNoEndTime     = "no_end_time"
+	outcomeOtherSpan     = "other_span"
+)
+
+// decoded is the result of decoding one export request.
+type decoded struct {
+	spans []traces.Span
+	// skipped counts spans not stored, by reason.
+	skipped map[string]int
+}
+
+// decode extracts the llm_request spans of an export and routes them.
+func decode(td ptrace.Traces, r *Router) decoded {
+	out := decoded{skipped: map[string]int{}}
+	rss := td.ResourceSpans()
+	for i := 0; i < rss.Len(); i++ {
+		rs := rss.At(i)
+		route, ok := r.Route(rs.Resource().Attributes())
+		sss := rs.ScopeSpans()
+		for j := 0; j < sss.Len(); j++ {
+			spans := sss.At(j).Spans()
+			for k := 0; k < spans.Len(); k++ {
+				sp := spans.At(k)
+				switch {
+				case sp.Name() != SpanName:
+					out.skipped[outcomeOtherSpan]++
+				case !ok:
+					out.skipped[outcomeUnknownTarget]++
+				default:
+					s, err := spanOf(sp, route, r.adapterAttribute)
+					if err != nil {
+						out.skipped[outcomeNoEndTime]++
+						continue
+					}
+					out.spans = append(out.spans, s)
+				}
+			}
+		}
+	}
+	return out
+}
+
+// spanOf reads one llm_request span. The end time is the span's end, or its
+// start (vLLM's arrival time) plus e2e when the end is missing.
+func spanOf(sp ptrace.Span, route Route, adapterAttr string) (traces.Span, error) {
+	attrs := sp.Attributes()
+	s := traces.Span{
+		Target:           route.Target,
+		Model:            str(attrs, AttrResponseModel),
+		TTFT:             float(attrs, AttrTTFT),
+		E2E:              float(attrs, AttrE2E),
+		Queue:            float(attrs, AttrQueue),
+		Prefill:          float(attrs, AttrPrefill),
+		Decode:           float(attrs, AttrDecode),
+		Inference:        float(attrs, AttrInference),
+		PromptTokens:     integer(attrs, AttrPromptTokens),
+		CompletionTokens: integer(attrs, AttrCompletionTokens),
+		RequestID:        str(attrs, AttrRequestID),
+		FinishReason:     firstReason(attrs),
+	}
+	if s.Model == "" {
+		s.Model = route.Model
+	}
+	if adapterAttr != "" {
+		if a := str(attrs, adapterAttr); a != s.Model {
+			s.Adapter = a
+		}
+	}
+	if s.RequestID == "" {
+		s.RequestID = sp.TraceID().String() + "/" + sp.SpanID().String()
+	}
+	switch {
+	case sp.EndTimestamp() != 0:
+		s.End = sp.EndTimestamp().AsTime()
+	case sp.StartTimestamp() != 0 && finite(s.E2E):
+		s.End = sp.StartTimestamp().AsTime().Add(time.Duration(s.E2E * float64(time.Second)))
+	default:
+		return traces.Span{}, fmt.Errorf("span %s has neither an end time nor a start time and %s", sp.SpanID(), AttrE2E)
+	}
+	return s, nil
+}
+
+func str(m pcommon.Map, key string) string {
+	v, ok := m.Get(key)
+	if !ok {
+		return ""
+	}
+	return v.AsString()
+}
+
+// float reads a number attribute in seconds; NaN when absent or not a number.
+func float(m pcommon.Map, key string) float64 {
+	v, ok := m.Get(key)
+	if !ok {
+		return math.NaN()
+	}
+	switch v.Type() {
+	case pcommon.ValueTypeDouble:
+		return v.Double()
+	case pcommon.ValueTypeInt:
+		return float64(v.Int())
+	}
+	return math.NaN()
+}
+
+// integer reads a count attribute; -1 when absent, not an integer or negative.
+func integer(m pcommon.Map, key string) int {
+	v, ok := m.Get(key)
+	if !ok {
+		return -1
+	}
+	switch v.Type() {
+	case pcommon.ValueTypeInt:
+		if n := v.Int(); n >= 0 && n <= math.MaxInt32 {
+			return int(n)
+		}
+	case pcommon.ValueTypeDouble:
+		if f := v.Double(); f >= 0 && f <= math.MaxInt32 && f == math.Trunc(f) {
+			return int(f)
+		}
+	}
+	return -1
+}
+
+func firstReason(m pcommon.Map) string {
+	v, ok := m.Get(AttrFinishReasons)
+	if !ok {
+		return ""
+	}
+	if v.Type() == pcommon.ValueTypeSlice {
+		if s := v.Slice(); s.Len() > 0 {
+			return s.At(0).AsString()
+		}
+		return ""
+	}
+	return v.AsString()
+}
+
+func finite(v float64) bool { return !math.IsNaN(v) && !math.IsInf(v, 0) }

@@ -1,0 +1,169 @@
+package otlp
+
+import (
+	"context"
+	"crypto/tls"
+	"fmt"
+	"log/slog"
+	"maps"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	commoncfg "github.com/prometheus/common/config"
+	"github.com/prometheus/exporter-toolkit/web"
+
+	"github.com/vllm-slo-exporter/vllm-slo-exporter/config"
+	"github.com/vllm-slo-exporter/vllm-slo-exporter/exporter"
+	"github.com/vllm-slo-exporter/vllm-slo-exporter/pipeline"
+	"github.com/vllm-slo-exporter/vllm-slo-exporter/traces"
+)
+
+// DefaultMaxModels and DefaultMaxAdapters cap the distinct names kept per
+// target, bounding the series exact mode adds.
+const (
+	DefaultMaxModels   = 100
+	DefaultMaxAdapters = 100
+)
+
+// ExactMode is everything exact mode runs: the store the pipeline reads, the
+// receiver and the optional forwarder. Run it as one actor.
+type ExactMode struct {
+	Store    *traces.Store
+	Receiver *Receiver
+	forward  *Forwarder
+	router   *Router
+}
+
+// Reconfigure follows a reload: spans go to the targets of cfg, and the
+// records of removed targets are dropped. The rest of the otlp section
+// (listeners, routes, limits) takes effect at the next start.
+func (e *ExactMode) Reconfigure(cfg *config.Config) {
+	names := make([]string, 0, len(cfg.Targets))
+	keep := make(map[string]bool, len(cfg.Targets))
+	for _, t := range cfg.Targets {
+		names = append(names, t.Name)
+		keep[t.Name] = true
+	}
+	e.router.SetTargets(names)
+	e.Store.Forget(keep)
+}
+
+// FromConfig builds exact mode from a validated configuration; nil, nil when
+// the otlp section is not enabled. Put Store in pipeline.Spec.Traces and
+// register Receiver.Collector() with the daemon's own metrics.
+func FromConfig(cfg *config.Config, logger *slog.Logger) (*ExactMode, error) {
+	o := cfg.OTLP
+	if !o.Enabled {
+		return nil, nil
+	}
+	maxModels := cfg.Global.MaxModelsPerTarget
+	if maxModels <= 0 {
+		maxModels = DefaultMaxModels
+	}
+	store := traces.NewStore(traces.Limits{
+		Retain: o.Retention(cfg.Global), MaxRecords: o.MaxRequestsPerModel,
+		MaxModels: maxModels, MaxAdapters: DefaultMaxAdapters,
+	})
+	var tlsConfig *tls.Config
+	if o.TLSServerConfig != nil {
+		c, err := web.ConfigToTLSConfig(o.TLSServerConfig)
+		if err != nil {
+			return nil, fmt.Errorf("otlp TLS: %w", err)
+		}
+		tlsConfig = c
+	}
+	var fwd *Forwarder
+	if f := o.Forward; f != nil {
+		client, err := commoncfg.NewClientFromConfig(f.HTTPClientConfig, "otlp_forward")
+		if err != nil {
+			return nil, fmt.Errorf("otlp forward: %w", err)
+		}
+		fwd = NewForwarder(f.URL, client, time.Duration(f.Timeout), DefaultForwardQueue, logger)
+	}
+	var routes []Route
+	for _, r := range o.Routes {
+		routes = append(routes, Route{Match: r.Match, Target: r.Target, Model: r.ModelName})
+	}
+	var names []string
+	for _, t := range cfg.Targets {
+		names = append(names, t.Name)
+	}
+	router := NewRouter(routes, o.TargetAttribute, names, o.AdapterAttribute)
+	rcv, err := New(Options{
+		GRPCAddress: o.GRPCListenAddress, HTTPAddress: o.HTTPListenAddress, TLS: tlsConfig,
+		MaxBodyBytes: int64(o.MaxBodySize), Timeout: time.Duration(o.Timeout),
+		Router: router, Forward: fwd, Logger: logger,
+	}, store)
+	if err != nil {
+		return nil, err
+	}
+	return &ExactMode{Store: store, Receiver: rcv, forward: fwd, router: router}, nil
+}
+
+// Run serves the receiver (and forwards) until ctx is cancelled.
+func (e *ExactMode) Run(ctx context.Context) error {
+	if e.forward == nil {
+		return e.Receiver.Run(ctx)
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		_ = e.forward.Run(ctx)
+	}()
+	err := e.Receiver.Run(ctx)
+	cancel()
+	wg.Wait()
+	return err
+}
+
+// CalibrationLog logs, loudly and once per change, every histogram bound
+// that an exact value left: each is a bug in the bounds' math or inputs.
+type CalibrationLog struct {
+	logger *slog.Logger
+	mu     sync.Mutex
+	failed map[string]bool
+}
+
+// NewCalibrationLog returns a log writing to logger.
+func NewCalibrationLog(logger *slog.Logger) *CalibrationLog {
+	return &CalibrationLog{logger: logger, failed: map[string]bool{}}
+}
+
+// Observe logs the windows of a report whose calibration failed and were not
+// failing at the previous report, and notes the ones that recovered.
+func (c *CalibrationLog) Observe(rep *pipeline.Report) {
+	if rep == nil {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	now := map[string]bool{}
+	for _, t := range rep.Targets {
+		for _, m := range t.Models {
+			for _, res := range m.Traces {
+				if !res.Covered || res.Calibration.Held() {
+					continue
+				}
+				key := t.Name + "\x00" + m.Name + "\x00" + exporter.FormatWindow(res.Nominal)
+				now[key] = true
+				if !c.failed[key] {
+					c.logger.Error("a histogram bound does not hold the exact value from traces: this is a bug in the exporter's bounds, please report it",
+						"target", t.Name, "model_name", m.Name, "window", exporter.FormatWindow(res.Nominal),
+						"failures", strings.Join(res.Calibration.Failures, "; "))
+				}
+			}
+		}
+	}
+	for _, key := range slices.Sorted(maps.Keys(c.failed)) {
+		if !now[key] {
+			parts := strings.SplitN(key, "\x00", 3)
+			c.logger.Info("histogram bounds hold the exact values again", "target", parts[0], "model_name", parts[1], "window", parts[2])
+		}
+	}
+	c.failed = now
+}

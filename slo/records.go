@@ -1,0 +1,196 @@
+package slo
+
+import (
+	"math"
+	"slices"
+)
+
+// Measured is one finished request as the server measured it (one vLLM
+// trace span): its latencies are exact, unlike a histogram's buckets. A
+// latency the server did not report is NaN.
+type Measured struct {
+	TTFT, TPOT, E2E, Queue, Prefill, Decode, Inference float64
+	// CompletionTokens is the number of generated tokens.
+	CompletionTokens int
+}
+
+// Value returns the request's latency of a metric, ok false when it was not
+// measured (and always for ITL, which is per token gap, not per request).
+func (m Measured) Value(metric Metric) (float64, bool) {
+	var v float64
+	switch metric {
+	case TTFT:
+		v = m.TTFT
+	case TPOT:
+		v = m.TPOT
+	case E2E:
+		v = m.E2E
+	case Queue:
+		v = m.Queue
+	case Prefill:
+		v = m.Prefill
+	case Decode:
+		v = m.Decode
+	case Inference:
+		v = m.Inference
+	default:
+		return 0, false
+	}
+	return v, finite(v)
+}
+
+// MeasuredReport is the exact evaluation of the requests that finished in one
+// window. Its numbers have the shapes of a WindowReport's, so that they can
+// stand in for the histogram estimates.
+type MeasuredReport struct {
+	// Requests is the number of requests evaluated.
+	Requests int
+	// Counts is the number of requests that carried each metric.
+	Counts map[Metric]int
+	// Quantiles per metric (nearest rank), with Lower = Estimate = Upper =
+	// Prometheus; absent for a metric no request carried.
+	Quantiles map[Metric][]Quantile
+	// SLOs holds one result per SLO, in order, when Requests > 0.
+	SLOs []SLOResult
+}
+
+// EvaluateMeasured evaluates the requests that finished in a window of the
+// given length in seconds, exactly: nearest-rank quantiles of every metric,
+// and per SLO the good count of each per-request objective and of "all", the
+// attainments, goodput (requests and generated tokens per second) and the
+// burn rate.
+//
+// The comparison is EvaluateWindow's: a value meets a threshold when it is at
+// most the threshold up to a relative 1e-9. ITL is per token gap and no span
+// carries it, so ITL objectives are absent from the result and, as in
+// EvaluateWindow, not part of "all"; an SLO with only ITL objectives has no
+// "all".
+//
+// A request missing an objective's metric cannot be judged on it. It is then
+// counted as good in the upper bound and bad in the lower bound (of the
+// objective, of "all" and of goodput), so the bounds hold whatever the value
+// was, and the estimate counts it as good, as EvaluateWindow does for an
+// absent histogram. With every metric present the results are exact.
+func EvaluateMeasured(reqs []Measured, seconds float64, slos []SLO, quantiles []float64) MeasuredReport {
+	rep := MeasuredReport{Requests: len(reqs), Counts: map[Metric]int{}, Quantiles: map[Metric][]Quantile{}}
+	for _, m := range Metrics {
+		sorted := make([]float64, 0, len(reqs))
+		for _, r := range reqs {
+			if v, ok := r.Value(m); ok {
+				sorted = append(sorted, v)
+			}
+		}
+		if len(sorted) == 0 {
+			continue
+		}
+		slices.Sort(sorted)
+		rep.Counts[m] = len(sorted)
+		for _, q := range quantiles {
+			if !(q >= 0 && q <= 1) {
+				continue
+			}
+			v := ExactQuantile(q, sorted)
+			rep.Quantiles[m] = append(rep.Quantiles[m], Quantile{Q: q, Bounded: Exact(v), Prometheus: v})
+		}
+	}
+	if len(reqs) == 0 || !(seconds > 0) {
+		return rep
+	}
+	for _, s := range slos {
+		rep.SLOs = append(rep.SLOs, evaluateMeasuredSLO(s, reqs, seconds))
+	}
+	return rep
+}
+
+// verdict is one request's standing on one objective.
+type verdict int
+
+const (
+	met verdict = iota
+	missed
+	unknown
+)
+
+func judge(r Measured, o Objective) verdict {
+	v, ok := r.Value(o.Metric)
+	switch {
+	case !ok:
+		return unknown
+	case atMost(v, o.Threshold):
+		return met
+	}
+	return missed
+}
+
+// evaluateMeasuredSLO counts one SLO's good requests; see EvaluateMeasured.
+func evaluateMeasuredSLO(s SLO, reqs []Measured, seconds float64) SLOResult {
+	n := float64(len(reqs))
+	res := SLOResult{Name: s.Name, Requests: n, Objectives: map[string]Bounded{}, GoodRequests: map[string]Bounded{}}
+	var perRequest []Objective
+	for _, o := range s.Objectives {
+		if o.Metric != ITL {
+			perRequest = append(perRequest, o)
+		}
+	}
+	if len(perRequest) == 0 {
+		return res
+	}
+	good := make([]Bounded, len(perRequest))
+	var all, allTokens Bounded
+	for _, r := range reqs {
+		certain, possible := true, true
+		for i, o := range perRequest {
+			switch judge(r, o) {
+			case met:
+				good[i] = add(good[i], 1, 1)
+			case unknown:
+				good[i] = add(good[i], 0, 1)
+				certain = false
+			case missed:
+				certain, possible = false, false
+			}
+		}
+		tokens := float64(max(r.CompletionTokens, 0))
+		switch {
+		case certain:
+			all = add(all, 1, 1)
+			allTokens = add(allTokens, tokens, tokens)
+		case possible:
+			all = add(all, 0, 1)
+			allTokens = add(allTokens, 0, tokens)
+		}
+	}
+	for i, o := range perRequest {
+		key := string(o.Metric)
+		res.GoodRequests[key] = good[i]
+		res.Objectives[key] = scale(good[i], 1/n)
+	}
+	res.GoodRequests[AllKey] = all
+	res.Objectives[AllKey] = scale(all, 1/n)
+	res.GoodputRequestsPerSecond = scale(all, 1/seconds)
+	res.GoodputTokensPerSecond = scale(allTokens, 1/seconds)
+	res.HasGoodputTokens = true
+	res.BurnRate, res.HasBurnRate = BurnRate(res.Objectives[AllKey], s.Goal)
+	return res
+}
+
+// add counts a request into a bounded count: lower and estimate grow by
+// certain, upper by possible. The estimate counts an unjudged request as good,
+// so it equals Upper.
+func add(b Bounded, certain, possible float64) Bounded {
+	return Bounded{Estimate: b.Estimate + possible, Lower: b.Lower + certain, Upper: b.Upper + possible}
+}
+
+// MeasuredTPOT is vLLM's time per output token of one request: the decode
+// time over the completion tokens after the first, decode/(n−1), 0 for a
+// request of at most one token. decode is last token − first token; a caller
+// without it passes e2e − TTFT, which is the same span of time.
+func MeasuredTPOT(decode float64, completionTokens int) float64 {
+	if completionTokens <= 1 || !finite(decode) {
+		if finite(decode) {
+			return 0
+		}
+		return math.NaN()
+	}
+	return decode / float64(completionTokens-1)
+}

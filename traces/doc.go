@@ -1,0 +1,15 @@
+// Package traces keeps the per-request records that vLLM's OpenTelemetry
+// spans carry and evaluates them exactly, beside the histogram estimates.
+//
+// A Store holds, per target and model, one compact record per finished
+// request (its latencies, token counts, adapter, finish reason and end time),
+// sorted by end time and kept for the longest window plus a grace period.
+// Evaluate selects the records of one history window, reconciles their count
+// with vLLM's finished-request counter over the same scrapes (the coverage),
+// and, only when every finished request is there, produces exact numbers
+// (lower = estimate = upper) and a calibration of the histogram bounds
+// against them.
+//
+// The package does no I/O and reads no clock: time comes with the spans and
+// with the windows.
+package traces

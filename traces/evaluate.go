@@ -1,0 +1,235 @@
+package traces
+
+import (
+	"fmt"
+	"maps"
+	"math"
+	"slices"
+	"time"
+
+	"github.com/vllm-slo-exporter/vllm-slo-exporter/slo"
+)
+
+// Result is the trace side of one window of one model.
+type Result struct {
+	// Nominal is the configured window length.
+	Nominal time.Duration
+	// Spans is the number of requests the spans report in the window.
+	Spans int
+	// Finished is vLLM's own count of finished requests over the same
+	// scrapes; HasFinished is false when the target exposes no such count.
+	Finished    float64
+	HasFinished bool
+	// Covered is true when every finished request has its span: only then
+	// are the exact numbers published.
+	Covered bool
+	// Exact is the evaluation of every request of the window; meaningful
+	// only when Covered.
+	Exact slo.MeasuredReport
+	// Adapters holds the evaluation per LoRA adapter, by name ("" is the base
+	// model), when Covered.
+	Adapters []AdapterResult
+	// FinishReasons counts the window's spans per finish reason.
+	FinishReasons map[string]int
+	// Calibration compares the histogram estimates with the exact numbers,
+	// when Covered.
+	Calibration Calibration
+}
+
+// Coverage is Spans / Finished: the share of vLLM's finished requests whose
+// span arrived. ok is false when vLLM counted no finished request.
+func (r Result) Coverage() (ratio float64, ok bool) {
+	if !r.HasFinished || !(r.Finished > 0) {
+		return 0, false
+	}
+	return float64(r.Spans) / r.Finished, true
+}
+
+// AdapterResult is the exact evaluation of one adapter's requests.
+type AdapterResult struct {
+	Name   string
+	Report slo.MeasuredReport
+}
+
+// Calibration is how the histogram reconstruction fared against the truth
+// in one covered window.
+type Calibration struct {
+	// Checked is the number of bounds compared with an exact value.
+	Checked int
+	// Failures describes every histogram bound the exact value left. Each is
+	// a bug in the bound's proof or its inputs, never noise: the comparison
+	// has no tolerance.
+	Failures []string
+	// QuantileErrors is histogram estimate − exact value, per metric
+	// observed at finish and quantile, where both are finite.
+	QuantileErrors []QuantileError
+	// AttainmentErrors is histogram estimate − exact attainment, per SLO and
+	// objective key that the histograms measure over the finished requests.
+	AttainmentErrors []AttainmentError
+}
+
+// Held reports whether every compared bound held.
+func (c Calibration) Held() bool { return len(c.Failures) == 0 }
+
+// QuantileError is one quantile's calibration.
+type QuantileError struct {
+	Metric slo.Metric
+	Q      float64
+	Error  float64
+}
+
+// AttainmentError is one attainment's calibration.
+type AttainmentError struct {
+	SLO, Objective string
+	Error          float64
+}
+
+// Evaluate reconciles the selection of one window with the histogram window
+// w and its evaluation hist, and evaluates the selection exactly.
+//
+// The finished count is vLLM's request_success_total increase over the
+// window's scrapes, else the e2e histogram's count. The window is covered
+// when the spans number exactly that: vLLM emits a request's span in the
+// same step that counts it finished, so equal counts over the same scrapes
+// mean the same requests. Anything else (sampling, loss, a receiver restart,
+// spans still in flight) leaves the histogram bounds in charge.
+func Evaluate(sel Selection, w slo.Window, hist slo.WindowReport, slos []slo.SLO, quantiles []float64) Result {
+	res := Result{Nominal: w.Nominal, Spans: len(sel.All), FinishReasons: sel.FinishReasons}
+	if w.HasRequestSuccess && finite(w.RequestSuccess) {
+		res.Finished, res.HasFinished = math.Max(0, w.RequestSuccess), true
+	} else if n, ok := hist.Requests[slo.E2E]; ok {
+		res.Finished, res.HasFinished = n, true
+	}
+	res.Covered = res.HasFinished && res.Finished == float64(res.Spans) && w.Seconds() > 0
+	if !res.Covered {
+		return res
+	}
+	secs := w.Seconds()
+	res.Exact = slo.EvaluateMeasured(sel.All, secs, slos, quantiles)
+	for _, name := range slices.Sorted(maps.Keys(sel.Adapters)) {
+		res.Adapters = append(res.Adapters, AdapterResult{Name: name, Report: slo.EvaluateMeasured(sel.Adapters[name], secs, slos, quantiles)})
+	}
+	res.Calibration = calibrate(hist, res.Exact)
+	return res
+}
+
+// calibrate compares every histogram bound whose population is the finished
+// requests with the exact value. TTFT is observed at the first token, so its
+// histogram describes another population than the finished requests and is
+// not compared per objective or per quantile; the joint "all" is, because its
+// bounds are proved over the finished requests.
+func calibrate(hist slo.WindowReport, exact slo.MeasuredReport) Calibration {
+	var c Calibration
+	for _, m := range slo.Metrics {
+		if !m.ObservedAtFinish() {
+			continue
+		}
+		for _, hq := range hist.Quantiles[m] {
+			v, ok := exactQuantile(exact.Quantiles[m], hq.Q)
+			if !ok {
+				continue
+			}
+			c.check(hq.Bounded, v, fmt.Sprintf("%s quantile %g", m, hq.Q))
+			if finite(hq.Estimate) {
+				c.QuantileErrors = append(c.QuantileErrors, QuantileError{Metric: m, Q: hq.Q, Error: hq.Estimate - v})
+			}
+		}
+	}
+	for _, hs := range hist.SLOs {
+		es, ok := findSLO(exact.SLOs, hs.Name)
+		if !ok {
+			continue
+		}
+		for _, key := range slices.Sorted(maps.Keys(hs.Objectives)) {
+			if key == string(slo.TTFT) || key == string(slo.ITL) {
+				continue
+			}
+			e, ok := es.Objectives[key]
+			if !ok || !e.IsExact() {
+				continue
+			}
+			b := hs.Objectives[key]
+			c.check(b, e.Estimate, fmt.Sprintf("SLO %q attainment of %s", hs.Name, key))
+			c.AttainmentErrors = append(c.AttainmentErrors, AttainmentError{SLO: hs.Name, Objective: key, Error: b.Estimate - e.Estimate})
+		}
+		if _, ok := hs.Objectives[slo.AllKey]; !ok {
+			continue
+		}
+		if es.GoodputRequestsPerSecond.IsExact() {
+			c.check(hs.GoodputRequestsPerSecond, es.GoodputRequestsPerSecond.Estimate, fmt.Sprintf("SLO %q goodput requests/s", hs.Name))
+		}
+		if hs.HasGoodputTokens && es.GoodputTokensPerSecond.IsExact() {
+			c.check(hs.GoodputTokensPerSecond, es.GoodputTokensPerSecond.Estimate, fmt.Sprintf("SLO %q goodput tokens/s", hs.Name))
+		}
+	}
+	return c
+}
+
+// check compares one bound with the exact value, without tolerance; NaN
+// bounds (nothing known) are skipped.
+func (c *Calibration) check(b slo.Bounded, exact float64, what string) {
+	if math.IsNaN(b.Lower) || math.IsNaN(b.Upper) || math.IsNaN(exact) {
+		return
+	}
+	c.Checked++
+	if exact < b.Lower || exact > b.Upper {
+		c.Failures = append(c.Failures, fmt.Sprintf("%s: exact %v outside the histogram bounds [%v, %v]", what, exact, b.Lower, b.Upper))
+	}
+}
+
+func exactQuantile(qs []slo.Quantile, q float64) (float64, bool) {
+	for _, x := range qs {
+		if x.Q == q {
+			return x.Estimate, true
+		}
+	}
+	return 0, false
+}
+
+func findSLO(rs []slo.SLOResult, name string) (slo.SLOResult, bool) {
+	for _, r := range rs {
+		if r.Name == name {
+			return r, true
+		}
+	}
+	return slo.SLOResult{}, false
+}
+
+func finite(v float64) bool { return !math.IsNaN(v) && !math.IsInf(v, 0) }
+
+// Apply puts the exact numbers of a covered result in place of the histogram
+// estimates of wr: the quantiles and counts of every metric the spans carry,
+// and every SLO's per-request objectives, "all", goodput and burn rate. ITL
+// objectives, which no span measures, keep their histogram bounds; so does
+// everything when the result is not covered.
+func (r Result) Apply(wr *slo.WindowReport) {
+	if !r.Covered {
+		return
+	}
+	quantiles := maps.Clone(wr.Quantiles)
+	requests := maps.Clone(wr.Requests)
+	for m, qs := range r.Exact.Quantiles {
+		quantiles[m] = qs
+		requests[m] = float64(r.Exact.Counts[m])
+	}
+	wr.Quantiles, wr.Requests = quantiles, requests
+	slos := slices.Clone(wr.SLOs)
+	for i, hs := range slos {
+		es, ok := findSLO(r.Exact.SLOs, hs.Name)
+		if !ok {
+			continue
+		}
+		if _, ok := es.Objectives[slo.AllKey]; !ok {
+			continue
+		}
+		merged := es
+		merged.Objectives = maps.Clone(es.Objectives)
+		merged.GoodRequests = maps.Clone(es.GoodRequests)
+		if v, ok := hs.Objectives[string(slo.ITL)]; ok {
+			merged.Objectives[string(slo.ITL)] = v
+			merged.GoodRequests[string(slo.ITL)] = hs.GoodRequests[string(slo.ITL)]
+		}
+		slos[i] = merged
+	}
+	wr.SLOs = slos
+}

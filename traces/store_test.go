@@ -1,0 +1,147 @@
+package traces
+
+import (
+	"math"
+	"testing"
+	"time"
+	"unsafe"
+
+	"github.com/vllm-slo-exporter/vllm-slo-exporter/slo"
+)
+
+var t0 = time.Date(2026, 11, 29, 0, 0, 0, 0, time.UTC)
+
+func span(id string, end time.Duration, e2e float64) Span {
+	return Span{
+		Target: "gpu0", Model: "m", RequestID: id, End: t0.Add(end),
+		TTFT: e2e / 4, E2E: e2e, Queue: 0.01, Prefill: e2e / 5, Decode: e2e / 2, Inference: e2e / 2,
+		PromptTokens: 100, CompletionTokens: 11, FinishReason: "stop",
+	}
+}
+
+func TestRecordSize(t *testing.T) {
+	if got := unsafe.Sizeof(record{}); got != RecordBytes {
+		t.Errorf("record is %d bytes, RecordBytes says %d", got, RecordBytes)
+	}
+	if RecordBytes >= 100 {
+		t.Errorf("a retained request costs %d bytes, the target is under 100", RecordBytes)
+	}
+}
+
+func TestStoreOrderDuplicatesAndRetention(t *testing.T) {
+	s := NewStore(Limits{Retain: time.Minute})
+	out := s.Add([]Span{span("c", 50*time.Second, 1), span("a", 10*time.Second, 1), span("b", 30*time.Second, 1)})
+	if out.Added != 3 {
+		t.Fatalf("Add = %+v", out)
+	}
+	// The same request again (a retry), and a different request reusing the
+	// id at another time.
+	out = s.Add([]Span{span("a", 10*time.Second, 1), span("a", 40*time.Second, 1)})
+	if out.Duplicates != 1 || out.Added != 1 {
+		t.Errorf("Add = %+v, want one duplicate and one new request", out)
+	}
+	sel := s.Select("gpu0", "m", false, t0.Add(10*time.Second), t0.Add(40*time.Second))
+	if len(sel.All) != 2 {
+		t.Errorf("(10s, 40s] holds %d, want b and the second a", len(sel.All))
+	}
+	// The newest end moves to 2m: records older than 1m before it go, and a
+	// span from then is too old.
+	s.Add([]Span{span("d", 2*time.Minute, 1)})
+	if n, _ := s.Retained(); n != 1 {
+		t.Errorf("%d records kept after the retention moved, want 1", n)
+	}
+	if out := s.Add([]Span{span("e", 30*time.Second, 1)}); out.TooOld != 1 {
+		t.Errorf("Add = %+v, want too old", out)
+	}
+}
+
+func TestStoreCaps(t *testing.T) {
+	s := NewStore(Limits{Retain: time.Hour, MaxRecords: 2, MaxModels: 1, MaxAdapters: 2})
+	other := span("x", time.Second, 1)
+	other.Model = "other"
+	a1, a2, a3 := span("1", time.Second, 1), span("2", 2*time.Second, 1), span("3", 3*time.Second, 1)
+	a1.Adapter, a2.Adapter, a3.Adapter = "", "lora-a", "lora-b"
+	out := s.Add([]Span{a1, other, a2, a3})
+	if out.Refused != 2 || out.Added != 2 {
+		t.Errorf("Add = %+v, want the second model and the third adapter refused", out)
+	}
+	s.Add([]Span{span("4", 4*time.Second, 1)})
+	if n, _ := s.Retained(); n != 2 {
+		t.Errorf("%d records kept, cap 2", n)
+	}
+}
+
+func TestSelectDerivesTPOT(t *testing.T) {
+	s := NewStore(Limits{Retain: time.Hour})
+	noDecode := span("b", 2*time.Second, 2)
+	noDecode.Decode = math.NaN()
+	one := span("c", 3*time.Second, 1)
+	one.CompletionTokens = 1
+	s.Add([]Span{span("a", time.Second, 2), noDecode, one})
+	sel := s.Select("gpu0", "m", false, t0, t0.Add(time.Minute))
+	if got := sel.All[0].TPOT; got != 1.0/10 {
+		t.Errorf("TPOT from decode = %v, want decode/(n-1) = 0.1", got)
+	}
+	if got := sel.All[1].TPOT; got != (2-0.5)/10 {
+		t.Errorf("TPOT without decode = %v, want (e2e-ttft)/(n-1) = 0.15", got)
+	}
+	if got := sel.All[2].TPOT; got != 0 {
+		t.Errorf("TPOT of a one-token request = %v, want 0", got)
+	}
+}
+
+// window builds a histogram window of the given finished count over (0, 60s].
+func window(finished float64) slo.Window {
+	return slo.Window{Start: t0, End: t0.Add(time.Minute), Nominal: time.Minute, RequestSuccess: finished, HasRequestSuccess: true}
+}
+
+var fast = slo.SLO{Name: "fast", Objectives: []slo.Objective{{Metric: slo.E2E, Threshold: 1}}, Goal: 0.9}
+
+// TestPartialCoverageIsNeverExact: fewer spans than finished requests (lost
+// or sampled), or more (spans of another interval), leave the window to the
+// histograms; equal counts publish exact numbers.
+func TestPartialCoverageIsNeverExact(t *testing.T) {
+	s := NewStore(Limits{Retain: time.Hour})
+	s.Add([]Span{span("a", 10*time.Second, 0.5), span("b", 20*time.Second, 2), span("c", 30*time.Second, 1)})
+	sel := s.Select("gpu0", "m", false, t0, t0.Add(time.Minute))
+	for _, finished := range []float64{4, 2} {
+		res := Evaluate(sel, window(finished), slo.WindowReport{}, []slo.SLO{fast}, []float64{0.5})
+		if res.Covered || len(res.Adapters) != 0 || res.Exact.Requests != 0 {
+			t.Errorf("finished %v, spans 3: covered %v, exact %+v", finished, res.Covered, res.Exact)
+		}
+		wr := slo.WindowReport{Quantiles: map[slo.Metric][]slo.Quantile{slo.E2E: {{Q: 0.5, Bounded: slo.Bounded{Estimate: 1, Lower: 0.5, Upper: 2}}}}}
+		res.Apply(&wr)
+		if wr.Quantiles[slo.E2E][0].IsExact() {
+			t.Error("Apply of an uncovered result replaced the histogram bracket")
+		}
+	}
+	res := Evaluate(sel, window(3), slo.WindowReport{}, []slo.SLO{fast}, []float64{0.5})
+	if !res.Covered {
+		t.Fatal("3 spans for 3 finished requests: not covered")
+	}
+	if got := res.Exact.Quantiles[slo.E2E][0]; got.Estimate != 1 || !got.IsExact() {
+		t.Errorf("exact e2e median = %+v, want 1", got)
+	}
+	if got := res.Exact.SLOs[0].Objectives[slo.AllKey]; got != slo.Exact(2.0/3) {
+		t.Errorf("attainment = %+v, want exactly 2/3", got)
+	}
+}
+
+// TestCalibrationFlagsABrokenBound: a histogram bound that excludes the
+// exact value is reported, without tolerance.
+func TestCalibrationFlagsABrokenBound(t *testing.T) {
+	s := NewStore(Limits{Retain: time.Hour})
+	s.Add([]Span{span("a", 10*time.Second, 0.5), span("b", 20*time.Second, 2)})
+	sel := s.Select("gpu0", "m", false, t0, t0.Add(time.Minute))
+	hist := slo.WindowReport{
+		Quantiles: map[slo.Metric][]slo.Quantile{slo.E2E: {{Q: 0.5, Bounded: slo.Bounded{Estimate: 0.6, Lower: 0.5, Upper: 0.7}}, {Q: 0.99, Bounded: slo.Bounded{Estimate: 1.5, Lower: 1, Upper: 1.9}}}},
+	}
+	res := Evaluate(sel, window(2), hist, nil, []float64{0.5, 0.99})
+	c := res.Calibration
+	if c.Checked != 2 || len(c.Failures) != 1 || c.Held() {
+		t.Fatalf("calibration = %+v, want the p99 bracket [1, 1.9] to fail against 2", c)
+	}
+	if len(c.QuantileErrors) != 2 || c.QuantileErrors[0].Error != hist.Quantiles[slo.E2E][0].Estimate-0.5 {
+		t.Errorf("quantile errors = %+v", c.QuantileErrors)
+	}
+}

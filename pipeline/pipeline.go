@@ -83,6 +83,9 @@ type target struct {
 	sloDefs map[string]string
 	// good[model][slo][objective] accumulates estimated good requests.
 	good map[string]map[string]map[string]float64
+	// ledgers holds each model's per-interval record, which "all", goodput,
+	// abandoned requests, burn rates and budgets are computed from.
+	ledgers map[string]*ledger
 }
 
 // New builds a pipeline for a spec.
@@ -136,6 +139,9 @@ func (t *target) reconfigure(spec Spec) {
 			}
 		}
 	}
+	if !maps.Equal(defs, t.sloDefs) || len(defs) != len(t.sloDefs) {
+		clear(t.ledgers) // the sums mean another SLO list now
+	}
 	t.sloDefs = defs
 	clear(t.offEdge)
 }
@@ -159,6 +165,7 @@ func newTarget(ts TargetSpec, spec Spec) *target {
 		found:    map[string]string{},
 		offEdge:  map[string]string{},
 		good:     map[string]map[string]map[string]float64{},
+		ledgers:  map[string]*ledger{},
 	}
 }
 
@@ -219,6 +226,7 @@ func (p *Pipeline) Ingest(name string, snap *scrape.Snapshot, duration time.Dura
 		t.found[string(f)] = n
 	}
 	if !prev.IsZero() {
+		t.feedLedgers(spec, snap, snap.Time.Sub(prev))
 		t.accumulateGood(spec.SLOs, snap.Time, snap.Time.Sub(prev))
 	}
 	t.checkEdges(spec.SLOs, snap)
@@ -297,10 +305,125 @@ func (t *target) accumulateGood(slos []slo.SLO, end time.Time, length time.Durat
 		rep := slo.EvaluateWindow(w, slos, slo.Options{})
 		for _, r := range rep.SLOs {
 			for obj, good := range r.GoodRequests {
+				if obj == slo.AllKey && judgedByLedger(slos, r.Name) {
+					continue
+				}
 				t.addGood(model, r.Name, obj, good.Estimate)
 			}
 		}
+		l := t.ledgers[model]
+		if l == nil || len(l.points) < 2 {
+			continue
+		}
+		a, b := l.points[len(l.points)-2], l.points[len(l.points)-1]
+		if !b.t.Equal(end) {
+			continue
+		}
+		for i, s := range slos {
+			if judgedByLedger(slos, s.Name) && b.slos[i].unknown == a.slos[i].unknown {
+				t.addGood(model, s.Name, slo.AllKey, b.slos[i].est-a.slos[i].est)
+			}
+		}
 	}
+}
+
+// feedLedgers records the interval that just ended in each model's ledger.
+func (t *target) feedLedgers(spec Spec, snap *scrape.Snapshot, length time.Duration) {
+	if len(spec.SLOs) == 0 {
+		return
+	}
+	for model := range snap.Models {
+		if _, kept := snap.Models[model]; !kept {
+			continue
+		}
+		w, ok := t.hist.Window(model, snap.Time, length, history.Options{})
+		if !ok {
+			continue
+		}
+		counted := true
+		if t.spec.Warmup > 0 {
+			ww, ok := t.hist.Window(model, snap.Time, length, history.Options{Warmup: t.spec.Warmup})
+			counted = ok && finishersOf(ww).N == finishersOf(w).N
+		}
+		l := t.ledgers[model]
+		if l == nil {
+			l = newLedger(spec.SLOs)
+			t.ledgers[model] = l
+		}
+		l.append(w, counted, t.hist.Retention())
+	}
+	for model := range t.ledgers {
+		if !slices.Contains(t.hist.Models(), model) {
+			delete(t.ledgers, model)
+		}
+	}
+}
+
+// judgedByLedger reports whether the named SLO has a per-request objective,
+// so that the ledger judges its "all"; an SLO of ITL objectives only is
+// judged over token gaps by EvaluateWindow.
+func judgedByLedger(slos []slo.SLO, name string) bool {
+	for _, s := range slos {
+		if s.Name != name {
+			continue
+		}
+		for _, o := range s.Objectives {
+			if o.Metric != slo.ITL {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// overlay replaces the window-wide "all", goodput and burn rate of SLO i in
+// r by the ledger's interval-by-interval ones over the window ending at end,
+// nominally length long, and adds the abandoned requests.
+func (t *target) overlay(spec Spec, model string, i int, r *slo.SLOResult, end time.Time, length time.Duration) {
+	s := spec.SLOs[i]
+	if !judgedByLedger(spec.SLOs, s.Name) {
+		return
+	}
+	l := t.ledgers[model]
+	var lw ledgerWindow
+	ok := l != nil
+	if ok {
+		lw, ok = l.window(i, end, length)
+	}
+	delete(r.GoodRequests, slo.AllKey)
+	delete(r.Objectives, slo.AllKey)
+	r.GoodputRequestsPerSecond, r.GoodputTokensPerSecond, r.BurnRate = slo.Bounded{}, slo.Bounded{}, slo.Bounded{}
+	r.HasGoodputTokens, r.HasBurnRate, r.HasAbandoned = false, false, false
+	if !ok {
+		return
+	}
+	if len(lw.unknown) > 0 {
+		r.Unknown = lw.unknown
+		return
+	}
+	secs := lw.end.Sub(lw.start).Seconds()
+	if !(secs > 0) {
+		return
+	}
+	r.Requests = lw.finished
+	r.Abandoned, r.HasAbandoned = lw.abandoned, true
+	r.GoodRequests[slo.AllKey] = lw.good
+	r.GoodputRequestsPerSecond = scaled(lw.good, 1/secs)
+	if lw.hasTokens {
+		r.GoodputTokensPerSecond, r.HasGoodputTokens = scaled(lw.tokens, 1/secs), true
+	}
+	r.FinishedTokensPerSecond, r.HasFinishedTokens = lw.finishedTokens/secs, true
+	all, ok := slo.AttainmentOver(lw.good, lw.finished, lw.abandoned, s.Abandoned)
+	if !ok {
+		return
+	}
+	r.Objectives[slo.AllKey] = all
+	r.BurnRate, r.HasBurnRate = slo.BurnRate(all, s.Goal)
+}
+
+// scaled multiplies every part of b by f.
+func scaled(b slo.Bounded, f float64) slo.Bounded {
+	return slo.Bounded{Estimate: b.Estimate * f, Lower: b.Lower * f, Upper: b.Upper * f}
 }
 
 func (t *target) addGood(model, sloName, objective string, v float64) {
@@ -405,10 +528,11 @@ func (t *target) evaluateModel(spec Spec, model string, now time.Time) ModelRepo
 				wr.SLOs = slo.EvaluateWindow(ww, spec.SLOs, slo.Options{}).SLOs
 			}
 		}
+		t.overlayAll(spec, model, wr.SLOs, now, length)
 		mr.Windows = append(mr.Windows, wr)
 	}
 	for _, s := range spec.SLOs {
-		mr.Budgets = append(mr.Budgets, t.budget(s, model, now))
+		mr.Budgets = append(mr.Budgets, t.budget(spec, s, model, now))
 	}
 	for _, a := range spec.Alerts {
 		mr.Burns = append(mr.Burns, t.burnCheck(spec, a, model, now))
@@ -417,7 +541,7 @@ func (t *target) evaluateModel(spec Spec, model string, now time.Time) ModelRepo
 	return mr
 }
 
-func (t *target) budget(s slo.SLO, model string, now time.Time) Budget {
+func (t *target) budget(spec Spec, s slo.SLO, model string, now time.Time) Budget {
 	b := Budget{SLO: s.Name}
 	w, ok := t.hist.Window(model, now, s.Period, history.Options{Warmup: t.spec.Warmup})
 	if !ok {
@@ -427,6 +551,7 @@ func (t *target) budget(s slo.SLO, model string, now time.Time) Budget {
 	if len(rep.SLOs) == 0 {
 		return b
 	}
+	t.overlayAll(spec, model, rep.SLOs, now, s.Period)
 	all, ok := rep.SLOs[0].Objectives[slo.AllKey]
 	if !ok {
 		return b
@@ -450,7 +575,13 @@ func (t *target) burnCheck(spec Spec, a BurnAlert, model string, now time.Time) 
 		if !ok {
 			return slo.Bounded{}, false
 		}
+		if w.Start.After(now.Add(-length)) {
+			// The history cannot fill the window yet (a first start, or a
+			// start without state): an alert judges full windows only.
+			return slo.Bounded{}, false
+		}
 		rep := slo.EvaluateWindow(w, []slo.SLO{s}, slo.Options{})
+		t.overlayAll(spec, model, rep.SLOs, now, length)
 		if len(rep.SLOs) == 0 || !rep.SLOs[0].HasBurnRate {
 			return slo.Bounded{}, false
 		}
@@ -473,4 +604,16 @@ func (t *target) goodTotals(model string) []GoodTotal {
 	}
 	sort.SliceStable(out, func(i, j int) bool { return out[i].SLO < out[j].SLO })
 	return out
+}
+
+// overlayAll applies overlay to each SLO result, found by name in the spec.
+func (t *target) overlayAll(spec Spec, model string, results []slo.SLOResult, end time.Time, length time.Duration) {
+	for k := range results {
+		for i, s := range spec.SLOs {
+			if s.Name == results[k].Name {
+				t.overlay(spec, model, i, &results[k], end, length)
+				break
+			}
+		}
+	}
 }

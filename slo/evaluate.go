@@ -20,6 +20,10 @@ type SLO struct {
 	Objectives []Objective
 	Goal       float64
 	Period     time.Duration
+	// Abandoned says whether requests abandoned after their first token
+	// count as not meeting the SLO (the zero value, AbandonedBad) or are
+	// left out of its population.
+	Abandoned Population
 }
 
 // Options tunes EvaluateWindow.
@@ -78,6 +82,20 @@ type SLOResult struct {
 	GoodputTokensPerSecond, GoodputRequestsPerSecond Bounded
 	// HasGoodputTokens is false when the generation-tokens histogram is absent.
 	HasGoodputTokens bool
+	// FinishedTokensPerSecond is the rate of generation tokens of the
+	// requests that finished in the window (the population goodput tokens
+	// are a part of); HasFinishedTokens is false without the histogram.
+	FinishedTokensPerSecond float64
+	HasFinishedTokens       bool
+	// Abandoned bounds the requests that got a first token and left in the
+	// window without a finish observation (client cancellations, requests
+	// lost in a restart); HasAbandoned is false when the window was not
+	// judged interval by interval.
+	Abandoned    Bounded
+	HasAbandoned bool
+	// Unknown lists the objectives whose histogram the target lacks in the
+	// window: "all", goodput and the burn rate are then absent, not guessed.
+	Unknown []Metric
 	// BurnRate is (1 − attainment of "all")/(1 − Goal); HasBurnRate is false
 	// when Goal is not in (0, 1).
 	BurnRate    Bounded

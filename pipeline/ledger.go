@@ -1,0 +1,400 @@
+package pipeline
+
+import (
+	"math"
+	"sort"
+	"time"
+
+	"github.com/vllm-slo-exporter/vllm-slo-exporter/history"
+	"github.com/vllm-slo-exporter/vllm-slo-exporter/slo"
+)
+
+// matchHorizon is how far back the ledger keeps whole intervals to match the
+// first tokens of finishing requests. Older first tokens are one
+// pseudo-source whose TTFT split is unknown, bounded only by the requests in
+// flight, so a longer decode loses tightness, never truth.
+const matchHorizon = time.Hour
+
+// ledger is one model's record of every scrape interval: what the matching of
+// first tokens to finishes needs from the recent intervals, and cumulative
+// sums at each kept scrape, so that a window is a difference of two of them.
+// Memory is bounded: intervals older than matchHorizon are dropped and the
+// checkpoints are thinned like the history's points.
+type ledger struct {
+	slos      []slo.SLO
+	intervals []interval   // oldest first, within matchHorizon
+	points    []checkpoint // oldest first, thinned by the retention
+	seg       int
+}
+
+// interval is one scrape interval as a source of first tokens.
+type interval struct {
+	start, end    time.Time
+	seg           int
+	restarted     bool
+	inFlightStart float64
+	// sources holds one source per SLO with a TTFT objective (nil entries
+	// for the others).
+	sources []slo.Source
+}
+
+// checkpoint holds the cumulative sums from the ledger's first interval to
+// the scrape at t, and the bounds on the requests past their first token in
+// flight at t.
+type checkpoint struct {
+	t   time.Time
+	seg int
+	// firstTokens and finished sum every interval (warm-up included).
+	firstTokens, finished float64
+	// finishedTokens sums the generation tokens of the finished requests.
+	finishedTokens float64
+	// qLo and qHi bound the requests past their first token in flight at t;
+	// qLittle is the mean number in decode over the interval ending at t.
+	qLo, qHi, qLittle float64
+	slos              []sloSums
+}
+
+// sloSums are one SLO's cumulative sums over the counted intervals.
+type sloSums struct {
+	finished       float64
+	lo, hi, est    float64 // met every objective
+	tokLo, tokHi   float64 // their generation tokens
+	tokEst         float64
+	unknown        float64 // counted intervals with finishes that could not be judged
+	tokensUnknown  float64 // counted intervals with finishes and no token histogram
+	unknownMetrics map[slo.Metric]bool
+}
+
+func newLedger(slos []slo.SLO) *ledger {
+	return &ledger{slos: slos}
+}
+
+// inFlightOf is running + waiting at the start and end of a window, NaN when
+// unknown.
+func inFlightOf(w slo.Window) (start, end float64) {
+	if !w.Running.Known || !w.Waiting.Known {
+		return math.NaN(), math.NaN()
+	}
+	return math.Max(0, w.Running.AtStart) + math.Max(0, w.Waiting.AtStart),
+		math.Max(0, w.Running.AtEnd) + math.Max(0, w.Waiting.AtEnd)
+}
+
+// append records the interval w (the increase since the model's previous
+// scrape). counted is false inside a warm-up: the interval then serves as a
+// source of first tokens and in the conservation of requests, but its
+// finishes are judged by no SLO.
+func (l *ledger) append(w slo.Window, counted bool, ret history.Retention) {
+	if !w.End.After(w.Start) {
+		return
+	}
+	if len(l.points) > 0 && !w.End.After(l.points[len(l.points)-1].t) {
+		return
+	}
+	restarted := w.Restarts > 0
+	if restarted {
+		l.seg++
+	}
+	rStart, rEnd := inFlightOf(w)
+	iv := interval{start: w.Start, end: w.End, seg: l.seg, restarted: restarted, inFlightStart: rStart}
+	capEnd := rEnd
+	if math.IsNaN(capEnd) {
+		capEnd = math.Inf(1)
+	}
+	iv.sources = make([]slo.Source, len(l.slos))
+	for i, s := range l.slos {
+		if th, ok := slo.TTFTThreshold(s); ok {
+			iv.sources[i] = slo.TTFTSource(w.Start, w.End, w.Latency[slo.TTFT], th, capEnd, slo.DefaultEstimator)
+		}
+	}
+	l.intervals = append(l.intervals, iv)
+	fin := finishersOf(w)
+	prev := l.last()
+	cp := checkpoint{t: w.End, seg: l.seg, slos: make([]sloSums, len(l.slos))}
+	for i := range cp.slos {
+		cp.slos[i] = prev.slos[i]
+	}
+	ft := 0.0
+	if h, ok := w.Latency[slo.TTFT]; ok && h.Valid() {
+		ft = h.Total()
+	}
+	cp.firstTokens = prev.firstTokens + ft
+	cp.finished = prev.finished + fin.N
+	cp.finishedTokens = prev.finishedTokens
+	if w.GenerationTokens.Valid() {
+		cp.finishedTokens += math.Max(0, w.GenerationTokens.Sum)
+	}
+	prevHi := prev.qHi
+	switch {
+	case restarted:
+		prevHi = 0 // a new process starts with nothing in flight
+	case len(l.points) == 0:
+		prevHi = rStart
+		if math.IsNaN(prevHi) {
+			prevHi = math.Inf(1)
+		}
+		l.points = append(l.points, checkpoint{t: w.Start, seg: l.seg, qHi: prevHi, slos: make([]sloSums, len(l.slos))})
+	}
+	cp.qHi = slo.InFlightQueue(prevHi, ft, fin.N, rEnd)
+	if d, ok := w.Latency[slo.Decode]; ok && d.Valid() && w.Seconds() > 0 {
+		cp.qLittle = math.Max(0, d.Sum) / w.Seconds()
+		if len(l.points) == 1 {
+			l.points[0].qLittle = cp.qLittle // the best guess for the first scrape
+		}
+	}
+	if counted {
+		l.judge(&cp, w, fin)
+	}
+	l.raiseQueueLower(fin)
+	l.points = append(l.points, cp)
+	l.compact(w.End, ret)
+}
+
+// judge adds the interval's SLO results to the checkpoint's sums.
+func (l *ledger) judge(cp *checkpoint, w slo.Window, fin slo.Finishers) {
+	for i, s := range l.slos {
+		sums := &cp.slos[i]
+		var sources []slo.Source
+		if _, ok := slo.TTFTThreshold(s); ok {
+			sources = l.sourcesFor(i, fin)
+		}
+		res := slo.EvaluateInterval(s, sources, fin, w.Latency, w.GenerationTokens, slo.DefaultEstimator)
+		if len(res.Unknown) > 0 {
+			if fin.N > 0 {
+				sums.unknown++
+				m := map[slo.Metric]bool{}
+				for k := range sums.unknownMetrics {
+					m[k] = true
+				}
+				for _, u := range res.Unknown {
+					m[u] = true
+				}
+				sums.unknownMetrics = m
+			}
+			continue
+		}
+		sums.finished += fin.N
+		sums.lo += res.Good.Lower
+		sums.hi += res.Good.Upper
+		sums.est += res.Good.Estimate
+		if !res.HasTokens {
+			if fin.N > 0 {
+				sums.tokensUnknown++
+			}
+			continue
+		}
+		sums.tokLo += res.Tokens.Lower
+		sums.tokHi += res.Tokens.Upper
+		sums.tokEst += res.Tokens.Estimate
+	}
+}
+
+// finishersOf describes the requests that finished in w: their count (the
+// e2e histogram's, else another finish-observed one's) and their lag from
+// first token to finish (decode time, else the e2e time as an upper bound).
+func finishersOf(w slo.Window) slo.Finishers {
+	fin := slo.Finishers{Start: w.Start, End: w.End}
+	for _, m := range append([]slo.Metric{slo.E2E}, slo.Metrics...) {
+		if h, ok := w.Latency[m]; ok && m.ObservedAtFinish() && h.Valid() {
+			fin.N = h.Total()
+			break
+		}
+	}
+	if h, ok := w.Latency[slo.Decode]; ok && h.Valid() && h.Total() == fin.N {
+		fin.Lag = h
+	} else if h, ok := w.Latency[slo.E2E]; ok && h.Valid() {
+		fin.Lag, fin.LagUpperOnly = h, true
+	}
+	return fin
+}
+
+// sourcesFor lists the sources of SLO i that the newest interval's finishers
+// can reach: the intervals of the same process run back to the earliest
+// reachable one, and, when the kept intervals end before that without a
+// restart, a pseudo-source for everything older (unknown TTFT split, bounded
+// by the requests in flight where it ends).
+func (l *ledger) sourcesFor(i int, fin slo.Finishers) []slo.Source {
+	earliest := fin.Start.Add(-maxLag(fin) - 2*slo.MatchMargin)
+	last := len(l.intervals) - 1
+	seg := l.intervals[last].seg
+	first := last
+	for first > 0 {
+		iv := l.intervals[first]
+		if iv.restarted || !iv.start.After(earliest) {
+			break
+		}
+		if l.intervals[first-1].seg != seg {
+			break
+		}
+		first--
+	}
+	var out []slo.Source
+	head := l.intervals[first]
+	if !head.restarted && head.start.After(earliest) {
+		capAt := head.inFlightStart
+		if math.IsNaN(capAt) {
+			capAt = math.Inf(1)
+		}
+		out = append(out, slo.Source{End: head.start, Bad: math.Inf(1), Good: math.Inf(1), InFlightEnd: capAt})
+	}
+	for k := first; k <= last; k++ {
+		out = append(out, l.intervals[k].sources[i])
+	}
+	return out
+}
+
+// maxLag is the largest lag fin's histogram allows (its highest non-empty
+// bucket's upper edge), saturating at the largest Duration.
+func maxLag(fin slo.Finishers) time.Duration {
+	h := fin.Lag
+	if !h.Valid() {
+		return time.Duration(math.MaxInt64 / 4)
+	}
+	prev := 0.0
+	top := 0.0
+	for i, c := range h.Counts {
+		if c > prev {
+			top = h.Edges[i]
+		}
+		prev = c
+	}
+	if math.IsInf(top, 1) || top*1e9 > float64(math.MaxInt64/4) {
+		return time.Duration(math.MaxInt64 / 4)
+	}
+	return time.Duration(top * 1e9)
+}
+
+// raiseQueueLower adds the newest finishers whose first token surely came
+// before an earlier scrape of the same run to that scrape's lower bound on
+// the requests past their first token in flight.
+func (l *ledger) raiseQueueLower(fin slo.Finishers) {
+	for k := len(l.points) - 1; k >= 0; k-- {
+		p := &l.points[k]
+		if p.seg != l.seg {
+			return
+		}
+		n := slo.SurelyBefore(fin, p.t)
+		if n <= 0 {
+			return
+		}
+		p.qLo += n
+	}
+}
+
+// last returns the newest checkpoint, or a zero one with the SLO slots.
+func (l *ledger) last() checkpoint {
+	if len(l.points) == 0 {
+		return checkpoint{slos: make([]sloSums, len(l.slos)), qHi: math.Inf(1)}
+	}
+	return l.points[len(l.points)-1]
+}
+
+// compact drops intervals older than the matching horizon and thins the
+// checkpoints like the history's tiers: every one within the first tier,
+// then one per Step of each later tier (plus the last of each run), none
+// beyond the last tier's Keep.
+func (l *ledger) compact(now time.Time, ret history.Retention) {
+	cut := 0
+	for cut < len(l.intervals)-1 && l.intervals[cut].end.Before(now.Add(-matchHorizon)) {
+		cut++
+	}
+	n := copy(l.intervals, l.intervals[cut:])
+	clear(l.intervals[n:])
+	l.intervals = l.intervals[:n]
+	if len(ret.Tiers) == 0 {
+		return
+	}
+	kept := l.points[:0]
+	var prevBucket int64 = math.MinInt64
+	for idx, p := range l.points {
+		age := now.Sub(p.t)
+		tier := -1
+		for k, t := range ret.Tiers {
+			if age <= t.Keep {
+				tier = k
+				break
+			}
+		}
+		if tier < 0 {
+			continue
+		}
+		step := ret.Tiers[tier].Step
+		lastOfRun := idx+1 < len(l.points) && l.points[idx+1].seg != p.seg
+		if step > 0 && !lastOfRun {
+			b := p.t.UnixNano() / int64(step)
+			if b == prevBucket {
+				continue
+			}
+			prevBucket = b
+		} else {
+			prevBucket = math.MinInt64
+		}
+		kept = append(kept, p)
+	}
+	l.points = kept
+}
+
+// window is one SLO's result over a window of the ledger.
+type ledgerWindow struct {
+	start, end time.Time
+	finished   float64
+	good       slo.Bounded
+	tokens     slo.Bounded
+	hasTokens  bool
+	abandoned  slo.Bounded
+	unknown    []slo.Metric
+	// finishedTokens are the generation tokens of all finished requests.
+	finishedTokens float64
+}
+
+// at returns the index of the newest checkpoint at or before t, -1 if none.
+func (l *ledger) at(t time.Time) int {
+	return sort.Search(len(l.points), func(i int) bool { return l.points[i].t.After(t) }) - 1
+}
+
+// window returns SLO i over the window ending at end, nominally length long:
+// from the newest checkpoint at or before end − length (or the oldest) to the
+// newest at or before end. ok is false with fewer than two checkpoints.
+func (l *ledger) window(i int, end time.Time, length time.Duration) (ledgerWindow, bool) {
+	i1 := l.at(end)
+	if i1 < 1 {
+		return ledgerWindow{}, false
+	}
+	i0 := max(l.at(end.Add(-length)), 0)
+	if i0 >= i1 {
+		return ledgerWindow{}, false
+	}
+	p0, p1 := l.points[i0], l.points[i1]
+	a, b := p0.slos[i], p1.slos[i]
+	w := ledgerWindow{start: p0.t, end: p1.t, finished: b.finished - a.finished}
+	w.finishedTokens = p1.finishedTokens - p0.finishedTokens
+	if b.unknown > a.unknown {
+		for m := range b.unknownMetrics {
+			w.unknown = append(w.unknown, m)
+		}
+		sort.Slice(w.unknown, func(x, y int) bool { return w.unknown[x] < w.unknown[y] })
+		return w, true
+	}
+	w.good = nonNeg(slo.Bounded{Lower: b.lo - a.lo, Upper: b.hi - a.hi, Estimate: b.est - a.est})
+	w.hasTokens = b.tokensUnknown == a.tokensUnknown
+	w.tokens = nonNeg(slo.Bounded{Lower: b.tokLo - a.tokLo, Upper: b.tokHi - a.tokHi, Estimate: b.tokEst - a.tokEst})
+	w.abandoned = slo.Abandoned(queueAt(p0), queueAt(p1), p1.firstTokens-p0.firstTokens, p1.finished-p0.finished)
+	return w, true
+}
+
+// queueAt bounds the requests past their first token in flight at a
+// checkpoint; the estimate is the decode stage's mean occupancy (Little's
+// law) clamped into the bounds.
+func queueAt(p checkpoint) slo.Bounded {
+	b := slo.Bounded{Lower: p.qLo, Upper: math.Max(p.qLo, p.qHi)}
+	b.Estimate = math.Min(math.Max(p.qLittle, b.Lower), b.Upper)
+	return b
+}
+
+// nonNeg rounds away the float noise of differences of sums: bounds below 0
+// become 0 and the estimate is kept between them.
+func nonNeg(b slo.Bounded) slo.Bounded {
+	b.Lower = math.Max(0, b.Lower)
+	b.Upper = math.Max(b.Lower, b.Upper)
+	b.Estimate = math.Min(math.Max(b.Estimate, b.Lower), b.Upper)
+	return b
+}

@@ -1,0 +1,499 @@
+package slo
+
+import (
+	"math"
+	"slices"
+	"time"
+)
+
+// MatchMargin is the slack allowed between vLLM's two clocks when a finished
+// request's decode time is used to place its first token. TTFT and the finish
+// are observed by the frontend when it processes an output batch, while the
+// decode time is measured between engine-core timestamps; the frontend
+// observes each event at most a processing lag after the engine produced it,
+// so first token = finish − decode holds to within that lag either way. One
+// second is far above the lag of a healthy frontend (milliseconds) and still
+// small against a 15 s scrape interval, so it rarely widens a reach.
+const MatchMargin = time.Second
+
+// Source is one scrape interval (Start, End] seen as the origin of first
+// tokens, for one TTFT threshold.
+type Source struct {
+	// Start and End are the scrape times that bound the interval. A zero
+	// Start marks the pseudo-source "everything before the first interval
+	// kept": its first tokens are unknown.
+	Start, End time.Time
+	// FirstTokens is the TTFT count of the interval.
+	FirstTokens float64
+	// Bad and Good are the most TTFT-bad and the most TTFT-good first tokens
+	// the interval can hold: FirstTokens minus the good lower bound, and the
+	// good upper bound (+Inf for the pseudo-source).
+	Bad, Good float64
+	// GoodEst is the estimated TTFT-good first tokens of the interval.
+	GoodEst float64
+	// InFlightEnd is running + waiting at End, an upper bound on the requests
+	// in flight there; +Inf when unknown.
+	InFlightEnd float64
+}
+
+// Finishers is one scrape interval (Start, End] seen as where requests
+// finished.
+type Finishers struct {
+	Start, End time.Time
+	// N is the number of requests that finished (the e2e count).
+	N float64
+	// Lag is the histogram, over the same N requests, of the time from the
+	// first token to the finish: vLLM's decode-time histogram. When only the
+	// e2e histogram is known, LagUpperOnly is true and each bucket's upper
+	// edge only bounds the lag from above (its lower edge says nothing).
+	// An invalid Lag means nothing is known of the lag.
+	Lag          Histogram
+	LagUpperOnly bool
+}
+
+// lagBucket is one bucket of the lag histogram with the sources it reaches.
+type lagBucket struct {
+	count       float64
+	first, last int // reachable sources, inclusive
+}
+
+// reach returns, for each non-empty lag bucket, the contiguous range of
+// sources whose interval can hold the first token of a request that finished
+// in fin with a lag in that bucket.
+//
+// A request finishing at f in (fin.Start, fin.End] with lag d in (lo, hi]
+// had its first token at t with |t − (f − d)| <= MatchMargin, so t lies in
+// (fin.Start − hi − m, fin.End − lo + m). Source i, the interval
+// (Start_i, End_i], can hold t only if Start_i < fin.End − lo + m and
+// End_i > fin.Start − hi − m; the test below uses <= and >=, which only adds
+// sources. The sources are consecutive in time, so the reachable ones form a
+// range. Since t <= f, no source after fin's interval is ever listed (the
+// caller passes none).
+func reach(sources []Source, fin Finishers) []lagBucket {
+	lo, hi, counts := lagEdges(fin)
+	m := MatchMargin.Seconds()
+	var out []lagBucket
+	for b := range counts {
+		if counts[b] <= 0 {
+			continue
+		}
+		from := secondsBefore(fin.Start, fin.End) - hi[b] - m // earliest first token, relative to fin.End
+		to := -lo[b] + m                                      // latest
+		lb := lagBucket{count: counts[b], first: -1, last: -1}
+		for i, s := range sources {
+			start := math.Inf(-1)
+			if !s.Start.IsZero() {
+				start = secondsBefore(s.Start, fin.End)
+			}
+			end := secondsBefore(s.End, fin.End)
+			if start <= to && end >= from {
+				if lb.first < 0 {
+					lb.first = i
+				}
+				lb.last = i
+			}
+		}
+		if lb.first < 0 {
+			// No source can hold these first tokens: the data contradict each
+			// other (or the sources kept start too late). Let them reach every
+			// source so that no bound is made tighter than the truth allows.
+			lb.first, lb.last = 0, len(sources)-1
+		}
+		out = append(out, lb)
+	}
+	return out
+}
+
+// secondsBefore is t − ref in seconds (negative when t is before ref).
+func secondsBefore(t, ref time.Time) float64 {
+	return t.Sub(ref).Seconds()
+}
+
+// lagEdges returns the lower and upper edge and the count of every bucket of
+// fin's lag histogram: one bucket (0, +Inf] holding all N when the lag is
+// unknown, lower edges 0 when only upper bounds are known.
+func lagEdges(fin Finishers) (lo, hi, counts []float64) {
+	b, ok := prepare(fin.Lag)
+	if !ok || b.n <= 0 || math.Abs(b.n-fin.N) > 1e-9*math.Max(1, fin.N) {
+		return []float64{0}, []float64{math.Inf(1)}, []float64{fin.N}
+	}
+	lo = make([]float64, len(b.count))
+	for i := range lo {
+		if !fin.LagUpperOnly {
+			lo[i] = math.Max(0, b.lower[i])
+		}
+	}
+	return lo, b.upper, b.count
+}
+
+// inFlightCaps returns, for each source i, the least running + waiting at any
+// scrape from End_i to the scrape before fin (the Ends of sources i..L−1,
+// L being the last source, fin's own interval): a request whose first token
+// came in source i and that finished in fin was in flight at each of those
+// scrapes. The last source gets +Inf.
+func inFlightCaps(sources []Source) []float64 {
+	caps := make([]float64, len(sources))
+	run := math.Inf(1)
+	for i := len(sources) - 1; i >= 0; i-- {
+		if i < len(sources)-1 {
+			if r := sources[i].InFlightEnd; !math.IsNaN(r) {
+				run = math.Min(run, math.Max(r, 0))
+			}
+		}
+		caps[i] = run
+	}
+	return caps
+}
+
+// mostFrom is the most of fin's N requests whose first tokens can come from a
+// kind of first token that source i holds at most capOf(i) of: the optimum of
+// a transportation problem from the sources to fin's lag buckets, each bucket
+// able to draw only from its reachable range.
+//
+// It solves a relaxation exactly, so the result is at least the true
+// optimum. The constraints kept: source i gives at most min(capOf(i),
+// caps[i]) (caps from inFlightCaps: the requests from i that finish in fin are
+// in flight at every scrape between), a bucket takes at most its count and
+// only from its range, and all sources before fin's own give together at
+// most the running + waiting at fin's start scrape (so the total is at most
+// that plus what fin's own interval can give). Without the last one this
+// is a bipartite b-matching in a convex graph (each bucket's neighbours are
+// consecutive), which the greedy below solves exactly (Glover's rule: give
+// each source, in time order, to the open bucket whose range ends first; an
+// exchange argument shows some optimum agrees with each choice); the last
+// constraint then caps the total, and since every feasible solution obeys
+// both, the minimum of the two optima bounds it.
+func mostFrom(sources []Source, buckets []lagBucket, capOf func(Source) float64) float64 {
+	caps := inFlightCaps(sources)
+	order := slices.Clone(buckets)
+	slices.SortStableFunc(order, func(a, b lagBucket) int { return a.last - b.last })
+	left := make([]float64, len(order))
+	for b := range order {
+		left[b] = order[b].count
+	}
+	total := 0.0
+	for i, s := range sources {
+		supply := math.Min(math.Max(capOf(s), 0), caps[i])
+		for b := range order {
+			if supply <= 0 {
+				break
+			}
+			if order[b].first > i || order[b].last < i || left[b] <= 0 {
+				continue
+			}
+			take := math.Min(supply, left[b])
+			left[b] -= take
+			supply -= take
+			total += take
+		}
+	}
+	if n := len(sources); n >= 2 {
+		if r := sources[n-2].InFlightEnd; !math.IsNaN(r) && !math.IsInf(r, 1) {
+			// The own interval gives at most its capacity and what the
+			// buckets reaching it ask for.
+			own := 0.0
+			for _, b := range buckets {
+				if b.last == n-1 {
+					own += b.count
+				}
+			}
+			own = math.Min(own, math.Max(capOf(sources[n-1]), 0))
+			total = math.Min(total, math.Max(r, 0)+own)
+		}
+	}
+	return total
+}
+
+// FinishersTTFTGood bounds how many of the N requests that finished in fin
+// met the TTFT threshold that the sources describe. sources are the
+// consecutive intervals that can hold their first tokens, oldest first, the
+// last being fin's own interval; the first may be the pseudo-source (zero
+// Start) standing for everything older.
+//
+// Proof. Every one of the N requests had its first token in a reachable
+// source (see reach). Let badMax be the most TTFT-bad first tokens the N
+// requests can draw (mostFrom with each source's Bad) and goodMax the most
+// TTFT-good ones (with Good). The true count of TTFT-bad among the N is a
+// feasible value of the first problem, so it is <= badMax, and the TTFT-good
+// count is >= N − badMax; likewise it is <= goodMax. So the TTFT-good count
+// lies in [max(0, N − badMax), min(N, goodMax)].
+//
+// The estimate spreads each lag bucket's requests over the time its first
+// tokens can span, (fin.Start − hi, fin.End − lo), in proportion to each
+// source's first tokens in that span (uniform within an interval), and
+// gives them that source's estimated good share; it is clamped into the
+// bounds.
+func FinishersTTFTGood(sources []Source, fin Finishers) Bounded {
+	if fin.N <= 0 || len(sources) == 0 {
+		return Exact(0)
+	}
+	buckets := reach(sources, fin)
+	badMax := mostFrom(sources, buckets, func(s Source) float64 { return s.Bad })
+	goodMax := mostFrom(sources, buckets, func(s Source) float64 { return s.Good })
+	res := Bounded{
+		Lower: math.Max(0, fin.N-badMax),
+		Upper: math.Min(fin.N, goodMax),
+	}
+	if res.Lower > res.Upper { // only with inconsistent inputs
+		res.Lower, res.Upper = 0, fin.N
+	}
+	res.Estimate = clampInto(estimateGood(sources, fin), res)
+	return res
+}
+
+// estimateGood is the estimate of FinishersTTFTGood before clamping.
+func estimateGood(sources []Source, fin Finishers) float64 {
+	lo, hi, counts := lagEdges(fin)
+	overall := shareOf(sources)
+	good := 0.0
+	for b, c := range counts {
+		if c <= 0 {
+			continue
+		}
+		from := fin.Start.Add(-seconds2dur(hi[b]))
+		to := fin.End.Add(-seconds2dur(lo[b]))
+		w, wg := 0.0, 0.0
+		for _, s := range sources {
+			if s.Start.IsZero() || !(s.FirstTokens > 0) {
+				continue
+			}
+			span := s.End.Sub(s.Start).Seconds()
+			ov := overlap(s.Start, s.End, from, to)
+			if span <= 0 || ov <= 0 {
+				continue
+			}
+			f := s.FirstTokens * ov / span
+			w += f
+			wg += f * math.Min(math.Max(s.GoodEst/s.FirstTokens, 0), 1)
+		}
+		share := overall
+		if w > 0 {
+			share = wg / w
+		}
+		good += c * share
+	}
+	return good
+}
+
+// shareOf is the estimated good share of all first tokens of the sources, 1
+// when they hold none.
+func shareOf(sources []Source) float64 {
+	f, g := 0.0, 0.0
+	for _, s := range sources {
+		if s.FirstTokens > 0 {
+			f += s.FirstTokens
+			g += math.Max(s.GoodEst, 0)
+		}
+	}
+	if f <= 0 {
+		return 1
+	}
+	return math.Min(g/f, 1)
+}
+
+// seconds2dur converts seconds to a Duration, saturating (infinite lags
+// reach back as far as a Duration can).
+func seconds2dur(s float64) time.Duration {
+	if s >= float64(math.MaxInt64)/1e9 {
+		return time.Duration(math.MaxInt64)
+	}
+	return time.Duration(s * 1e9)
+}
+
+// overlap is the length in seconds of (a0, a1] ∩ (b0, b1].
+func overlap(a0, a1, b0, b1 time.Time) float64 {
+	start, end := a0, a1
+	if b0.After(start) {
+		start = b0
+	}
+	if b1.Before(end) {
+		end = b1
+	}
+	return math.Max(0, end.Sub(start).Seconds())
+}
+
+// TTFTSource builds the source facts of one interval for a TTFT threshold
+// from the interval's TTFT histogram increase; inFlightEnd is running +
+// waiting at its end (+Inf when unknown).
+func TTFTSource(start, end time.Time, ttft Histogram, threshold, inFlightEnd float64, e Estimator) Source {
+	s := Source{Start: start, End: end, InFlightEnd: inFlightEnd}
+	b, ok := prepare(ttft)
+	if !ok {
+		// No TTFT histogram: its first tokens are unknown.
+		s.Bad, s.Good = math.Inf(1), math.Inf(1)
+		return s
+	}
+	g := e.GoodCount(threshold, ttft)
+	s.FirstTokens = b.n
+	s.Bad = math.Max(0, b.n-g.Lower)
+	s.Good = math.Max(0, g.Upper)
+	s.GoodEst = g.Estimate
+	return s
+}
+
+// InFlightQueue bounds Q, the requests past their first token still in
+// flight at one scrape, from the bound at the previous scrape: Q_k = Q_{k−1}
+// + F_k − N_k − A_k with A_k >= 0 (a request that got its first token in the
+// interval or was in flight at its start either finished, left unfinished or
+// is still in flight), so Q_k <= Q_{k−1},hi + F_k − N_k; and Q_k <= R_k,
+// running + waiting. After a restart prevHi is 0 (a new process starts
+// empty). The lower bound is 0 here; later finishers raise it (see
+// SurelyBefore).
+func InFlightQueue(prevHi, firstTokens, finished, inFlight float64) float64 {
+	hi := math.Max(0, prevHi+firstTokens-finished)
+	if !math.IsNaN(inFlight) && inFlight >= 0 {
+		hi = math.Min(hi, inFlight)
+	}
+	return hi
+}
+
+// SurelyBefore returns, per bucket of fin's lag histogram, the count of
+// requests whose first token certainly came at or before a scrape at time
+// at (with at <= fin.Start): those with a lag above fin.End − at + margin.
+// A request of fin finished after fin.Start >= at and had its first token
+// at t <= f − lo + m <= fin.End − lo + m; when that is <= at the request
+// was past its first token and in flight at at, so these counts raise the
+// lower bound of Q at that scrape. The result is the total.
+func SurelyBefore(fin Finishers, at time.Time) float64 {
+	if fin.LagUpperOnly || at.After(fin.Start) {
+		return 0
+	}
+	lo, _, counts := lagEdges(fin)
+	m := MatchMargin.Seconds()
+	need := fin.End.Sub(at).Seconds() + m
+	n := 0.0
+	for b, c := range counts {
+		if lo[b] >= need {
+			n += c
+		}
+	}
+	return n
+}
+
+// Abandoned bounds the requests that got a first token and left without a
+// finish observation over a window (I, J], from the conservation
+// Q_I + ΔF = ΔN + A + Q_J: every request past its first token at s_I or
+// with a first token in the window either finished in it, left unfinished
+// in it, or is still in flight at s_J. With Q_I in qStart and Q_J in qEnd,
+// A = Q_I − Q_J + ΔF − ΔN lies in [qStart.lo − qEnd.hi + ΔF − ΔN, qStart.hi
+// − qEnd.lo + ΔF − ΔN], intersected with [0, +Inf). Across a restart the
+// requests in flight are lost: they leave without finishing, which the
+// identity already counts. The estimate uses the estimates of Q.
+func Abandoned(qStart, qEnd Bounded, firstTokens, finished float64) Bounded {
+	d := firstTokens - finished
+	res := Bounded{
+		Lower: math.Max(0, qStart.Lower-qEnd.Upper+d),
+		Upper: math.Max(0, qStart.Upper-qEnd.Lower+d),
+	}
+	res.Estimate = clampInto(qStart.Estimate-qEnd.Estimate+d, res)
+	return res
+}
+
+// Population says whether requests abandoned after their first token count
+// in the population of "all" (as not served well) or are left out.
+type Population int
+
+// The populations.
+const (
+	// AbandonedBad counts every abandoned request as a request that did not
+	// meet the SLO: the user gave up on it.
+	AbandonedBad Population = iota
+	// AbandonedExcluded judges the finished requests only.
+	AbandonedExcluded
+)
+
+// AttainmentOver is the share of good requests in a population of n
+// finished requests plus, with AbandonedBad, the abandoned ones (never
+// good). Since good/(n + A) falls as A grows, the share lies in
+// [good.lo/(n + A.hi), good.hi/(n + A.lo)]. ok is false when the population
+// may be empty.
+func AttainmentOver(good Bounded, n float64, abandoned Bounded, p Population) (Bounded, bool) {
+	if p == AbandonedExcluded {
+		abandoned = Exact(0)
+	}
+	lo, hi, est := n+abandoned.Upper, n+abandoned.Lower, n+abandoned.Estimate
+	if !(hi > 0) || math.IsInf(lo, 1) {
+		return Bounded{}, false
+	}
+	res := Bounded{
+		Lower: math.Min(1, math.Max(0, good.Lower/lo)),
+		Upper: math.Min(1, math.Max(0, good.Upper/hi)),
+	}
+	res.Lower = math.Min(res.Lower, res.Upper)
+	res.Estimate = clampInto(good.Estimate/math.Max(est, 1e-300), res)
+	return res, true
+}
+
+// IntervalResult is one SLO judged over the requests that finished in one
+// scrape interval.
+type IntervalResult struct {
+	// Good is the number of them that met every per-request objective.
+	Good Bounded
+	// Tokens is the generation tokens of those good requests; HasTokens is
+	// false when the generation-token histogram is absent or empty.
+	Tokens    Bounded
+	HasTokens bool
+	// Unknown lists the objectives whose histogram the interval lacks: "all"
+	// cannot be judged, and Good is meaningless.
+	Unknown []Metric
+}
+
+// TTFTThreshold is the strictest TTFT threshold of an SLO (meeting it meets
+// them all); ok is false when the SLO has no TTFT objective.
+func TTFTThreshold(s SLO) (float64, bool) {
+	th, ok := math.Inf(1), false
+	for _, o := range s.Objectives {
+		if o.Metric == TTFT {
+			th, ok = math.Min(th, o.Threshold), true
+		}
+	}
+	return th, ok
+}
+
+// EvaluateInterval judges one SLO over the fin.N requests that finished in
+// one interval. sources are the intervals that can hold their first tokens
+// for the SLO's TTFT threshold (see FinishersTTFTGood); latency holds the
+// interval's histogram increases and tokens its generation-token one.
+//
+// Each finish-observed objective's good count is over the same requests
+// (carried by CarryGood when its count differs from N). The TTFT-good count
+// among them comes from FinishersTTFTGood. JointGood then bounds the requests
+// meeting them all (Fréchet: at least Σ good.lo − (m−1)·N, at most the least
+// good.hi), which is a bound on this interval alone. ITL objectives are over
+// token gaps and take no part. An objective whose histogram is absent makes
+// the result Unknown: nothing says the requests met it.
+func EvaluateInterval(s SLO, sources []Source, fin Finishers, latency map[Metric]Histogram, tokens Histogram, e Estimator) IntervalResult {
+	var res IntervalResult
+	var goods []Bounded
+	hasTTFT := false
+	for _, o := range s.Objectives {
+		h, present := latency[o.Metric]
+		b, valid := prepare(h)
+		if !present || !valid {
+			res.Unknown = append(res.Unknown, o.Metric)
+			continue
+		}
+		switch o.Metric {
+		case ITL:
+		case TTFT:
+			hasTTFT = true
+		default:
+			g := e.GoodCount(o.Threshold, h)
+			goods = append(goods, CarryGood(g, b.n, fin.N, math.Max(0, b.n-fin.N), math.Max(0, fin.N-b.n)))
+		}
+	}
+	if len(res.Unknown) > 0 {
+		return res
+	}
+	if hasTTFT {
+		goods = append(goods, FinishersTTFTGood(sources, fin))
+	}
+	res.Good = JointGood(goods, fin.N)
+	if fin.N <= 0 {
+		res.Good = Exact(0)
+		res.Tokens, res.HasTokens = Exact(0), true
+		return res
+	}
+	res.Tokens, res.HasTokens = GoodputTokens(res.Good, tokens)
+	return res
+}

@@ -28,8 +28,15 @@ type Config struct {
 	// DiscardTokenTimes keeps no per-token times in the truth (ITL truth is then
 	// unavailable), saving memory in long runs.
 	DiscardTokenTimes bool
-	// OnDone, when set, receives each request's truth as it finishes or is
-	// lost in a restart, in simulation order (for streaming the truth to a
+	// Restarts are vLLM process restarts (and outages) at fixed offsets from
+	// Start, in time order; see ScheduledRestart.
+	Restarts []ScheduledRestart
+	// CountAborts counts every client cancellation in
+	// request_success_total{finished_reason="abort"}, as fixes proposed to vLLM
+	// would; released vLLM (and the default) counts them nowhere.
+	CountAborts bool
+	// OnDone, when set, receives each request's truth as it finishes, is
+	// cancelled by its client or is lost in a restart, in simulation order (for streaming the truth to a
 	// file in long runs). It is called with the sim locked: it must not call
 	// back into the Sim.
 	OnDone func(Request)
@@ -73,6 +80,8 @@ type Workload struct {
 	// StopProbability is the share of requests that finish with reason "stop";
 	// the rest finish with "length".
 	StopProbability float64
+	// Cancel is how clients abandon their requests; the zero value never does.
+	Cancel Cancellation
 }
 
 // ArrivalKind selects how a phase's arrival rate varies in time. Arrivals are
@@ -243,6 +252,9 @@ func (c Config) validate() error {
 	if err := c.Style.validate(); err != nil {
 		return err
 	}
+	if err := validateRestarts(c.Restarts); err != nil {
+		return err
+	}
 	seen := map[string]bool{}
 	for i, m := range c.Models {
 		if err := m.validate(); err != nil {
@@ -318,6 +330,9 @@ func (w Workload) validate() error {
 	}
 	if err := w.Output.validate(); err != nil {
 		return fmt.Errorf("workload: output: %w", err)
+	}
+	if err := w.Cancel.validate(); err != nil {
+		return fmt.Errorf("workload: %w", err)
 	}
 	return nil
 }

@@ -31,6 +31,14 @@
 // by the workload's StopProbability. Neither chunked prefill nor preemption is
 // modelled.
 //
+// A workload's clients may cancel (Cancellation): after the first token, with
+// a probability that rises with the request's TTFT, right after it or
+// mid-stream; or before it, when their patience runs out. The request leaves
+// the waiting queue or the batch at once. A Config may also schedule vLLM
+// restarts and outages (ScheduledRestart): the requests in flight are lost,
+// /metrics refuses connections while the server is down, and the new process
+// counts from zero.
+//
 // # Observations
 //
 // Exactly where vLLM makes them: TTFT (arrival → first token) and
@@ -39,7 +47,9 @@
 // per token; at finish e2e, queue (first scheduled − arrival), prefill (first
 // token − first scheduled), decode (last − first token), inference (last token
 // − first scheduled), per-request TPOT (decode/(n−1), 0 when n ≤ 1), the
-// token-count histograms and request_success_total{finished_reason}. The
+// token-count histograms and request_success_total{finished_reason}. A stream
+// its client cancels after the first token keeps its TTFT, ITL and token
+// counts but gets none of the finish observations, as in vLLM. The
 // running/waiting/KV-cache gauges show the state at the current virtual time.
 // Bucket edges default to vLLM's and can be changed (also at a Restart).
 //
@@ -49,16 +59,19 @@
 // labels, Python float forms, `_created` gauge families, python_/process_/
 // http_ families), its multi-process text (`_sum` lines first, no `_created`,
 // a pid-labelled KV gauge), or the Rust frontend's OpenMetrics (declaration
-// label order, integer counts, `# EOF`); plus the pre-v0.12 metric names and
-// integer `le` forms.
+// label order, integer counts, `# EOF`); plus the pre-v0.12 metric names, the
+// absence of the per-request TPOT family (before v0.11) and integer `le`
+// forms.
 //
 // # Truth
 //
-// Truth lists every request with its arrival, first-scheduled, first-token
-// and finish times, token counts, finish reason, whether a Restart lost it,
-// and every token's time. Its helpers give the populations each histogram
-// observes in a window (FinishedIn, FirstTokenIn, ITLGaps, TokensIn) and the
-// in-flight counts the gauges show (InFlightAt). WriteTruth/ReadTruth store it
+// Truth lists every request with its arrival, first-scheduled, first-token,
+// last-token and end times, token counts, finish reason, whether a restart
+// lost it or its client cancelled it (its Outcome), and every token's time.
+// Its helpers give the populations each histogram observes in a window
+// (FinishedIn, FirstTokenIn, ITLGaps, TokensIn), the requests that ended
+// otherwise (AbandonedIn, CancelledIn, LostIn) and the in-flight counts the
+// gauges show (InFlightAt). WriteTruth/ReadTruth store it
 // as JSON Lines: RFC 3339 times with nanoseconds, token times as nanosecond
 // offsets from the arrival.
 package sim

@@ -15,7 +15,11 @@ type request struct {
 	generated                              int
 	last                                   int64 // time of the latest token
 	reason                                 string
-	aborted                                bool
+	aborted                                bool // lost in a restart
+	cancelled                              bool // its client went away
+	plan                                   clientPlan
+	stopAfter                              int   // token after which the client cancels; 0 if it does not
+	cancelAt                               int64 // pending client abort; never if none
 	tokens                                 []int64
 }
 
@@ -34,9 +38,13 @@ type engine struct {
 	stepEnd int64 // end of the step in progress, never when idle
 	kvUsed  int   // tokens held by the running requests
 	met     engineMetrics
+	// cancels are the pending client aborts; waitingCancelled counts the
+	// requests in waiting[head:] whose clients have already gone.
+	cancels          cancelQueue
+	waitingCancelled int
 }
 
-func (e *engine) numWaiting() int { return len(e.waiting) - e.head }
+func (e *engine) numWaiting() int { return len(e.waiting) - e.head - e.waitingCancelled }
 
 func (e *engine) enqueue(r *request) {
 	if e.head > 1024 && e.head*2 > len(e.waiting) {
@@ -46,26 +54,42 @@ func (e *engine) enqueue(r *request) {
 		e.head = 0
 	}
 	e.waiting = append(e.waiting, r)
+	if r.plan.patience != never {
+		e.scheduleCancel(r, r.arrival+r.plan.patience)
+	}
 }
 
 // advance runs the engine until time t: every step that ends at or before t is
 // completed (and observed); a step that starts at or before t but ends later
-// stays in progress, its batch already fixed.
+// stays in progress, its batch already fixed. Client aborts at or before t
+// are carried out in time order: after a step ending at the same instant,
+// before a step starting at it.
 func (e *engine) advance(t int64, s *Sim) {
 	for {
+		cancel := e.nextCancel()
 		if e.stepEnd != never {
+			if cancel < e.stepEnd && cancel <= t {
+				e.cancelNext(s)
+				continue
+			}
 			if e.stepEnd > t {
 				return
 			}
 			e.completeStep(s)
 			continue
 		}
+		e.dropCancelledHead()
 		start := e.clock
 		if len(e.running) == 0 {
 			if e.numWaiting() == 0 {
-				return
+				start = never
+			} else {
+				start = max(start, e.waiting[e.head].arrival)
 			}
-			start = max(start, e.waiting[e.head].arrival)
+		}
+		if cancel <= start && cancel <= t {
+			e.cancelNext(s)
+			continue
 		}
 		if start > t {
 			return
@@ -80,7 +104,7 @@ func (e *engine) startStep(start int64) {
 	p := e.m.cfg.Engine
 	budget := p.MaxBatchedTokens - len(e.running)
 	prefill, admitted := 0, 0
-	for e.numWaiting() > 0 && len(e.running) < p.MaxNumSeqs {
+	for e.dropCancelledHead(); e.numWaiting() > 0 && len(e.running) < p.MaxNumSeqs; e.dropCancelledHead() {
 		r := e.waiting[e.head]
 		if r.arrival > start {
 			break
@@ -126,6 +150,8 @@ func (e *engine) completeStep(s *Sim) {
 			r.firstToken = now
 			m.promptTokens += uint64(r.prompt)
 			m.hists[hTTFT].observe(seconds(now - r.arrival))
+			r.stopAfter = e.m.cfg.Workload.Cancel.stopAfter(r.plan, now-r.arrival, r.output)
+			r.cancelAt = never
 		} else {
 			m.hists[hITL].observe(seconds(now - r.last))
 		}
@@ -140,6 +166,9 @@ func (e *engine) completeStep(s *Sim) {
 			e.finishRequest(r, now)
 			s.done(r)
 			continue
+		}
+		if r.generated == r.stopAfter {
+			e.scheduleCancel(r, now+r.plan.reaction)
 		}
 		keep = append(keep, r)
 	}
@@ -171,10 +200,14 @@ func (e *engine) finishRequest(r *request, now int64) {
 // abortAll drops every running and waiting request at time t (a restart).
 func (e *engine) abortAll(t int64, s *Sim) {
 	for _, r := range append(e.running, e.waiting[e.head:]...) {
+		if r.done() {
+			continue // a waiting request whose client had already gone
+		}
 		r.aborted, r.finish = true, t
 		s.done(r)
 	}
 	e.running, e.waiting, e.head = nil, nil, 0
+	e.cancels, e.waitingCancelled = nil, 0
 	e.clock, e.stepEnd, e.kvUsed = t, never, 0
 }
 

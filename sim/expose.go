@@ -197,8 +197,10 @@ func (w *expWriter) vllmFamilies() {
 			"Histogram of time per output token in seconds.DEPRECATED: Use vllm:inter_token_latency_seconds instead.", cs, hITL)
 	} else {
 		w.histogram("vllm:inter_token_latency_seconds", "Histogram of inter-token latency in seconds.", cs, hITL)
-		w.histogram("vllm:request_time_per_output_token_seconds",
-			"Histogram of time_per_output_token_seconds per request.", cs, hTPOT)
+		if !w.st.NoRequestTPOT {
+			w.histogram("vllm:request_time_per_output_token_seconds",
+				"Histogram of time_per_output_token_seconds per request.", cs, hTPOT)
+		}
 	}
 	w.histogram("vllm:e2e_request_latency_seconds", "Histogram of e2e request latency in seconds.", cs, hE2E)
 	w.histogram("vllm:request_queue_time_seconds", "Histogram of time spent in WAITING phase for request.", cs, hQueue)

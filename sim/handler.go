@@ -11,7 +11,9 @@ import (
 // Handler serves the simulated server's /metrics: each request first advances
 // the sim to now() (the caller's clock: time.Now for a live demo, a fake clock
 // in tests), then renders the exposition in the configured style. The body is
-// gzipped when the client accepts it. Other paths get 404.
+// gzipped when the client accepts it. While the server is down (see
+// ScheduledRestart) the connection is closed without a response, the nearest
+// an http.Handler comes to a refused connection. Other paths get 404.
 func (s *Sim) Handler(now func() time.Time) http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("/metrics", func(w http.ResponseWriter, r *http.Request) {
@@ -21,6 +23,10 @@ func (s *Sim) Handler(now func() time.Time) http.Handler {
 			return
 		}
 		s.AdvanceTo(now())
+		if !s.Serving() {
+			refuse(w)
+			return
+		}
 		body, ct := s.Exposition()
 		w.Header().Set("Content-Type", ct)
 		if acceptsGzip(r.Header.Get("Accept-Encoding")) {
@@ -41,6 +47,18 @@ func (s *Sim) Handler(now func() time.Time) http.Handler {
 		_, _ = w.Write(body)
 	})
 	return mux
+}
+
+// refuse drops the connection without a response (503 where the connection
+// cannot be taken over, as with HTTP/2).
+func refuse(w http.ResponseWriter) {
+	if hj, ok := w.(http.Hijacker); ok {
+		if conn, _, err := hj.Hijack(); err == nil {
+			_ = conn.Close()
+			return
+		}
+	}
+	http.Error(w, errRefused.Error(), http.StatusServiceUnavailable)
 }
 
 // acceptsGzip reports whether an Accept-Encoding header allows gzip.

@@ -146,3 +146,39 @@ func TestConcurrentUse(t *testing.T) {
 	wg.Wait()
 	checkTruth(t, s)
 }
+
+// TestHandlerOutage checks that /metrics answers before and after a
+// scheduled outage and drops the connection without a response during it.
+func TestHandlerOutage(t *testing.T) {
+	cfg := smallConfig(2)
+	cfg.Restarts = []ScheduledRestart{{At: 20 * time.Second, Down: 30 * time.Second}}
+	s := mustNew(t, cfg)
+	clock := &fakeClock{t: t0.Add(10 * time.Second)}
+	srv := httptest.NewServer(s.Handler(clock.now))
+	defer srv.Close()
+	client := &http.Client{Transport: &http.Transport{DisableKeepAlives: true}}
+	get := func() error {
+		resp, err := client.Get(srv.URL + "/metrics")
+		if err != nil {
+			return err
+		}
+		defer resp.Body.Close()
+		if _, err := io.ReadAll(resp.Body); err != nil {
+			return err
+		}
+		if resp.StatusCode != http.StatusOK {
+			t.Fatalf("status %d", resp.StatusCode)
+		}
+		return nil
+	}
+	for _, st := range []struct {
+		at   time.Duration
+		down bool
+	}{{10 * time.Second, false}, {20 * time.Second, true}, {49 * time.Second, true}, {50 * time.Second, false}} {
+		clock.set(t0.Add(st.at))
+		err := get()
+		if (err != nil) != st.down {
+			t.Errorf("at %v: error %v, want down=%v", st.at, err, st.down)
+		}
+	}
+}

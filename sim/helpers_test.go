@@ -181,6 +181,9 @@ func checkTruth(t *testing.T, s *Sim) {
 			for _, r := range finished {
 				byReason[r.FinishedReason]++
 			}
+			if s.cfg.CountAborts {
+				byReason["abort"] += len(mine.CancelledIn(from, now))
+			}
 			for _, reason := range finishReasons {
 				got := p.must(t, "vllm:request_success_total", "engine", eng, "finished_reason", reason, "model_name", name)
 				if got != float64(byReason[reason]) {

@@ -64,6 +64,49 @@ func DemoConfig(seed uint64, start time.Time) Config {
 	}
 }
 
+// Cancel15 is the client behaviour of the "cancel15" preset: on the demo
+// workload about 15% of the streams are cancelled after their first token
+// (15.3% over the first 30 minutes with seed 11), the probability
+// proportional to the TTFT (0.15 at 100 ms), so cancelled streams are slower
+// than the others (mean TTFT 0.19 s against 0.09 s); 30% of them stop right
+// after the first token, the rest mid-stream, each within 10 ms of a token
+// (less than one decode step, so the next token does not come).
+var Cancel15 = Cancellation{
+	Share:        0.15,
+	TTFTRef:      100 * time.Millisecond,
+	Skew:         1,
+	AtFirstToken: 0.3,
+	Reaction:     10 * time.Millisecond,
+}
+
+// Preset timing of the "restart" and "outage" presets, from the sim's Start.
+const (
+	// PresetRestartAt is when the "restart" preset's vLLM restarts (7 s
+	// before a 15 s scrape, so the requests that finish between that scrape
+	// and the restart are seen by no scraper).
+	PresetRestartAt = 12*time.Minute + 53*time.Second
+	// PresetOutageAt is when the "outage" preset's vLLM dies, and
+	// PresetOutageDown how long it stays down before a restart with counters
+	// from zero.
+	PresetOutageAt   = 12*time.Minute + 53*time.Second
+	PresetOutageDown = 5 * time.Minute
+)
+
+// demoWith returns a preset: the demo config changed by mod.
+func demoWith(mod func(c *Config)) func(seed uint64, start time.Time) Config {
+	return func(seed uint64, start time.Time) Config {
+		c := DemoConfig(seed, start)
+		mod(&c)
+		return c
+	}
+}
+
+// onePhase makes the demo's single model run one phase forever.
+func onePhase(c *Config, p Phase) {
+	c.Models[0].Workload.Phases = []Phase{p}
+	c.Models[0].Workload.Repeat = false
+}
+
 // presets builds the named configurations.
 var presets = map[string]func(seed uint64, start time.Time) Config{
 	"demo": DemoConfig,
@@ -94,6 +137,68 @@ var presets = map[string]func(seed uint64, start time.Time) Config{
 		})
 		return c
 	},
+	// bursty: 30 s at four times the demo rate, then 90 s at half of it.
+	"bursty": demoWith(func(c *Config) {
+		onePhase(c, Phase{Kind: Bursty, Rate: 4 * DemoRate, RateOff: DemoRate / 2, On: 30 * time.Second, Off: 90 * time.Second})
+	}),
+	// overload: 10 minutes steady, 10 minutes at four times the rate, then
+	// steady again.
+	"overload": demoWith(func(c *Config) {
+		c.Models[0].Workload.Phases = []Phase{
+			{Duration: 10 * time.Minute, Kind: Poisson, Rate: DemoRate},
+			{Duration: 10 * time.Minute, Kind: Poisson, Rate: 4 * DemoRate},
+			{Kind: Poisson, Rate: DemoRate},
+		}
+		c.Models[0].Workload.Repeat = false
+	}),
+	// restart: twice the demo rate, vLLM restarts at PresetRestartAt.
+	"restart": demoWith(func(c *Config) {
+		onePhase(c, Phase{Kind: Poisson, Rate: 2 * DemoRate})
+		c.Restarts = []ScheduledRestart{{At: PresetRestartAt}}
+	}),
+	// outage: the steady demo rate; vLLM dies at PresetOutageAt, /metrics
+	// refuses connections for PresetOutageDown, then a new process starts
+	// with counters from zero.
+	"outage": demoWith(func(c *Config) {
+		onePhase(c, Phase{Kind: Poisson, Rate: DemoRate})
+		c.Restarts = []ScheduledRestart{{At: PresetOutageAt, Down: PresetOutageDown}}
+	}),
+	// cancel15: the demo workload (overload phases included) whose clients
+	// cancel about 15% of the streams after the first token, slow ones more
+	// often (Cancel15).
+	"cancel15": demoWith(func(c *Config) { c.Models[0].Workload.Cancel = Cancel15 }),
+	// cancel15-old: cancel15 served with the names of vLLM before v0.11 (no
+	// per-request TPOT family), like the V1 0.9 servers whose clients cancel.
+	"cancel15-old": demoWith(func(c *Config) {
+		c.Models[0].Workload.Cancel = Cancel15
+		c.Style = Style{OldNames: true}
+	}),
+	// no-tpot: steady, without the per-request TPOT family (vLLM before v0.11
+	// with today's other names).
+	"no-tpot": demoWith(func(c *Config) {
+		onePhase(c, Phase{Kind: Poisson, Rate: DemoRate})
+		c.Style = Style{NoRequestTPOT: true}
+	}),
+	// one-engine: steady on a single engine.
+	"one-engine": demoWith(func(c *Config) {
+		c.Models[0].Engines = 1
+		onePhase(c, Phase{Kind: Poisson, Rate: DemoRate})
+	}),
+	// two-engines: 1.6 times the demo rate on two engines picked at random,
+	// so their loads differ from moment to moment.
+	"two-engines": demoWith(func(c *Config) {
+		c.Models[0].Assign = Random
+		onePhase(c, Phase{Kind: Poisson, Rate: 1.6 * DemoRate})
+	}),
+	// bimodal-prompts: 1.5 times the demo rate, half the prompts 64 tokens,
+	// half around 6000.
+	"bimodal-prompts": demoWith(func(c *Config) {
+		onePhase(c, Phase{Kind: Poisson, Rate: 1.5 * DemoRate})
+		c.Models[0].Workload.Prompt = LengthDist{Mixture: []Component{
+			{Weight: 0.5, Dist: LengthDist{Fixed: 64}},
+			{Weight: 0.5, Dist: LengthDist{Median: 6000, Sigma: 0.3, Min: 2000, Max: 12000}},
+		}}
+	}),
 }
 
 // PresetNames lists the preset names, sorted.
@@ -106,8 +211,21 @@ func PresetNames() []string {
 	return names
 }
 
-// Preset returns a named configuration: "demo" (DemoConfig), "steady" (the
-// demo without overload) or "multi-model".
+// Preset returns a named configuration (see PresetNames). Every preset is the
+// demo's model and engine with another workload:
+//
+//   - demo: DemoConfig, steady with two minutes of overload every ten.
+//   - steady: the demo rate without overload.
+//   - multi-model: the demo plus a bursty second model on four engines.
+//   - bursty, overload: on/off bursts; ten minutes at four times the rate.
+//   - restart: vLLM restarts at PresetRestartAt (Config.Restarts).
+//   - outage: vLLM is down from PresetOutageAt for PresetOutageDown, then
+//     restarts with counters from zero.
+//   - cancel15, cancel15-old: clients cancel ~15% of the streams after the
+//     first token, slow ones more often (Cancel15); -old speaks the names of
+//     vLLM before v0.11.
+//   - no-tpot: steady without vllm:request_time_per_output_token_seconds.
+//   - one-engine, two-engines (random assignment), bimodal-prompts.
 func Preset(name string, seed uint64, start time.Time) (Config, error) {
 	f, ok := presets[name]
 	if !ok {

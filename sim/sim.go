@@ -20,6 +20,11 @@ type Sim struct {
 	reqs    []*request // in creation order per model; see Truth for the order
 	// restarts counts Restart calls, for the python/process families.
 	restarts int
+	// events are the crashes and recoveries of cfg.Restarts in time order;
+	// nextEvent is the first not yet applied; down is true during an outage.
+	events    []lifeEvent
+	nextEvent int
+	down      bool
 }
 
 // model is one served model: its arrival process and engines.
@@ -27,6 +32,7 @@ type model struct {
 	idx     int
 	cfg     ModelConfig
 	rng     *rand.Rand
+	clients *rand.Rand // the clients' cancellation plans, one draw set per arrival
 	arr     *arrivals
 	next    int64 // time of the next arrival
 	seq     int64
@@ -40,13 +46,14 @@ func New(cfg Config) (*Sim, error) {
 	if err := cfg.validate(); err != nil {
 		return nil, fmt.Errorf("sim config: %w", err)
 	}
-	s := &Sim{cfg: cfg, buckets: cfg.Buckets}
+	s := &Sim{cfg: cfg, buckets: cfg.Buckets, events: lifeEvents(cfg.Restarts)}
 	for i, mc := range cfg.Models {
 		m := &model{
-			idx: i,
-			cfg: mc,
-			rng: rand.New(rand.NewPCG(cfg.Seed, uint64(i)*2+1)),
-			arr: newArrivals(mc.Workload),
+			idx:     i,
+			cfg:     mc,
+			rng:     rand.New(rand.NewPCG(cfg.Seed, uint64(i)*2+1)),
+			clients: rand.New(rand.NewPCG(cfg.Seed^0x5851f42d4c957f2d, uint64(i)*2+2)),
+			arr:     newArrivals(mc.Workload),
 		}
 		m.layout = cfg.Buckets.resolve(mc.MaxModelLen)
 		for j := range mc.Engines {
@@ -100,24 +107,38 @@ func (s *Sim) Advance(d time.Duration) {
 }
 
 func (s *Sim) advance(t time.Time) {
-	d := t.Sub(s.cfg.Start)
-	tn := int64(d)
+	tn := int64(t.Sub(s.cfg.Start))
 	if tn <= s.now {
 		return
 	}
+	for s.nextEvent < len(s.events) && s.events[s.nextEvent].at <= tn {
+		ev := s.events[s.nextEvent]
+		s.runTo(ev.at)
+		s.apply(ev)
+		s.nextEvent++
+	}
+	s.runTo(tn)
+	if s.cfg.DiscardTruth {
+		s.reqs = slices.DeleteFunc(s.reqs, (*request).done)
+	}
+}
+
+// runTo runs arrivals and engines up to and including tn (ns since Start).
+// While the server is down, arrivals are refused at the door: they never
+// reach vLLM and leave no truth.
+func (s *Sim) runTo(tn int64) {
 	for _, m := range s.models {
 		for m.next <= tn {
-			s.arrive(m, m.next)
+			if !s.down {
+				s.arrive(m, m.next)
+			}
 			m.next = m.arr.next(m.rng)
 		}
 		for _, e := range m.engines {
 			e.advance(tn, s)
 		}
 	}
-	s.now = tn
-	if s.cfg.DiscardTruth {
-		s.reqs = slices.DeleteFunc(s.reqs, (*request).done)
-	}
+	s.now = max(s.now, tn)
 }
 
 // arrive creates a request arriving at t and queues it at an engine.
@@ -138,6 +159,10 @@ func (s *Sim) arrive(m *model, t int64) {
 		id: m.seq, model: m.idx, engine: e,
 		arrival: t, scheduled: -1, firstToken: -1, finish: -1,
 		prompt: prompt, output: output, reason: reason,
+		plan: clientPlan{patience: never}, cancelAt: never,
+	}
+	if w.Cancel.enabled() {
+		r.plan = w.Cancel.drawPlan(m.clients)
 	}
 	m.seq++
 	s.reqs = append(s.reqs, r)
@@ -170,6 +195,16 @@ func (s *Sim) Restart(opts RestartOptions) error {
 		}
 		s.buckets = *opts.Buckets
 	}
+	s.restartNow()
+	if s.cfg.DiscardTruth {
+		s.reqs = slices.DeleteFunc(s.reqs, (*request).done)
+	}
+	return nil
+}
+
+// restartNow loses every in-flight request and starts every counter and
+// histogram again from zero, at the current virtual time.
+func (s *Sim) restartNow() {
 	s.created = s.now
 	s.restarts++
 	for _, m := range s.models {
@@ -179,8 +214,4 @@ func (s *Sim) Restart(opts RestartOptions) error {
 			e.met = newEngineMetrics(m.layout)
 		}
 	}
-	if s.cfg.DiscardTruth {
-		s.reqs = slices.DeleteFunc(s.reqs, (*request).done)
-	}
-	return nil
 }

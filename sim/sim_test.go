@@ -230,11 +230,18 @@ func TestDeterminism(t *testing.T) {
 
 // TestTruthRoundTrip writes the truth, reads it back and compares.
 func TestTruthRoundTrip(t *testing.T) {
-	s := mustNew(t, smallConfig(9))
+	s := mustNew(t, cancelConfig(9))
 	s.Advance(20 * time.Second)
 	_ = s.Restart(RestartOptions{})
 	s.Advance(5 * time.Second)
 	want := s.Truth()
+	outcomes := map[Outcome]int{}
+	for _, r := range want {
+		outcomes[r.Outcome()]++
+	}
+	if outcomes[OutcomeAbandoned] == 0 || outcomes[OutcomeLost] == 0 || outcomes[OutcomeCancelled] == 0 {
+		t.Fatalf("outcomes %v: the round trip misses some", outcomes)
+	}
 	var buf bytes.Buffer
 	if err := want.WriteTruth(&buf); err != nil {
 		t.Fatal(err)
@@ -257,7 +264,8 @@ func TestTruthRoundTrip(t *testing.T) {
 		if w.ID != g.ID || w.Model != g.Model || w.Engine != g.Engine || !w.Arrival.Equal(g.Arrival) ||
 			!w.Scheduled.Equal(g.Scheduled) || !w.FirstToken.Equal(g.FirstToken) || !w.Finish.Equal(g.Finish) ||
 			w.PromptTokens != g.PromptTokens || w.OutputTokens != g.OutputTokens ||
-			w.FinishedReason != g.FinishedReason || w.Aborted != g.Aborted || len(w.TokenTimes) != len(g.TokenTimes) {
+			w.FinishedReason != g.FinishedReason || w.Aborted != g.Aborted || len(w.TokenTimes) != len(g.TokenTimes) ||
+			w.Cancelled != g.Cancelled || !w.LastToken.Equal(g.LastToken) || w.Outcome() != g.Outcome() {
 			t.Fatalf("request %d differs:\nwrote %+v\nread  %+v", i, w, g)
 		}
 		for j := range w.TokenTimes {

@@ -55,6 +55,9 @@ type Style struct {
 	// vllm:time_per_output_token_seconds for the per-gap histogram (and no
 	// per-request TPOT histogram) and vllm:gpu_cache_usage_perc.
 	OldNames bool
+	// NoRequestTPOT drops vllm:request_time_per_output_token_seconds, the
+	// per-request TPOT family vLLM has only since v0.11 (OldNames drops it too).
+	NoRequestTPOT bool
 	// APIServers is the number of API-server processes in MultiProcess format,
 	// each of which writes a pid-labelled KV-cache series; 0 means 2.
 	APIServers int

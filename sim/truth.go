@@ -23,9 +23,13 @@ type Request struct {
 	Scheduled time.Time `json:"scheduled,omitzero"`
 	// FirstToken is when its first output token was produced.
 	FirstToken time.Time `json:"first_token,omitzero"`
-	// Finish is when its last token was produced or, for an aborted request,
-	// when it was lost.
+	// Finish is when the request ended: its last token for a finished
+	// request, the instant it was lost for an aborted one, the instant its
+	// client's abort reached vLLM for a cancelled one. Zero while in flight.
 	Finish time.Time `json:"finish,omitzero"`
+	// LastToken is when its latest output token was produced (so far); equal
+	// to Finish for a finished request.
+	LastToken time.Time `json:"last_token,omitzero"`
 	// PromptTokens is the prompt length.
 	PromptTokens int `json:"prompt_tokens"`
 	// OutputTokens is the number of tokens produced so far (all of them once
@@ -36,20 +40,59 @@ type Request struct {
 	// Aborted marks a request lost in a restart: it appears in no per-request
 	// histogram and in no request_success_total.
 	Aborted bool `json:"aborted,omitempty"`
+	// Cancelled marks a request whose client went away (at Finish). After its
+	// first token (see Abandoned) it keeps its TTFT and ITL observations and
+	// its generation tokens but reaches no finish histogram and no
+	// request_success_total; before it, it is observed nowhere.
+	Cancelled bool `json:"cancelled,omitempty"`
 	// TokenTimes holds when each output token was produced (empty when the sim
 	// discards token times).
 	TokenTimes []time.Time `json:"-"`
 }
 
-// Finished reports whether the request completed (not aborted) by now.
-func (r Request) Finished() bool { return !r.Aborted && !r.Finish.IsZero() }
+// Finished reports whether the request completed (neither lost nor
+// cancelled) by now: it is in every finish histogram.
+func (r Request) Finished() bool { return !r.Aborted && !r.Cancelled && !r.Finish.IsZero() }
+
+// Abandoned reports whether the client cancelled the request after its first
+// token: counted in TTFT, never finished.
+func (r Request) Abandoned() bool { return r.Cancelled && !r.FirstToken.IsZero() }
+
+// Outcome is how a request ended, as one word.
+type Outcome string
+
+// The outcomes of a request.
+const (
+	OutcomeInFlight  Outcome = "in-flight" // not ended yet
+	OutcomeFinished  Outcome = "finished"  // its last token came: in every finish histogram
+	OutcomeAbandoned Outcome = "abandoned" // cancelled by its client after its first token
+	OutcomeCancelled Outcome = "cancelled" // cancelled by its client before its first token
+	OutcomeLost      Outcome = "lost"      // lost in a restart (first token or not)
+)
+
+// Outcome returns how the request ended (or OutcomeInFlight).
+func (r Request) Outcome() Outcome {
+	switch {
+	case r.Finish.IsZero():
+		return OutcomeInFlight
+	case r.Aborted:
+		return OutcomeLost
+	case r.Abandoned():
+		return OutcomeAbandoned
+	case r.Cancelled:
+		return OutcomeCancelled
+	default:
+		return OutcomeFinished
+	}
+}
 
 func sec(d time.Duration) float64 { return seconds(int64(d)) }
 
 // TTFT is first token − arrival, in seconds, as vLLM observes it.
 func (r Request) TTFT() float64 { return sec(r.FirstToken.Sub(r.Arrival)) }
 
-// E2E is finish − arrival, in seconds.
+// E2E is finish − arrival, in seconds (for a cancelled request: until the
+// abort).
 func (r Request) E2E() float64 { return sec(r.Finish.Sub(r.Arrival)) }
 
 // QueueTime is first scheduled − arrival, in seconds.
@@ -58,14 +101,24 @@ func (r Request) QueueTime() float64 { return sec(r.Scheduled.Sub(r.Arrival)) }
 // PrefillTime is first token − first scheduled, in seconds.
 func (r Request) PrefillTime() float64 { return sec(r.FirstToken.Sub(r.Scheduled)) }
 
-// DecodeTime is last token − first token, in seconds.
-func (r Request) DecodeTime() float64 { return sec(r.Finish.Sub(r.FirstToken)) }
+// DecodeTime is last token − first token, in seconds (so far, for a request
+// that did not finish).
+func (r Request) DecodeTime() float64 { return sec(r.lastToken().Sub(r.FirstToken)) }
+
+// lastToken is LastToken, or Finish in truth written before LastToken existed.
+func (r Request) lastToken() time.Time {
+	if r.LastToken.IsZero() {
+		return r.Finish
+	}
+	return r.LastToken
+}
 
 // InferenceTime is last token − first scheduled, in seconds.
 func (r Request) InferenceTime() float64 { return sec(r.Finish.Sub(r.Scheduled)) }
 
-// TPOT is vLLM's per-request time per output token: decode/(n−1), 0 if n ≤ 1.
-func (r Request) TPOT() float64 { return tpot(int64(r.Finish.Sub(r.FirstToken)), r.OutputTokens) }
+// TPOT is vLLM's per-request time per output token: decode/(n−1), 0 if n ≤ 1
+// (over the tokens produced, for a request that did not finish).
+func (r Request) TPOT() float64 { return tpot(int64(r.lastToken().Sub(r.FirstToken)), r.OutputTokens) }
 
 // Value returns the request's value of a latency metric by its slo name
 // ("ttft", "tpot", "e2e", "queue", "prefill", "decode", "inference"); ok is
@@ -137,7 +190,11 @@ func (s *Sim) export(r *request) Request {
 	out := Request{
 		ID: r.id, Model: s.models[r.model].cfg.Name, Engine: r.engine,
 		Arrival: at(r.arrival), Scheduled: at(r.scheduled), FirstToken: at(r.firstToken), Finish: at(r.finish),
-		PromptTokens: r.prompt, OutputTokens: r.generated, FinishedReason: r.reason, Aborted: r.aborted,
+		PromptTokens: r.prompt, OutputTokens: r.generated, FinishedReason: r.reason,
+		Aborted: r.aborted, Cancelled: r.cancelled,
+	}
+	if r.generated > 0 {
+		out.LastToken = at(r.last)
 	}
 	if len(r.tokens) > 0 {
 		out.TokenTimes = make([]time.Time, len(r.tokens))
@@ -161,12 +218,33 @@ func (t Truth) ForModel(name string) Truth {
 
 func in(x, from, to time.Time) bool { return !x.IsZero() && x.After(from) && !x.After(to) }
 
-// FinishedIn returns the requests that finished (not aborted) in (from, to]:
-// the population of the histograms observed at finish.
+// FinishedIn returns the requests that finished (neither lost nor cancelled)
+// in (from, to]: the population of the histograms observed at finish.
 func (t Truth) FinishedIn(from, to time.Time) Truth {
+	return t.endedIn(from, to, Request.Finished)
+}
+
+// AbandonedIn returns the requests cancelled by their clients after their
+// first token, with the abort in (from, to]: counted in TTFT, never finished.
+func (t Truth) AbandonedIn(from, to time.Time) Truth {
+	return t.endedIn(from, to, Request.Abandoned)
+}
+
+// CancelledIn returns every request cancelled by its client in (from, to],
+// before or after its first token.
+func (t Truth) CancelledIn(from, to time.Time) Truth {
+	return t.endedIn(from, to, func(r Request) bool { return r.Cancelled })
+}
+
+// LostIn returns the requests lost in a restart in (from, to].
+func (t Truth) LostIn(from, to time.Time) Truth {
+	return t.endedIn(from, to, func(r Request) bool { return r.Aborted })
+}
+
+func (t Truth) endedIn(from, to time.Time, keep func(Request) bool) Truth {
 	var out Truth
 	for _, r := range t {
-		if !r.Aborted && in(r.Finish, from, to) {
+		if keep(r) && in(r.Finish, from, to) {
 			out = append(out, r)
 		}
 	}
@@ -216,13 +294,16 @@ func (t Truth) TokensIn(from, to time.Time) int {
 // InFlight is the number of requests inside the server at one instant.
 type InFlight struct {
 	Waiting, Running int
+	// PastFirstToken counts the running requests whose first token had come
+	// (a subset of Running): counted in TTFT, not yet finished.
+	PastFirstToken int
 }
 
 // Total is waiting + running.
 func (f InFlight) Total() int { return f.Waiting + f.Running }
 
-// InFlightAt counts the requests that had arrived by at and had not finished
-// or been lost by then; Running are those already scheduled. It equals vLLM's
+// InFlightAt counts the requests that had arrived by at and had not ended
+// (finished, been cancelled or been lost) by then; Running are those already scheduled. It equals vLLM's
 // num_requests_waiting and num_requests_running at that instant.
 func (t Truth) InFlightAt(at time.Time) InFlight {
 	var f InFlight
@@ -232,6 +313,9 @@ func (t Truth) InFlightAt(at time.Time) InFlight {
 		}
 		if !r.Scheduled.IsZero() && !r.Scheduled.After(at) {
 			f.Running++
+			if !r.FirstToken.IsZero() && !r.FirstToken.After(at) {
+				f.PastFirstToken++
+			}
 		} else {
 			f.Waiting++
 		}

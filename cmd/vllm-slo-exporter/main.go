@@ -76,6 +76,7 @@ func run(args []string) int {
 	simListen := simCmd.Flag("web.listen-address", "Address to serve /metrics on.").Default("127.0.0.1:8000").String()
 	simTruth := simCmd.Flag("truth", "Write the per-request ground truth (JSON Lines) to this file.").String()
 	simSeed := simCmd.Flag("seed", "Random seed.").Default("1").Uint64()
+	simPreset := presetFlag(simCmd)
 
 	cmd, err := app.Parse(args)
 	if err != nil {
@@ -100,7 +101,7 @@ func run(args []string) int {
 	case reportCmd.FullCommand():
 		return runReport(logger, reportOpts)
 	case simCmd.FullCommand():
-		return runSimulate(logger, *simListen, *simTruth, *simSeed)
+		return runSimulate(logger, *simListen, *simTruth, *simPreset, *simSeed)
 	}
 	logger.Error("unknown command", "command", cmd)
 	return 2

@@ -9,8 +9,11 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 	"time"
+
+	"github.com/alecthomas/kingpin/v2"
 
 	"github.com/vllm-slo-exporter/vllm-slo-exporter/sim"
 )
@@ -20,7 +23,15 @@ import (
 // clock; it returns the simulator, the listener's address and a function that
 // stops the server.
 func startSimulator(addr string, seed uint64, keepTruth bool) (*sim.Sim, string, func(), error) {
-	cfg := sim.DemoConfig(seed, time.Now())
+	return startPreset(addr, "demo", seed, keepTruth)
+}
+
+// startPreset is startSimulator for any named workload (sim.PresetNames).
+func startPreset(addr, preset string, seed uint64, keepTruth bool) (*sim.Sim, string, func(), error) {
+	cfg, err := sim.Preset(preset, seed, time.Now())
+	if err != nil {
+		return nil, "", nil, fmt.Errorf("simulator: %w", err)
+	}
 	cfg.DiscardTruth = !keepTruth
 	s, err := sim.New(cfg)
 	if err != nil {
@@ -40,14 +51,20 @@ func startSimulator(addr string, seed uint64, keepTruth bool) (*sim.Sim, string,
 	return s, ln.Addr().String(), stop, nil
 }
 
-// runSimulate is the simulate command: the demo workload on its own, with the
-// ground truth written at exit when asked for.
-func runSimulate(logger *slog.Logger, addr, truthFile string, seed uint64) int {
-	s, bound, stop, err := startSimulator(addr, seed, truthFile != "")
+// presetFlag declares the simulate command's --preset flag.
+func presetFlag(cmd *kingpin.CmdClause) *string {
+	names := sim.PresetNames()
+	return cmd.Flag("preset", "Simulated workload: "+strings.Join(names, ", ")+".").Default("demo").Enum(names...)
+}
+
+// runSimulate is the simulate command: a named workload (the demo by default)
+// on its own, with the ground truth written at exit when asked for.
+func runSimulate(logger *slog.Logger, addr, truthFile, preset string, seed uint64) int {
+	s, bound, stop, err := startPreset(addr, preset, seed, truthFile != "")
 	if err != nil {
 		return fail(logger, "simulate", err)
 	}
-	logger.Info("simulated vLLM serving", "metrics", "http://"+bound+"/metrics", "model", sim.DemoModel)
+	logger.Info("simulated vLLM serving", "metrics", "http://"+bound+"/metrics", "preset", preset, "model", sim.DemoModel)
 	ctx, cancel := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer cancel()
 	<-ctx.Done()

@@ -141,23 +141,30 @@ func (l *ledger) append(w slo.Window, counted bool, ret history.Retention) {
 			l.points[0].qLittle = cp.qLittle // the best guess for the first scrape
 		}
 	}
-	if counted {
-		l.judge(&cp, w, fin)
-	}
+	l.judge(&cp, w, fin, counted)
 	l.raiseQueueLower(fin)
 	l.points = append(l.points, cp)
 	l.compact(w.End, ret)
 }
 
-// judge adds the interval's SLO results to the checkpoint's sums.
-func (l *ledger) judge(cp *checkpoint, w slo.Window, fin slo.Finishers) {
+// judge evaluates every SLO over the newest interval's finishers, carries the
+// bounds on the TTFT-good and TTFT-bad requests in flight to its end, and,
+// when counted, adds the results to the checkpoint's sums.
+func (l *ledger) judge(cp *checkpoint, w slo.Window, fin slo.Finishers, counted bool) {
 	for i, s := range l.slos {
 		sums := &cp.slos[i]
 		var sources []slo.Source
-		if _, ok := slo.TTFTThreshold(s); ok {
+		_, hasTTFT := slo.TTFTThreshold(s)
+		if hasTTFT {
 			sources = l.sourcesFor(i, fin)
 		}
 		res := slo.EvaluateInterval(s, sources, fin, w.Latency, w.GenerationTokens, slo.DefaultEstimator)
+		if hasTTFT {
+			l.carrySplit(i, res.TTFTGood, fin.N, cp.qHi)
+		}
+		if !counted {
+			continue
+		}
 		if len(res.Unknown) > 0 {
 			if fin.N > 0 {
 				sums.unknown++
@@ -186,6 +193,33 @@ func (l *ledger) judge(cp *checkpoint, w slo.Window, fin slo.Finishers) {
 		sums.tokHi += res.Tokens.Upper
 		sums.tokEst += res.Tokens.Estimate
 	}
+}
+
+// carrySplit sets the newest interval's bounds on the TTFT-good and TTFT-bad
+// requests past their first token in flight at its end, from those at its
+// start (the previous interval's, 0 after a restart, the requests in flight
+// at the first scrape when nothing older is known).
+func (l *ledger) carrySplit(i int, ttftGood slo.Bounded, n, queueHi float64) {
+	last := len(l.intervals) - 1
+	cur := &l.intervals[last]
+	prevGood, prevBad := math.Inf(1), math.Inf(1)
+	switch {
+	case cur.restarted:
+		prevGood, prevBad = 0, 0
+	case last > 0 && l.intervals[last-1].seg == cur.seg:
+		p := l.intervals[last-1].sources[i]
+		if p.HasSplit {
+			prevGood, prevBad = p.InFlightGood, p.InFlightBad
+		}
+		if !math.IsNaN(p.InFlightEnd) {
+			prevGood, prevBad = math.Min(prevGood, p.InFlightEnd), math.Min(prevBad, p.InFlightEnd)
+		}
+	case !math.IsNaN(cur.inFlightStart):
+		prevGood, prevBad = cur.inFlightStart, cur.inFlightStart
+	}
+	src := &cur.sources[i]
+	src.InFlightGood, src.InFlightBad = slo.InFlightSplit(prevGood, prevBad, *src, ttftGood, n, queueHi)
+	src.HasSplit = true
 }
 
 // finishersOf describes the requests that finished in w: their count (the
@@ -377,6 +411,10 @@ func (l *ledger) window(i int, end time.Time, length time.Duration) (ledgerWindo
 	w.good = nonNeg(slo.Bounded{Lower: b.lo - a.lo, Upper: b.hi - a.hi, Estimate: b.est - a.est})
 	w.hasTokens = b.tokensUnknown == a.tokensUnknown
 	w.tokens = nonNeg(slo.Bounded{Lower: b.tokLo - a.tokLo, Upper: b.tokHi - a.tokHi, Estimate: b.tokEst - a.tokEst})
+	// Rounding of the running sums aside, the good requests' tokens are a
+	// part of the finished requests' tokens.
+	w.tokens.Upper = math.Min(w.tokens.Upper, w.finishedTokens)
+	w.tokens = nonNeg(w.tokens)
 	w.abandoned = slo.Abandoned(queueAt(p0), queueAt(p1), p1.firstTokens-p0.firstTokens, p1.finished-p0.finished)
 	return w, true
 }

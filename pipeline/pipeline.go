@@ -408,9 +408,9 @@ func (t *target) overlay(spec Spec, model string, i int, r *slo.SLOResult, end t
 	r.Requests = lw.finished
 	r.Abandoned, r.HasAbandoned = lw.abandoned, true
 	r.GoodRequests[slo.AllKey] = lw.good
-	r.GoodputRequestsPerSecond = scaled(lw.good, 1/secs)
+	r.GoodputRequestsPerSecond = per(lw.good, secs)
 	if lw.hasTokens {
-		r.GoodputTokensPerSecond, r.HasGoodputTokens = scaled(lw.tokens, 1/secs), true
+		r.GoodputTokensPerSecond, r.HasGoodputTokens = per(lw.tokens, secs), true
 	}
 	r.FinishedTokensPerSecond, r.HasFinishedTokens = lw.finishedTokens/secs, true
 	all, ok := slo.AttainmentOver(lw.good, lw.finished, lw.abandoned, s.Abandoned)
@@ -421,9 +421,10 @@ func (t *target) overlay(spec Spec, model string, i int, r *slo.SLOResult, end t
 	r.BurnRate, r.HasBurnRate = slo.BurnRate(all, s.Goal)
 }
 
-// scaled multiplies every part of b by f.
-func scaled(b slo.Bounded, f float64) slo.Bounded {
-	return slo.Bounded{Estimate: b.Estimate * f, Lower: b.Lower * f, Upper: b.Upper * f}
+// per divides every part of b by secs (a division, so that a rate of an
+// exact count rounds as the count over the seconds does).
+func per(b slo.Bounded, secs float64) slo.Bounded {
+	return slo.Bounded{Estimate: b.Estimate / secs, Lower: b.Lower / secs, Upper: b.Upper / secs}
 }
 
 func (t *target) addGood(model, sloName, objective string, v float64) {

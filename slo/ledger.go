@@ -34,6 +34,57 @@ type Source struct {
 	// InFlightEnd is running + waiting at End, an upper bound on the requests
 	// in flight there; +Inf when unknown.
 	InFlightEnd float64
+	// InFlightGood and InFlightBad, when HasSplit, are upper bounds on the
+	// TTFT-good and the TTFT-bad requests past their first token still in
+	// flight at End (see InFlightSplit).
+	InFlightGood, InFlightBad float64
+	HasSplit                  bool
+}
+
+// inFlight is the bound on the requests of one TTFT kind (good or bad)
+// past their first token in flight at End.
+func (s Source) inFlight(good bool) float64 {
+	r := s.InFlightEnd
+	if math.IsNaN(r) {
+		r = math.Inf(1)
+	}
+	if s.HasSplit {
+		if good {
+			r = math.Min(r, s.InFlightGood)
+		} else {
+			r = math.Min(r, s.InFlightBad)
+		}
+	}
+	return math.Max(r, 0)
+}
+
+// capacity is the most first tokens of one TTFT kind the source holds.
+func (s Source) capacity(good bool) float64 {
+	if good {
+		return math.Max(s.Good, 0)
+	}
+	return math.Max(s.Bad, 0)
+}
+
+// InFlightSplit carries the bounds on the TTFT-good and TTFT-bad requests
+// past their first token in flight from the previous scrape (prevGood,
+// prevBad) over the interval src, whose finishers number n with finGood
+// bounding the TTFT-good among them, to the interval's end, where at most
+// queueHi requests past their first token are in flight.
+//
+// Proof: with QG_k the TTFT-good requests past their first token in flight
+// at s_k, QG_k = QG_{k−1} + (TTFT-good first tokens of k) − (TTFT-good
+// finishers of k) − (TTFT-good requests that left unfinished in k) <=
+// QG_{k−1} + src.Good − finGood.Lower, and QG_k <= Q_k <= queueHi; likewise
+// for the bad ones with src.Bad and at least n − finGood.Upper TTFT-bad
+// finishers. Both are at least 0.
+func InFlightSplit(prevGood, prevBad float64, src Source, finGood Bounded, n, queueHi float64) (good, bad float64) {
+	if math.IsNaN(queueHi) {
+		queueHi = math.Inf(1)
+	}
+	good = math.Min(queueHi, prevGood+src.capacity(true)-math.Max(finGood.Lower, 0))
+	bad = math.Min(queueHi, prevBad+src.capacity(false)-math.Max(n-finGood.Upper, 0))
+	return math.Max(good, 0), math.Max(bad, 0)
 }
 
 // Finishers is one scrape interval (Start, End] seen as where requests
@@ -126,19 +177,18 @@ func lagEdges(fin Finishers) (lo, hi, counts []float64) {
 	return lo, b.upper, b.count
 }
 
-// inFlightCaps returns, for each source i, the least running + waiting at any
-// scrape from End_i to the scrape before fin (the Ends of sources i..L−1,
-// L being the last source, fin's own interval): a request whose first token
-// came in source i and that finished in fin was in flight at each of those
-// scrapes. The last source gets +Inf.
-func inFlightCaps(sources []Source) []float64 {
+// inFlightCaps returns, for each source i, the least bound on the requests
+// of one TTFT kind in flight at any scrape from End_i to the scrape before
+// fin (the Ends of sources i..L−1, L being the last source, fin's own
+// interval): a request whose first token came in source i and that finished
+// in fin was past its first token and in flight at each of those scrapes.
+// The last source gets +Inf.
+func inFlightCaps(sources []Source, good bool) []float64 {
 	caps := make([]float64, len(sources))
 	run := math.Inf(1)
 	for i := len(sources) - 1; i >= 0; i-- {
 		if i < len(sources)-1 {
-			if r := sources[i].InFlightEnd; !math.IsNaN(r) {
-				run = math.Min(run, math.Max(r, 0))
-			}
+			run = math.Min(run, sources[i].inFlight(good))
 		}
 		caps[i] = run
 	}
@@ -146,16 +196,17 @@ func inFlightCaps(sources []Source) []float64 {
 }
 
 // mostFrom is the most of fin's N requests whose first tokens can come from a
-// kind of first token that source i holds at most capOf(i) of: the optimum of
+// kind of first token (TTFT-good or TTFT-bad) that source i holds at most
+// capacity(good) of: the optimum of
 // a transportation problem from the sources to fin's lag buckets, each bucket
 // able to draw only from its reachable range.
 //
 // It solves a relaxation exactly, so the result is at least the true
-// optimum. The constraints kept: source i gives at most min(capOf(i),
+// optimum. The constraints kept: source i gives at most min(capacity,
 // caps[i]) (caps from inFlightCaps: the requests from i that finish in fin are
 // in flight at every scrape between), a bucket takes at most its count and
 // only from its range, and all sources before fin's own give together at
-// most the running + waiting at fin's start scrape (so the total is at most
+// most the bound on that kind in flight at fin's start scrape (so the total is at most
 // that plus what fin's own interval can give). Without the last one this
 // is a bipartite b-matching in a convex graph (each bucket's neighbours are
 // consecutive), which the greedy below solves exactly (Glover's rule: give
@@ -163,8 +214,8 @@ func inFlightCaps(sources []Source) []float64 {
 // exchange argument shows some optimum agrees with each choice); the last
 // constraint then caps the total, and since every feasible solution obeys
 // both, the minimum of the two optima bounds it.
-func mostFrom(sources []Source, buckets []lagBucket, capOf func(Source) float64) float64 {
-	caps := inFlightCaps(sources)
+func mostFrom(sources []Source, buckets []lagBucket, good bool) float64 {
+	caps := inFlightCaps(sources, good)
 	order := slices.Clone(buckets)
 	slices.SortStableFunc(order, func(a, b lagBucket) int { return a.last - b.last })
 	left := make([]float64, len(order))
@@ -173,7 +224,7 @@ func mostFrom(sources []Source, buckets []lagBucket, capOf func(Source) float64)
 	}
 	total := 0.0
 	for i, s := range sources {
-		supply := math.Min(math.Max(capOf(s), 0), caps[i])
+		supply := math.Min(s.capacity(good), caps[i])
 		for b := range order {
 			if supply <= 0 {
 				break
@@ -188,7 +239,7 @@ func mostFrom(sources []Source, buckets []lagBucket, capOf func(Source) float64)
 		}
 	}
 	if n := len(sources); n >= 2 {
-		if r := sources[n-2].InFlightEnd; !math.IsNaN(r) && !math.IsInf(r, 1) {
+		if r := sources[n-2].inFlight(good); !math.IsInf(r, 1) {
 			// The own interval gives at most its capacity and what the
 			// buckets reaching it ask for.
 			own := 0.0
@@ -197,8 +248,8 @@ func mostFrom(sources []Source, buckets []lagBucket, capOf func(Source) float64)
 					own += b.count
 				}
 			}
-			own = math.Min(own, math.Max(capOf(sources[n-1]), 0))
-			total = math.Min(total, math.Max(r, 0)+own)
+			own = math.Min(own, sources[n-1].capacity(good))
+			total = math.Min(total, r+own)
 		}
 	}
 	return total
@@ -228,8 +279,8 @@ func FinishersTTFTGood(sources []Source, fin Finishers) Bounded {
 		return Exact(0)
 	}
 	buckets := reach(sources, fin)
-	badMax := mostFrom(sources, buckets, func(s Source) float64 { return s.Bad })
-	goodMax := mostFrom(sources, buckets, func(s Source) float64 { return s.Good })
+	badMax := mostFrom(sources, buckets, false)
+	goodMax := mostFrom(sources, buckets, true)
 	res := Bounded{
 		Lower: math.Max(0, fin.N-badMax),
 		Upper: math.Min(fin.N, goodMax),
@@ -316,7 +367,7 @@ func overlap(a0, a1, b0, b1 time.Time) float64 {
 // from the interval's TTFT histogram increase; inFlightEnd is running +
 // waiting at its end (+Inf when unknown).
 func TTFTSource(start, end time.Time, ttft Histogram, threshold, inFlightEnd float64, e Estimator) Source {
-	s := Source{Start: start, End: end, InFlightEnd: inFlightEnd}
+	s := Source{Start: start, End: end, InFlightEnd: inFlightEnd, InFlightGood: math.Inf(1), InFlightBad: math.Inf(1)}
 	b, ok := prepare(ttft)
 	if !ok {
 		// No TTFT histogram: its first tokens are unknown.
@@ -436,6 +487,9 @@ type IntervalResult struct {
 	// Unknown lists the objectives whose histogram the interval lacks: "all"
 	// cannot be judged, and Good is meaningless.
 	Unknown []Metric
+	// TTFTGood bounds the TTFT-good among the finishers ([0, N] when the SLO
+	// has no TTFT objective or its histogram is absent).
+	TTFTGood Bounded
 }
 
 // TTFTThreshold is the strictest TTFT threshold of an SLO (meeting it meets
@@ -463,7 +517,7 @@ func TTFTThreshold(s SLO) (float64, bool) {
 // token gaps and take no part. An objective whose histogram is absent makes
 // the result Unknown: nothing says the requests met it.
 func EvaluateInterval(s SLO, sources []Source, fin Finishers, latency map[Metric]Histogram, tokens Histogram, e Estimator) IntervalResult {
-	var res IntervalResult
+	res := IntervalResult{TTFTGood: Bounded{Upper: math.Max(fin.N, 0)}}
 	var goods []Bounded
 	hasTTFT := false
 	for _, o := range s.Objectives {
@@ -477,6 +531,7 @@ func EvaluateInterval(s SLO, sources []Source, fin Finishers, latency map[Metric
 		case ITL:
 		case TTFT:
 			hasTTFT = true
+			res.TTFTGood = FinishersTTFTGood(sources, fin)
 		default:
 			g := e.GoodCount(o.Threshold, h)
 			goods = append(goods, CarryGood(g, b.n, fin.N, math.Max(0, b.n-fin.N), math.Max(0, fin.N-b.n)))
@@ -486,7 +541,7 @@ func EvaluateInterval(s SLO, sources []Source, fin Finishers, latency map[Metric
 		return res
 	}
 	if hasTTFT {
-		goods = append(goods, FinishersTTFTGood(sources, fin))
+		goods = append(goods, res.TTFTGood)
 	}
 	res.Good = JointGood(goods, fin.N)
 	if fin.N <= 0 {

@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"gopkg.in/yaml.v3"
+
+	"github.com/vllm-slo-exporter/vllm-slo-exporter/slo"
 )
 
 // Interval is the target's effective scrape interval: its own override, or the
@@ -117,4 +119,18 @@ func RedactURL(raw string) string {
 		return raw
 	}
 	return u.Redacted()
+}
+
+// abandonedPolicies maps each accepted value of slos[].abandoned to its
+// population; empty means the default, bad.
+var abandonedPolicies = map[string]slo.Population{
+	"":         slo.AbandonedBad,
+	"bad":      slo.AbandonedBad,
+	"excluded": slo.AbandonedExcluded,
+}
+
+// AbandonedPopulation is the population the SLO judges: abandoned requests
+// counted bad (the default) or excluded.
+func (s SLO) AbandonedPopulation() slo.Population {
+	return abandonedPolicies[s.Abandoned]
 }

@@ -65,9 +65,9 @@ small { color: #666; }
 {{end}}{{end}}
 {{range $t := .Report.Targets}}{{range $m := .Models}}
 <h2 class="model">{{$t.Name}} · {{$m.Name}}</h2>
-<table class="slos"><tr><th>window</th><th>SLO</th><th>objective</th><th>attainment</th><th>burn rate</th><th>goodput tokens/s</th><th>throughput tokens/s</th><th>goodput req/s</th><th>req/s</th></tr>
+<table class="slos"><tr><th>window</th><th>SLO</th><th>objective</th><th>attainment</th><th>burn rate</th><th>goodput tokens/s</th><th>finished tokens/s</th><th>goodput req/s</th><th>req/s</th></tr>
 {{range $w := $m.Windows}}{{range $s := $w.SLOs}}{{range $obj, $a := $s.Objectives}}<tr class="slo"><td>{{window $w.Window.Nominal}}</td><td>{{$s.Name}}</td><td>{{$obj}}</td><td>{{pct $a}}</td>
-{{if eq $obj "all"}}<td>{{bounded $s.BurnRate}}</td><td>{{bounded $s.GoodputTokensPerSecond}}</td><td>{{num $w.GenerationTokensPerSecond}}</td><td>{{bounded $s.GoodputRequestsPerSecond}}</td><td>{{num $w.RequestsPerSecond}}</td>{{else}}<td></td><td></td><td></td><td></td><td></td>{{end}}</tr>
+{{if eq $obj "all"}}<td>{{bounded $s.BurnRate}}</td><td>{{bounded $s.GoodputTokensPerSecond}}</td><td>{{num $s.FinishedTokensPerSecond}}</td><td>{{bounded $s.GoodputRequestsPerSecond}}</td><td>{{num $w.RequestsPerSecond}}</td>{{else}}<td></td><td></td><td></td><td></td><td></td>{{end}}</tr>
 {{end}}{{end}}{{end}}</table>
 {{if $m.Windows}}<table class="latency"><tr><th>window</th><th>metric</th><th>observations</th>{{range $q := $.Quantiles}}<th>p{{pq $q}} (bracket)</th>{{end}}</tr>
 {{range $w := $m.Windows}}{{range $metric := metrics}}{{with index $w.Quantiles $metric}}<tr><td>{{window $w.Window.Nominal}}</td><td>{{$metric}}</td><td>{{num (index $w.Requests $metric)}}</td>{{range .}}<td>{{bounded .Bounded}} s</td>{{end}}</tr>

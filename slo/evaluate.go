@@ -113,6 +113,11 @@ type WindowReport struct {
 	// Token throughput from the token counters.
 	GenerationTokensPerSecond, PromptTokensPerSecond float64
 	HasThroughput                                    bool
+	// FinishedTokensPerSecond is the rate of generation tokens of the
+	// requests that finished in the window (from the per-request
+	// generation-token histogram); HasFinishedTokens is false without it.
+	FinishedTokensPerSecond float64
+	HasFinishedTokens       bool
 	// RequestsPerSecond is the rate of finished requests.
 	RequestsPerSecond float64
 	HasRequestRate    bool
@@ -205,6 +210,10 @@ func (rep *WindowReport) throughput(w Window, secs float64) {
 		rep.GenerationTokensPerSecond = math.Max(0, w.GenerationTokens.Sum) / secs
 		rep.PromptTokensPerSecond = math.Max(0, w.PromptTokens.Sum) / secs
 		rep.HasThroughput = true
+	}
+	if w.GenerationTokens.Valid() && finite(w.GenerationTokens.Sum) {
+		rep.FinishedTokensPerSecond = math.Max(0, w.GenerationTokens.Sum) / secs
+		rep.HasFinishedTokens = true
 	}
 	if n, ok := finished(w); ok {
 		rep.RequestsPerSecond = n / secs

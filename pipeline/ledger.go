@@ -2,6 +2,7 @@ package pipeline
 
 import (
 	"math"
+	"slices"
 	"sort"
 	"time"
 
@@ -62,7 +63,9 @@ type sloSums struct {
 	tokEst         float64
 	unknown        float64 // counted intervals with finishes that could not be judged
 	tokensUnknown  float64 // counted intervals with finishes and no token histogram
-	unknownMetrics map[slo.Metric]bool
+	// unknownMetrics lists, sorted, the objectives ever found unmeasured;
+	// shared between checkpoints until it changes.
+	unknownMetrics []slo.Metric
 }
 
 func newLedger(slos []slo.SLO) *ledger {
@@ -168,14 +171,12 @@ func (l *ledger) judge(cp *checkpoint, w slo.Window, fin slo.Finishers, counted 
 		if len(res.Unknown) > 0 {
 			if fin.N > 0 {
 				sums.unknown++
-				m := map[slo.Metric]bool{}
-				for k := range sums.unknownMetrics {
-					m[k] = true
-				}
 				for _, u := range res.Unknown {
-					m[u] = true
+					if !slices.Contains(sums.unknownMetrics, u) {
+						sums.unknownMetrics = append(slices.Clone(sums.unknownMetrics), u)
+						slices.Sort(sums.unknownMetrics)
+					}
 				}
-				sums.unknownMetrics = m
 			}
 			continue
 		}
@@ -402,10 +403,7 @@ func (l *ledger) window(i int, end time.Time, length time.Duration) (ledgerWindo
 	w := ledgerWindow{start: p0.t, end: p1.t, finished: b.finished - a.finished}
 	w.finishedTokens = p1.finishedTokens - p0.finishedTokens
 	if b.unknown > a.unknown {
-		for m := range b.unknownMetrics {
-			w.unknown = append(w.unknown, m)
-		}
-		sort.Slice(w.unknown, func(x, y int) bool { return w.unknown[x] < w.unknown[y] })
+		w.unknown = slices.Clone(b.unknownMetrics)
 		return w, true
 	}
 	w.good = nonNeg(slo.Bounded{Lower: b.lo - a.lo, Upper: b.hi - a.hi, Estimate: b.est - a.est})

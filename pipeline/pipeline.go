@@ -139,8 +139,12 @@ func (t *target) reconfigure(spec Spec) {
 			}
 		}
 	}
-	if !maps.Equal(defs, t.sloDefs) || len(defs) != len(t.sloDefs) {
-		clear(t.ledgers) // the sums mean another SLO list now
+	for model, l := range t.ledgers {
+		if !slices.Equal(sloTexts(l.slos), sloTexts(spec.SLOs)) {
+			delete(t.ledgers, model) // its sums are of another SLO list
+		} else {
+			l.slos = spec.SLOs
+		}
 	}
 	t.sloDefs = defs
 	clear(t.offEdge)

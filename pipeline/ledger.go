@@ -57,12 +57,12 @@ type checkpoint struct {
 
 // sloSums are one SLO's cumulative sums over the counted intervals.
 type sloSums struct {
-	finished       float64
-	lo, hi, est    float64 // met every objective
-	tokLo, tokHi   float64 // their generation tokens
-	tokEst         float64
-	unknown        float64 // counted intervals with finishes that could not be judged
-	tokensUnknown  float64 // counted intervals with finishes and no token histogram
+	finished      float64
+	lo, hi, est   float64 // met every objective
+	tokLo, tokHi  float64 // their generation tokens
+	tokEst        float64
+	unknown       float64 // counted intervals with finishes that could not be judged
+	tokensUnknown float64 // counted intervals with finishes and no token histogram
 	// unknownMetrics lists, sorted, the objectives ever found unmeasured;
 	// shared between checkpoints until it changes.
 	unknownMetrics []slo.Metric

@@ -26,7 +26,14 @@ type ledger struct {
 	intervals []interval   // oldest first, within matchHorizon
 	points    []checkpoint // oldest first, thinned by the retention
 	seg       int
+	// thinned is when the checkpoints were last thinned (Unix ns).
+	thinned int64
 }
+
+// thinEvery is how often the checkpoints are thinned: each pass walks them
+// all, and a point kept up to this long past its tier costs nothing but
+// memory for that long.
+const thinEvery = time.Minute
 
 // interval is one scrape interval as a source of first tokens.
 type interval struct {
@@ -43,8 +50,8 @@ type interval struct {
 // the scrape at t, and the bounds on the requests past their first token in
 // flight at t.
 type checkpoint struct {
-	t   time.Time
-	seg int
+	t   int64 // Unix ns
+	seg int32
 	// firstTokens and finished sum every interval (warm-up included).
 	firstTokens, finished float64
 	// finishedTokens sums the generation tokens of the finished requests.
@@ -61,11 +68,32 @@ type sloSums struct {
 	lo, hi, est   float64 // met every objective
 	tokLo, tokHi  float64 // their generation tokens
 	tokEst        float64
-	unknown       float64 // counted intervals with finishes that could not be judged
-	tokensUnknown float64 // counted intervals with finishes and no token histogram
-	// unknownMetrics lists, sorted, the objectives ever found unmeasured;
-	// shared between checkpoints until it changes.
-	unknownMetrics []slo.Metric
+	unknown       uint32 // counted intervals with finishes that could not be judged
+	tokensUnknown uint32 // counted intervals with finishes and no token histogram
+	// unknownMask has bit i set when objective metric slo.Metrics[i] was
+	// ever found unmeasured.
+	unknownMask uint8
+}
+
+// maskOf sets the bits of the metrics in mask.
+func maskOf(mask uint8, ms []slo.Metric) uint8 {
+	for _, m := range ms {
+		if i := slices.Index(slo.Metrics, m); i >= 0 && i < 8 {
+			mask |= 1 << i
+		}
+	}
+	return mask
+}
+
+// metricsOf lists the metrics whose bits are set, in report order.
+func metricsOf(mask uint8) []slo.Metric {
+	var out []slo.Metric
+	for i, m := range slo.Metrics {
+		if i < 8 && mask&(1<<i) != 0 {
+			out = append(out, m)
+		}
+	}
+	return out
 }
 
 func newLedger(slos []slo.SLO) *ledger {
@@ -90,7 +118,7 @@ func (l *ledger) append(w slo.Window, counted bool, ret history.Retention) {
 	if !w.End.After(w.Start) {
 		return
 	}
-	if len(l.points) > 0 && !w.End.After(l.points[len(l.points)-1].t) {
+	if len(l.points) > 0 && w.End.UnixNano() <= l.points[len(l.points)-1].t {
 		return
 	}
 	restarted := w.Restarts > 0
@@ -112,7 +140,7 @@ func (l *ledger) append(w slo.Window, counted bool, ret history.Retention) {
 	l.intervals = append(l.intervals, iv)
 	fin := finishersOf(w)
 	prev := l.last()
-	cp := checkpoint{t: w.End, seg: l.seg, slos: make([]sloSums, len(l.slos))}
+	cp := checkpoint{t: w.End.UnixNano(), seg: int32(l.seg), slos: make([]sloSums, len(l.slos))}
 	for i := range cp.slos {
 		cp.slos[i] = prev.slos[i]
 	}
@@ -135,7 +163,7 @@ func (l *ledger) append(w slo.Window, counted bool, ret history.Retention) {
 		if math.IsNaN(prevHi) {
 			prevHi = math.Inf(1)
 		}
-		l.points = append(l.points, checkpoint{t: w.Start, seg: l.seg, qHi: prevHi, slos: make([]sloSums, len(l.slos))})
+		l.points = append(l.points, checkpoint{t: w.Start.UnixNano(), seg: int32(l.seg), qHi: prevHi, slos: make([]sloSums, len(l.slos))})
 	}
 	cp.qHi = slo.InFlightQueue(prevHi, ft, fin.N, rEnd)
 	if d, ok := w.Latency[slo.Decode]; ok && d.Valid() && w.Seconds() > 0 {
@@ -171,12 +199,7 @@ func (l *ledger) judge(cp *checkpoint, w slo.Window, fin slo.Finishers, counted 
 		if len(res.Unknown) > 0 {
 			if fin.N > 0 {
 				sums.unknown++
-				for _, u := range res.Unknown {
-					if !slices.Contains(sums.unknownMetrics, u) {
-						sums.unknownMetrics = append(slices.Clone(sums.unknownMetrics), u)
-						slices.Sort(sums.unknownMetrics)
-					}
-				}
+				sums.unknownMask = maskOf(sums.unknownMask, res.Unknown)
 			}
 			continue
 		}
@@ -304,10 +327,10 @@ func maxLag(fin slo.Finishers) time.Duration {
 func (l *ledger) raiseQueueLower(fin slo.Finishers) {
 	for k := len(l.points) - 1; k >= 0; k-- {
 		p := &l.points[k]
-		if p.seg != l.seg {
+		if int(p.seg) != l.seg {
 			return
 		}
-		n := slo.SurelyBefore(fin, p.t)
+		n := slo.SurelyBefore(fin, time.Unix(0, p.t))
 		if n <= 0 {
 			return
 		}
@@ -334,14 +357,15 @@ func (l *ledger) compact(now time.Time, ret history.Retention) {
 	}
 	n := copy(l.intervals, l.intervals[cut:])
 	clear(l.intervals[n:])
-	l.intervals = l.intervals[:n]
-	if len(ret.Tiers) == 0 {
+	l.intervals = trimCap(l.intervals[:n])
+	if len(ret.Tiers) == 0 || now.UnixNano()-l.thinned < int64(thinEvery) {
 		return
 	}
+	l.thinned = now.UnixNano()
 	kept := l.points[:0]
 	var prevBucket int64 = math.MinInt64
 	for idx, p := range l.points {
-		age := now.Sub(p.t)
+		age := time.Duration(now.UnixNano() - p.t)
 		tier := -1
 		for k, t := range ret.Tiers {
 			if age <= t.Keep {
@@ -355,7 +379,7 @@ func (l *ledger) compact(now time.Time, ret history.Retention) {
 		step := ret.Tiers[tier].Step
 		lastOfRun := idx+1 < len(l.points) && l.points[idx+1].seg != p.seg
 		if step > 0 && !lastOfRun {
-			b := p.t.UnixNano() / int64(step)
+			b := p.t / int64(step)
 			if b == prevBucket {
 				continue
 			}
@@ -365,7 +389,17 @@ func (l *ledger) compact(now time.Time, ret history.Retention) {
 		}
 		kept = append(kept, p)
 	}
-	l.points = kept
+	clear(l.points[len(kept):])
+	l.points = trimCap(kept)
+}
+
+// trimCap returns s in a smaller array when it uses less than two thirds of
+// its capacity, so that a ledger's memory follows what it keeps.
+func trimCap[T any](s []T) []T {
+	if c := cap(s); c > 64 && len(s) < c*2/3 {
+		return append(make([]T, 0, len(s)+len(s)/4), s...)
+	}
+	return s
 }
 
 // window is one SLO's result over a window of the ledger.
@@ -383,7 +417,8 @@ type ledgerWindow struct {
 
 // at returns the index of the newest checkpoint at or before t, -1 if none.
 func (l *ledger) at(t time.Time) int {
-	return sort.Search(len(l.points), func(i int) bool { return l.points[i].t.After(t) }) - 1
+	ns := t.UnixNano()
+	return sort.Search(len(l.points), func(i int) bool { return l.points[i].t > ns }) - 1
 }
 
 // window returns SLO i over the window ending at end, nominally length long:
@@ -400,10 +435,10 @@ func (l *ledger) window(i int, end time.Time, length time.Duration) (ledgerWindo
 	}
 	p0, p1 := l.points[i0], l.points[i1]
 	a, b := p0.slos[i], p1.slos[i]
-	w := ledgerWindow{start: p0.t, end: p1.t, finished: b.finished - a.finished}
+	w := ledgerWindow{start: time.Unix(0, p0.t).UTC(), end: time.Unix(0, p1.t).UTC(), finished: b.finished - a.finished}
 	w.finishedTokens = p1.finishedTokens - p0.finishedTokens
 	if b.unknown > a.unknown {
-		w.unknown = slices.Clone(b.unknownMetrics)
+		w.unknown = metricsOf(b.unknownMask)
 		return w, true
 	}
 	w.good = nonNeg(slo.Bounded{Lower: b.lo - a.lo, Upper: b.hi - a.hi, Estimate: b.est - a.est})

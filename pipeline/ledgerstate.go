@@ -40,8 +40,9 @@ type (
 		SLOs                                  []sloSumsState
 	}
 	sloSumsState struct {
-		Finished, Lo, Hi, Est, TokLo, TokHi, TokEst, Unknown, TokensUnknown float64
-		UnknownMetrics                                                      []string
+		Finished, Lo, Hi, Est, TokLo, TokHi, TokEst float64
+		Unknown, TokensUnknown                      uint32
+		UnknownMask                                 uint8
 	}
 )
 
@@ -85,12 +86,9 @@ func (l *ledger) state() ledgerState {
 		st.Intervals = append(st.Intervals, is)
 	}
 	for _, p := range l.points {
-		ps := checkpointState{T: nanos(p.t), Seg: p.seg, FirstTokens: p.firstTokens, Finished: p.finished, FinishedTokens: p.finishedTokens, QLo: p.qLo, QHi: p.qHi, QLittle: p.qLittle}
+		ps := checkpointState{T: p.t, Seg: int(p.seg), FirstTokens: p.firstTokens, Finished: p.finished, FinishedTokens: p.finishedTokens, QLo: p.qLo, QHi: p.qHi, QLittle: p.qLittle}
 		for _, s := range p.slos {
-			ss := sloSumsState{Finished: s.finished, Lo: s.lo, Hi: s.hi, Est: s.est, TokLo: s.tokLo, TokHi: s.tokHi, TokEst: s.tokEst, Unknown: s.unknown, TokensUnknown: s.tokensUnknown}
-			for _, m := range s.unknownMetrics {
-				ss.UnknownMetrics = append(ss.UnknownMetrics, string(m))
-			}
+			ss := sloSumsState{Finished: s.finished, Lo: s.lo, Hi: s.hi, Est: s.est, TokLo: s.tokLo, TokHi: s.tokHi, TokEst: s.tokEst, Unknown: s.unknown, TokensUnknown: s.tokensUnknown, UnknownMask: s.unknownMask}
 			ps.SLOs = append(ps.SLOs, ss)
 		}
 		st.Points = append(st.Points, ps)
@@ -131,12 +129,9 @@ func restoreLedger(st ledgerState, slos []slo.SLO) (*ledger, error) {
 			return nil, fmt.Errorf("checkpoint at %d: %d SLO sums for %d SLOs, or out of order", ps.T, len(ps.SLOs), len(slos))
 		}
 		last = ps.T
-		p := checkpoint{t: timeOf(ps.T), seg: ps.Seg, firstTokens: ps.FirstTokens, finished: ps.Finished, finishedTokens: ps.FinishedTokens, qLo: ps.QLo, qHi: ps.QHi, qLittle: ps.QLittle}
+		p := checkpoint{t: ps.T, seg: int32(ps.Seg), firstTokens: ps.FirstTokens, finished: ps.Finished, finishedTokens: ps.FinishedTokens, qLo: ps.QLo, qHi: ps.QHi, qLittle: ps.QLittle}
 		for _, ss := range ps.SLOs {
-			s := sloSums{finished: ss.Finished, lo: ss.Lo, hi: ss.Hi, est: ss.Est, tokLo: ss.TokLo, tokHi: ss.TokHi, tokEst: ss.TokEst, unknown: ss.Unknown, tokensUnknown: ss.TokensUnknown}
-			for _, m := range ss.UnknownMetrics {
-				s.unknownMetrics = append(s.unknownMetrics, slo.Metric(m))
-			}
+			s := sloSums{finished: ss.Finished, lo: ss.Lo, hi: ss.Hi, est: ss.Est, tokLo: ss.TokLo, tokHi: ss.TokHi, tokEst: ss.TokEst, unknown: ss.Unknown, tokensUnknown: ss.TokensUnknown, unknownMask: ss.UnknownMask}
 			p.slos = append(p.slos, s)
 		}
 		l.points = append(l.points, p)

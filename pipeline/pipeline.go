@@ -320,7 +320,7 @@ func (t *target) accumulateGood(slos []slo.SLO, end time.Time, length time.Durat
 			continue
 		}
 		a, b := l.points[len(l.points)-2], l.points[len(l.points)-1]
-		if !b.t.Equal(end) {
+		if b.t != end.UnixNano() {
 			continue
 		}
 		for i, s := range slos {

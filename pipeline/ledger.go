@@ -44,6 +44,18 @@ type interval struct {
 	// sources holds one source per SLO with a TTFT objective (nil entries
 	// for the others).
 	sources []slo.Source
+	// counted is false inside a warm-up; judged holds, per SLO, what the
+	// interval's finishers were found to meet (for the window totals).
+	counted bool
+	judged  []judged
+}
+
+// judged is one SLO's per-interval bounds kept for the window totals:
+// finishers, those meeting every finish-observed objective, the TTFT-good
+// among them; unknown when an objective could not be judged.
+type judged struct {
+	n, finLo, finHi, ttftLo, ttftHi float64
+	unknown                         bool
 }
 
 // checkpoint holds the cumulative sums from the ledger's first interval to
@@ -126,7 +138,7 @@ func (l *ledger) append(w slo.Window, counted bool, ret history.Retention) {
 		l.seg++
 	}
 	rStart, rEnd := inFlightOf(w)
-	iv := interval{start: w.Start, end: w.End, seg: l.seg, restarted: restarted, inFlightStart: rStart}
+	iv := interval{start: w.Start, end: w.End, seg: l.seg, restarted: restarted, inFlightStart: rStart, counted: counted, judged: make([]judged, len(l.slos))}
 	capEnd := rEnd
 	if math.IsNaN(capEnd) {
 		capEnd = math.Inf(1)
@@ -192,6 +204,10 @@ func (l *ledger) judge(cp *checkpoint, w slo.Window, fin slo.Finishers, counted 
 		res := slo.EvaluateInterval(s, sources, fin, w.Latency, w.GenerationTokens, slo.DefaultEstimator)
 		if hasTTFT {
 			l.carrySplit(i, res.TTFTGood, fin.N, cp.qHi)
+		}
+		l.intervals[len(l.intervals)-1].judged[i] = judged{
+			n: fin.N, finLo: res.FinishGood.Lower, finHi: res.FinishGood.Upper,
+			ttftLo: res.TTFTGood.Lower, ttftHi: res.TTFTGood.Upper, unknown: len(res.Unknown) > 0,
 		}
 		if !counted {
 			continue
@@ -442,6 +458,9 @@ func (l *ledger) window(i int, end time.Time, length time.Duration) (ledgerWindo
 		return w, true
 	}
 	w.good = nonNeg(slo.Bounded{Lower: b.lo - a.lo, Upper: b.hi - a.hi, Estimate: b.est - a.est})
+	if t, ok := l.totals(i, p0.t, p1.t); ok {
+		w.good = slo.TightenWindow(w.good, t)
+	}
 	w.hasTokens = b.tokensUnknown == a.tokensUnknown
 	w.tokens = nonNeg(slo.Bounded{Lower: b.tokLo - a.tokLo, Upper: b.tokHi - a.tokHi, Estimate: b.tokEst - a.tokEst})
 	// Rounding of the running sums aside, the good requests' tokens are a
@@ -468,4 +487,48 @@ func nonNeg(b slo.Bounded) slo.Bounded {
 	b.Upper = math.Max(b.Lower, b.Upper)
 	b.Estimate = math.Min(math.Max(b.Estimate, b.Lower), b.Upper)
 	return b
+}
+
+// totals sums SLO i's window totals over the kept intervals of (from, to]
+// (Unix ns); ok is false when the SLO has no TTFT objective or the kept
+// intervals do not cover the window.
+func (l *ledger) totals(i int, from, to int64) (slo.WindowTotals, bool) {
+	if _, ok := slo.TTFTThreshold(l.slos[i]); !ok {
+		return slo.WindowTotals{}, false
+	}
+	first := sort.Search(len(l.intervals), func(k int) bool { return l.intervals[k].end.UnixNano() > from })
+	if first >= len(l.intervals) || l.intervals[first].start.UnixNano() != from {
+		return slo.WindowTotals{}, false
+	}
+	t := slo.WindowTotals{BadAtStart: math.Inf(1), GoodAtStart: math.Inf(1)}
+	if first > 0 {
+		p := l.intervals[first-1].sources[i]
+		t.BadAtStart, t.GoodAtStart = p.InFlightEnd, p.InFlightEnd
+		if p.HasSplit {
+			t.BadAtStart, t.GoodAtStart = math.Min(t.BadAtStart, p.InFlightBad), math.Min(t.GoodAtStart, p.InFlightGood)
+		}
+	} else if r := l.intervals[0].inFlightStart; !math.IsNaN(r) {
+		t.BadAtStart, t.GoodAtStart = r, r
+	}
+	if math.IsNaN(t.BadAtStart) || math.IsNaN(t.GoodAtStart) {
+		return slo.WindowTotals{}, false
+	}
+	for k := first; k < len(l.intervals) && l.intervals[k].end.UnixNano() <= to; k++ {
+		iv := l.intervals[k]
+		t.BadIn += iv.sources[i].Bad
+		t.GoodIn += iv.sources[i].Good
+		j := iv.judged[i]
+		if !iv.counted {
+			continue
+		}
+		if j.unknown {
+			return slo.WindowTotals{}, false
+		}
+		t.N += j.n
+		t.FinishGood.Lower += j.finLo
+		t.FinishGood.Upper += j.finHi
+		t.TTFTGood.Lower += j.ttftLo
+		t.TTFTGood.Upper += j.ttftHi
+	}
+	return t, true
 }

@@ -490,6 +490,9 @@ type IntervalResult struct {
 	// TTFTGood bounds the TTFT-good among the finishers ([0, N] when the SLO
 	// has no TTFT objective or its histogram is absent).
 	TTFTGood Bounded
+	// FinishGood bounds the finishers meeting every finish-observed
+	// objective (all N when the SLO has none).
+	FinishGood Bounded
 }
 
 // TTFTThreshold is the strictest TTFT threshold of an SLO (meeting it meets
@@ -540,6 +543,7 @@ func EvaluateInterval(s SLO, sources []Source, fin Finishers, latency map[Metric
 	if len(res.Unknown) > 0 {
 		return res
 	}
+	res.FinishGood = JointGood(goods, fin.N)
 	if hasTTFT {
 		goods = append(goods, res.TTFTGood)
 	}
@@ -550,5 +554,50 @@ func EvaluateInterval(s SLO, sources []Source, fin Finishers, latency map[Metric
 		return res
 	}
 	res.Tokens, res.HasTokens = GoodputTokens(res.Good, tokens)
+	return res
+}
+
+// WindowTotals are the sums over a window's intervals that tighten the sum
+// of their per-interval joint bounds (see TightenWindow).
+type WindowTotals struct {
+	// N is the finished requests and FinishGood the bounds on those meeting
+	// every finish-observed objective, summed over the judged intervals.
+	N          float64
+	FinishGood Bounded
+	// TTFTGood is the sum of the per-interval bounds on the TTFT-good
+	// finishers.
+	TTFTGood Bounded
+	// BadIn and GoodIn are the most TTFT-bad and TTFT-good first tokens of
+	// all the window's intervals (sums of Source.Bad and Source.Good).
+	BadIn, GoodIn float64
+	// BadAtStart and GoodAtStart bound the TTFT-bad and TTFT-good requests
+	// past their first token in flight at the window's start.
+	BadAtStart, GoodAtStart float64
+}
+
+// TightenWindow intersects sum, the sum over a window's intervals of their
+// joint bounds, with bounds from the window's totals.
+//
+// Proof. Every TTFT-bad request that finished in the window had its first
+// token in the window or was past it and in flight at the window's start,
+// so the TTFT-bad finishers are at most BadAtStart + BadIn and the TTFT-good
+// ones at least N − BadAtStart − BadIn; likewise they are at most
+// GoodAtStart + GoodIn. Each interval's TTFT-good count lies in its bounds,
+// so their sum lies in TTFTGood; intersecting gives window bounds [gLo,
+// gHi]. Fréchet over the window's finishers then bounds those meeting TTFT
+// and every finish-observed objective: at least FinishGood.Lower + gLo − N,
+// at most min(FinishGood.Upper, gHi). Both hold alone, as does sum, so the
+// intersection holds. The estimate of sum is clamped into the result.
+func TightenWindow(sum Bounded, t WindowTotals) Bounded {
+	gLo := math.Max(t.TTFTGood.Lower, t.N-t.BadAtStart-t.BadIn)
+	gHi := math.Min(t.TTFTGood.Upper, t.GoodAtStart+t.GoodIn)
+	res := Bounded{
+		Lower: math.Max(sum.Lower, t.FinishGood.Lower+gLo-t.N),
+		Upper: math.Min(sum.Upper, math.Min(t.FinishGood.Upper, gHi)),
+	}
+	if !(res.Lower <= res.Upper) { // only with inconsistent inputs
+		return sum
+	}
+	res.Estimate = clampInto(sum.Estimate, res)
 	return res
 }

@@ -548,6 +548,19 @@ func EvaluateInterval(s SLO, sources []Source, fin Finishers, latency map[Metric
 		goods = append(goods, res.TTFTGood)
 	}
 	res.Good = JointGood(goods, fin.N)
+	if len(goods) > 1 && fin.N > 0 {
+		// Within one interval the time-dependence of the objectives is
+		// already in each count (a burst makes the interval's TTFT share
+		// low), so the estimate takes the rest as independent: the product
+		// of the shares. Measured against the simulator's truth it errs
+		// less than the midpoint with the comonotone minimum that
+		// JointGood uses over whole windows.
+		share := 1.0
+		for _, g := range goods {
+			share *= math.Min(math.Max(g.Estimate/fin.N, 0), 1)
+		}
+		res.Good.Estimate = clampInto(share*fin.N, res.Good)
+	}
 	if fin.N <= 0 {
 		res.Good = Exact(0)
 		res.Tokens, res.HasTokens = Exact(0), true

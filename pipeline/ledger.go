@@ -515,6 +515,9 @@ func (l *ledger) totals(i int, from, to int64) (slo.WindowTotals, bool) {
 	}
 	for k := first; k < len(l.intervals) && l.intervals[k].end.UnixNano() <= to; k++ {
 		iv := l.intervals[k]
+		if len(iv.judged) <= i || len(iv.sources) <= i {
+			return slo.WindowTotals{}, false
+		}
 		t.BadIn += iv.sources[i].Bad
 		t.GoodIn += iv.sources[i].Good
 		j := iv.judged[i]

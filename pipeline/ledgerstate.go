@@ -25,6 +25,12 @@ type (
 		Restarted     bool
 		InFlightStart float64
 		Sources       []sourceState
+		Counted       bool
+		Judged        []judgedState
+	}
+	judgedState struct {
+		N, FinLo, FinHi, TTFTLo, TTFTHi float64
+		Unknown                         bool
 	}
 	sourceState struct {
 		Start, End                             int64
@@ -76,7 +82,10 @@ func timeOf(ns int64) time.Time {
 func (l *ledger) state() ledgerState {
 	st := ledgerState{SLOs: sloTexts(l.slos), Seg: l.seg}
 	for _, iv := range l.intervals {
-		is := intervalState{Start: nanos(iv.start), End: nanos(iv.end), Seg: iv.seg, Restarted: iv.restarted, InFlightStart: iv.inFlightStart}
+		is := intervalState{Start: nanos(iv.start), End: nanos(iv.end), Seg: iv.seg, Restarted: iv.restarted, InFlightStart: iv.inFlightStart, Counted: iv.counted}
+		for _, j := range iv.judged {
+			is.Judged = append(is.Judged, judgedState{N: j.n, FinLo: j.finLo, FinHi: j.finHi, TTFTLo: j.ttftLo, TTFTHi: j.ttftHi, Unknown: j.unknown})
+		}
 		for _, s := range iv.sources {
 			is.Sources = append(is.Sources, sourceState{
 				Start: nanos(s.Start), End: nanos(s.End), FirstTokens: s.FirstTokens, Bad: s.Bad, Good: s.Good, GoodEst: s.GoodEst,
@@ -111,10 +120,13 @@ func restoreLedger(st ledgerState, slos []slo.SLO) (*ledger, error) {
 	l := newLedger(slos)
 	l.seg = st.Seg
 	for _, is := range st.Intervals {
-		if len(is.Sources) != len(slos) {
-			return nil, fmt.Errorf("interval with %d sources for %d SLOs", len(is.Sources), len(slos))
+		if len(is.Sources) != len(slos) || len(is.Judged) != len(slos) {
+			return nil, fmt.Errorf("interval with %d sources and %d results for %d SLOs", len(is.Sources), len(is.Judged), len(slos))
 		}
-		iv := interval{start: timeOf(is.Start), end: timeOf(is.End), seg: is.Seg, restarted: is.Restarted, inFlightStart: is.InFlightStart}
+		iv := interval{start: timeOf(is.Start), end: timeOf(is.End), seg: is.Seg, restarted: is.Restarted, inFlightStart: is.InFlightStart, counted: is.Counted}
+		for _, j := range is.Judged {
+			iv.judged = append(iv.judged, judged{n: j.N, finLo: j.FinLo, finHi: j.FinHi, ttftLo: j.TTFTLo, ttftHi: j.TTFTHi, unknown: j.Unknown})
+		}
 		for _, s := range is.Sources {
 			iv.sources = append(iv.sources, slo.Source{
 				Start: timeOf(s.Start), End: timeOf(s.End), FirstTokens: s.FirstTokens, Bad: s.Bad, Good: s.Good, GoodEst: s.GoodEst,

@@ -68,6 +68,7 @@ small { color: #666; }
 <table class="slos"><tr><th>window</th><th>SLO</th><th>objective</th><th>attainment</th><th>burn rate</th><th>goodput tokens/s</th><th>finished tokens/s</th><th>goodput req/s</th><th>req/s</th></tr>
 {{range $w := $m.Windows}}{{range $s := $w.SLOs}}{{range $obj, $a := $s.Objectives}}<tr class="slo"><td>{{window $w.Window.Nominal}}</td><td>{{$s.Name}}</td><td>{{$obj}}</td><td>{{pct $a}}</td>
 {{if eq $obj "all"}}<td>{{bounded $s.BurnRate}}</td><td>{{bounded $s.GoodputTokensPerSecond}}</td><td>{{num $s.FinishedTokensPerSecond}}</td><td>{{bounded $s.GoodputRequestsPerSecond}}</td><td>{{num $w.RequestsPerSecond}}</td>{{else}}<td></td><td></td><td></td><td></td><td></td>{{end}}</tr>
+{{end}}{{if $s.Unknown}}<tr class="slo unknown"><td>{{window $w.Window.Nominal}}</td><td>{{$s.Name}}</td><td>all</td><td colspan="6">unknown: the target exposes no {{range $s.Unknown}}{{.}} {{end}}histogram, so nothing says its requests met it</td></tr>
 {{end}}{{end}}{{end}}</table>
 {{if $m.Windows}}<table class="latency"><tr><th>window</th><th>metric</th><th>observations</th>{{range $q := $.Quantiles}}<th>p{{pq $q}} (bracket)</th>{{end}}</tr>
 {{range $w := $m.Windows}}{{range $metric := metrics}}{{with index $w.Quantiles $metric}}<tr><td>{{window $w.Window.Nominal}}</td><td>{{$metric}}</td><td>{{num (index $w.Requests $metric)}}</td>{{range .}}<td>{{bounded .Bounded}} s</td>{{end}}</tr>

@@ -456,18 +456,19 @@ const (
 // AttainmentOver is the share of good requests in a population of n
 // finished requests plus, with AbandonedBad, the abandoned ones (never
 // good). Since good/(n + A) falls as A grows, the share lies in
-// [good.lo/(n + A.hi), good.hi/(n + A.lo)]. ok is false when the population
-// may be empty.
+// [good.lo/(n + A.hi), good.hi/(n + A.lo)] (the lower bound 0 when A is
+// unbounded, as without running and waiting gauges). ok is false when the
+// population may be empty.
 func AttainmentOver(good Bounded, n float64, abandoned Bounded, p Population) (Bounded, bool) {
 	if p == AbandonedExcluded {
 		abandoned = Exact(0)
 	}
 	lo, hi, est := n+abandoned.Upper, n+abandoned.Lower, n+abandoned.Estimate
-	if !(hi > 0) || math.IsInf(lo, 1) {
+	if !(hi > 0) || math.IsNaN(lo) || math.IsInf(est, 0) {
 		return Bounded{}, false
 	}
 	res := Bounded{
-		Lower: math.Min(1, math.Max(0, good.Lower/lo)),
+		Lower: math.Min(1, math.Max(0, good.Lower/lo)), // 0 when A is unbounded
 		Upper: math.Min(1, math.Max(0, good.Upper/hi)),
 	}
 	res.Lower = math.Min(res.Lower, res.Upper)

@@ -170,3 +170,99 @@ func TestLedgerBoundsHoldTruth(t *testing.T) {
 		}
 	}
 }
+
+// TestMostFromIsTheRelaxationOptimum compares the greedy with an exhaustive
+// search over integer assignments on small random instances: it must reach
+// the optimum of the relaxation (so it bounds the true optimum from above),
+// never less.
+func TestMostFromIsTheRelaxationOptimum(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 9))
+	for trial := 0; trial < 300; trial++ {
+		nSrc := 1 + rng.IntN(3)
+		sources := make([]Source, nSrc)
+		for i := range sources {
+			sources[i] = Source{Good: float64(rng.IntN(4)), Bad: float64(rng.IntN(4)), InFlightEnd: float64(rng.IntN(5))}
+		}
+		var buckets []lagBucket
+		for b := 0; b < 1+rng.IntN(3); b++ {
+			first := rng.IntN(nSrc)
+			buckets = append(buckets, lagBucket{count: float64(1 + rng.IntN(3)), first: first, last: first + rng.IntN(nSrc-first)})
+		}
+		got := mostFrom(sources, buckets, true)
+		want := bruteMost(sources, buckets)
+		if got < want || got > want {
+			t.Fatalf("trial %d: greedy %v, exhaustive optimum %v (sources %+v, buckets %+v)", trial, got, want, sources, buckets)
+		}
+	}
+}
+
+// bruteMost is the optimum of mostFrom's relaxation (kind good) by
+// exhaustive search: per-source supply min(Good, in-flight cap), bucket
+// counts and ranges, and the total cap at the last source's start.
+func bruteMost(sources []Source, buckets []lagBucket) float64 {
+	caps := inFlightCaps(sources, true)
+	supply := make([]float64, len(sources))
+	for i, s := range sources {
+		supply[i] = math.Min(s.Good, caps[i])
+	}
+	n := len(sources)
+	own := 0.0
+	for _, b := range buckets {
+		if b.last == n-1 {
+			own += b.count
+		}
+	}
+	limit := inf
+	if n >= 2 {
+		limit = sources[n-2].InFlightEnd + math.Min(own, sources[n-1].Good)
+	}
+	best := 0.0
+	var walk func(b int, left []float64, total float64)
+	walk = func(b int, left []float64, total float64) {
+		if b == len(buckets) {
+			best = math.Max(best, math.Min(total, limit))
+			return
+		}
+		var give func(i int, need float64, total float64)
+		give = func(i int, need float64, total float64) {
+			if i > buckets[b].last || need == 0 {
+				walk(b+1, left, total)
+				return
+			}
+			for x := 0.0; x <= math.Min(need, left[i]); x++ {
+				left[i] -= x
+				give(i+1, need-x, total+x)
+				left[i] += x
+			}
+		}
+		give(buckets[b].first, buckets[b].count, total)
+	}
+	walk(0, supply, 0)
+	return best
+}
+
+// TestAttainmentOverAndAbandoned checks the population arithmetic: abandoned
+// requests widen "all" downwards when bad, not at all when excluded, and an
+// unbounded abandoned count leaves a lower bound of 0.
+func TestAttainmentOverAndAbandoned(t *testing.T) {
+	a := Abandoned(Bounded{Lower: 2, Upper: 5, Estimate: 3}, Bounded{Lower: 0, Upper: 4, Estimate: 3}, 100, 95)
+	if a.Lower != 3 || a.Upper != 10 || a.Estimate != 5 {
+		t.Errorf("abandoned %+v, want [3, 10] estimate 5", a)
+	}
+	good := Bounded{Lower: 80, Upper: 90, Estimate: 85}
+	bad, ok := AttainmentOver(good, 95, a, AbandonedBad)
+	if !ok || bad.Lower != 80.0/105 || bad.Upper != 90.0/98 {
+		t.Errorf("bad population: %+v, want [80/105, 90/98]", bad)
+	}
+	excl, ok := AttainmentOver(good, 95, a, AbandonedExcluded)
+	if !ok || excl.Lower != 80.0/95 || excl.Upper != 90.0/95 {
+		t.Errorf("excluded population: %+v, want [80/95, 90/95]", excl)
+	}
+	open, ok := AttainmentOver(good, 95, Bounded{Upper: inf, Estimate: 2}, AbandonedBad)
+	if !ok || open.Lower != 0 || open.Upper != 90.0/95 {
+		t.Errorf("unbounded abandoned: %+v, want [0, 90/95]", open)
+	}
+	if _, ok := AttainmentOver(Exact(0), 0, Exact(0), AbandonedBad); ok {
+		t.Error("an empty population has an attainment")
+	}
+}

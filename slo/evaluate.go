@@ -137,11 +137,10 @@ const AllKey = "all"
 //
 // SLOs are evaluated over the requests that finished in the window (n_B, the
 // e2e count); see evaluateSLO in slo.go for how TTFT, observed at the first
-// token, is carried onto them. Client-aborted requests are recorded by none of
-// vLLM's finish histograms (nor request_success_total), so attainment and
-// goodput are over the requests vLLM completed; an aborted request whose first
-// token fell in the window is counted in TTFT and can make the TTFT lower bound
-// too high by one.
+// token, is carried onto them. This whole-window evaluation is the fallback
+// of callers without a per-interval ledger: a stream cancelled after its
+// first token is in TTFT but in no finish histogram, which it does not
+// account for (the ledger's EvaluateInterval and Abandoned do).
 func EvaluateWindow(w Window, slos []SLO, opts Options) WindowReport {
 	rep := WindowReport{
 		Window:      w,

@@ -580,9 +580,10 @@ func (t *target) burnCheck(spec Spec, a BurnAlert, model string, now time.Time) 
 		if !ok {
 			return slo.Bounded{}, false
 		}
-		if w.Start.After(now.Add(-length)) {
-			// The history cannot fill the window yet (a first start, or a
-			// start without state): an alert judges full windows only.
+		if w.Start.After(now.Add(-min(length, a.Short))) {
+			// The history holds less than the short window yet (a first
+			// start, or a start without state): too little to judge, since
+			// the requests in flight at the edges weigh on a few minutes.
 			return slo.Bounded{}, false
 		}
 		rep := slo.EvaluateWindow(w, []slo.SLO{s}, slo.Options{})

@@ -71,7 +71,27 @@ type checkpoint struct {
 	// qLo and qHi bound the requests past their first token in flight at t;
 	// qLittle is the mean number in decode over the interval ending at t.
 	qLo, qHi, qLittle float64
-	slos              []sloSums
+	// first holds the first SLO's sums and more the others' (most configs
+	// have one SLO; inline, it costs no allocation per checkpoint).
+	first sloSums
+	more  []sloSums
+}
+
+// newCheckpoint returns a checkpoint with zero sums for n SLOs.
+func newCheckpoint(t int64, seg int, n int) checkpoint {
+	c := checkpoint{t: t, seg: int32(seg)}
+	if n > 1 {
+		c.more = make([]sloSums, n-1)
+	}
+	return c
+}
+
+// sum returns SLO i's sums.
+func (c *checkpoint) sum(i int) *sloSums {
+	if i == 0 {
+		return &c.first
+	}
+	return &c.more[i-1]
 }
 
 // sloSums are one SLO's cumulative sums over the counted intervals.
@@ -152,9 +172,9 @@ func (l *ledger) append(w slo.Window, counted bool, ret history.Retention) {
 	l.intervals = append(l.intervals, iv)
 	fin := finishersOf(w)
 	prev := l.last()
-	cp := checkpoint{t: w.End.UnixNano(), seg: int32(l.seg), slos: make([]sloSums, len(l.slos))}
-	for i := range cp.slos {
-		cp.slos[i] = prev.slos[i]
+	cp := newCheckpoint(w.End.UnixNano(), l.seg, len(l.slos))
+	for i := range l.slos {
+		*cp.sum(i) = *prev.sum(i)
 	}
 	ft := 0.0
 	if h, ok := w.Latency[slo.TTFT]; ok && h.Valid() {
@@ -175,7 +195,9 @@ func (l *ledger) append(w slo.Window, counted bool, ret history.Retention) {
 		if math.IsNaN(prevHi) {
 			prevHi = math.Inf(1)
 		}
-		l.points = append(l.points, checkpoint{t: w.Start.UnixNano(), seg: int32(l.seg), qHi: prevHi, slos: make([]sloSums, len(l.slos))})
+		first := newCheckpoint(w.Start.UnixNano(), l.seg, len(l.slos))
+		first.qHi = prevHi
+		l.points = append(l.points, first)
 	}
 	cp.qHi = slo.InFlightQueue(prevHi, ft, fin.N, rEnd)
 	if d, ok := w.Latency[slo.Decode]; ok && d.Valid() && w.Seconds() > 0 {
@@ -195,7 +217,7 @@ func (l *ledger) append(w slo.Window, counted bool, ret history.Retention) {
 // when counted, adds the results to the checkpoint's sums.
 func (l *ledger) judge(cp *checkpoint, w slo.Window, fin slo.Finishers, counted bool) {
 	for i, s := range l.slos {
-		sums := &cp.slos[i]
+		sums := cp.sum(i)
 		var sources []slo.Source
 		_, hasTTFT := slo.TTFTThreshold(s)
 		if hasTTFT {
@@ -357,7 +379,9 @@ func (l *ledger) raiseQueueLower(fin slo.Finishers) {
 // last returns the newest checkpoint, or a zero one with the SLO slots.
 func (l *ledger) last() checkpoint {
 	if len(l.points) == 0 {
-		return checkpoint{slos: make([]sloSums, len(l.slos)), qHi: math.Inf(1)}
+		c := newCheckpoint(0, 0, len(l.slos))
+		c.qHi = math.Inf(1)
+		return c
 	}
 	return l.points[len(l.points)-1]
 }
@@ -409,11 +433,12 @@ func (l *ledger) compact(now time.Time, ret history.Retention) {
 	l.points = trimCap(kept)
 }
 
-// trimCap returns s in a smaller array when it uses less than two thirds of
-// its capacity, so that a ledger's memory follows what it keeps.
+// trimCap returns s in a smaller array when its capacity exceeds its length
+// by more than an eighth, so that a ledger's memory follows what it keeps
+// (an append doubles the array; the next thinning gives the slack back).
 func trimCap[T any](s []T) []T {
-	if c := cap(s); c > 64 && len(s) < c*2/3 {
-		return append(make([]T, 0, len(s)+len(s)/4), s...)
+	if c := cap(s); c > 32 && c > len(s)+len(s)/8 {
+		return append(make([]T, 0, len(s)+len(s)/16+4), s...)
 	}
 	return s
 }
@@ -450,7 +475,7 @@ func (l *ledger) window(i int, end time.Time, length time.Duration) (ledgerWindo
 		return ledgerWindow{}, false
 	}
 	p0, p1 := l.points[i0], l.points[i1]
-	a, b := p0.slos[i], p1.slos[i]
+	a, b := p0.sum(i), p1.sum(i)
 	w := ledgerWindow{start: time.Unix(0, p0.t).UTC(), end: time.Unix(0, p1.t).UTC(), finished: b.finished - a.finished}
 	w.finishedTokens = p1.finishedTokens - p0.finishedTokens
 	if b.unknown > a.unknown {

@@ -96,7 +96,8 @@ func (l *ledger) state() ledgerState {
 	}
 	for _, p := range l.points {
 		ps := checkpointState{T: p.t, Seg: int(p.seg), FirstTokens: p.firstTokens, Finished: p.finished, FinishedTokens: p.finishedTokens, QLo: p.qLo, QHi: p.qHi, QLittle: p.qLittle}
-		for _, s := range p.slos {
+		for i := range l.slos {
+			s := p.sum(i)
 			ss := sloSumsState{Finished: s.finished, Lo: s.lo, Hi: s.hi, Est: s.est, TokLo: s.tokLo, TokHi: s.tokHi, TokEst: s.tokEst, Unknown: s.unknown, TokensUnknown: s.tokensUnknown, UnknownMask: s.unknownMask}
 			ps.SLOs = append(ps.SLOs, ss)
 		}
@@ -141,10 +142,11 @@ func restoreLedger(st ledgerState, slos []slo.SLO) (*ledger, error) {
 			return nil, fmt.Errorf("checkpoint at %d: %d SLO sums for %d SLOs, or out of order", ps.T, len(ps.SLOs), len(slos))
 		}
 		last = ps.T
-		p := checkpoint{t: ps.T, seg: int32(ps.Seg), firstTokens: ps.FirstTokens, finished: ps.Finished, finishedTokens: ps.FinishedTokens, qLo: ps.QLo, qHi: ps.QHi, qLittle: ps.QLittle}
-		for _, ss := range ps.SLOs {
+		p := newCheckpoint(ps.T, ps.Seg, len(slos))
+		p.firstTokens, p.finished, p.finishedTokens, p.qLo, p.qHi, p.qLittle = ps.FirstTokens, ps.Finished, ps.FinishedTokens, ps.QLo, ps.QHi, ps.QLittle
+		for k, ss := range ps.SLOs {
 			s := sloSums{finished: ss.Finished, lo: ss.Lo, hi: ss.Hi, est: ss.Est, tokLo: ss.TokLo, tokHi: ss.TokHi, tokEst: ss.TokEst, unknown: ss.Unknown, tokensUnknown: ss.TokensUnknown, unknownMask: ss.UnknownMask}
-			p.slos = append(p.slos, s)
+			*p.sum(k) = s
 		}
 		l.points = append(l.points, p)
 	}

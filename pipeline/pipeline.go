@@ -324,8 +324,8 @@ func (t *target) accumulateGood(slos []slo.SLO, end time.Time, length time.Durat
 			continue
 		}
 		for i, s := range slos {
-			if judgedByLedger(slos, s.Name) && b.slos[i].unknown == a.slos[i].unknown {
-				t.addGood(model, s.Name, slo.AllKey, b.slos[i].est-a.slos[i].est)
+			if judgedByLedger(slos, s.Name) && b.sum(i).unknown == a.sum(i).unknown {
+				t.addGood(model, s.Name, slo.AllKey, b.sum(i).est-a.sum(i).est)
 			}
 		}
 	}

@@ -182,7 +182,11 @@ func lagEdges(fin Finishers) (lo, hi, counts []float64) {
 // fin (the Ends of sources i..L−1, L being the last source, fin's own
 // interval): a request whose first token came in source i and that finished
 // in fin was past its first token and in flight at each of those scrapes.
-// The last source gets +Inf.
+// The last source gets +Inf. This rests on vLLM's frontend updating the
+// running and waiting gauges from the same output batch whose finished
+// requests it records in the finish histograms: at a scrape, a request whose
+// finish is not yet recorded is still in the gauges (the simulator behaves
+// so; a multi-process frontend that lags between the two would need slack).
 func inFlightCaps(sources []Source, good bool) []float64 {
 	caps := make([]float64, len(sources))
 	run := math.Inf(1)

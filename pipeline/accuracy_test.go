@@ -242,3 +242,51 @@ func checkWindow(t *testing.T, where string, res slo.SLOResult, wt windowTruth, 
 		t.Errorf("%s: goodput tokens/s upper %v above the finished requests' %v", where, u, res.FinishedTokensPerSecond)
 	}
 }
+
+// TestMissingTPOTFamilyIsUnknown serves vLLM without the per-request TPOT
+// family (before v0.11): an SLO with a TPOT objective must publish no "all",
+// goodput, burn rate or budget, and name TPOT as unknown, while TTFT alone is
+// still judged.
+func TestMissingTPOTFamilyIsUnknown(t *testing.T) {
+	cfg, err := sim.Preset("no-tpot", 11, start)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.DiscardTokenTimes = true
+	s, err := sim.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := New(testSpec(t))
+	step := 15 * time.Second
+	end := start.Add(12 * time.Minute)
+	for at := start.Add(step); !at.After(end); at = at.Add(step) {
+		scrapeInto(t, p, s, at)
+	}
+	m := p.Evaluate(end).Targets[0].Models[0]
+	for _, w := range m.Windows {
+		if len(w.SLOs) != 1 {
+			t.Fatalf("window %v: %d SLO results, want 1", w.Window.Nominal, len(w.SLOs))
+		}
+		r := w.SLOs[0]
+		if _, ok := r.Objectives[slo.AllKey]; ok || r.HasBurnRate || r.HasGoodputTokens || r.GoodputRequestsPerSecond.Upper != 0 {
+			t.Errorf("window %v: all %v, burn %v, goodput tokens %v, goodput requests %+v: want none", w.Window.Nominal, ok, r.HasBurnRate, r.HasGoodputTokens, r.GoodputRequestsPerSecond)
+		}
+		if len(r.Unknown) != 1 || r.Unknown[0] != slo.TPOT {
+			t.Errorf("window %v: unknown %v, want [tpot]", w.Window.Nominal, r.Unknown)
+		}
+		if _, ok := r.Objectives["ttft"]; !ok {
+			t.Errorf("window %v: TTFT attainment missing", w.Window.Nominal)
+		}
+	}
+	for _, b := range m.Budgets {
+		if b.Known {
+			t.Errorf("budget of %s known without TPOT: %+v", b.SLO, b.Remaining)
+		}
+	}
+	for _, c := range m.Burns {
+		if c.Known {
+			t.Errorf("burn check of %s known without TPOT", c.Alert.SLO)
+		}
+	}
+}

@@ -103,6 +103,11 @@ type SLO struct {
 	Goal float64 `yaml:"goal"`
 	// Period is the error-budget period.
 	Period model.Duration `yaml:"period"`
+	// Abandoned is "bad" (the default) or "excluded": whether a request
+	// whose client gave up after its first token counts as a request that
+	// did not meet the SLO, or is left out of the SLO's population. An SRE
+	// usually reads a request its user abandoned as not served well.
+	Abandoned string `yaml:"abandoned,omitempty"`
 	// RunbookURL, when set, is put in the annotations of this SLO's alerts.
 	RunbookURL string `yaml:"runbook_url,omitempty"`
 	// Alerts is the multi-window burn-rate alert policy; when absent it is

@@ -318,3 +318,20 @@ func TestTargetEqual(t *testing.T) {
 		t.Error("empty and absent labels must be equal")
 	}
 }
+
+// TestAbandonedPopulation checks the mapping of slos[].abandoned, whose
+// default counts abandoned requests as bad.
+func TestAbandonedPopulation(t *testing.T) {
+	for value, want := range map[string]slo.Population{"": slo.AbandonedBad, "bad": slo.AbandonedBad, "excluded": slo.AbandonedExcluded} {
+		if got := (SLO{Abandoned: value}).AbandonedPopulation(); got != want {
+			t.Errorf("abandoned %q: population %v, want %v", value, got, want)
+		}
+	}
+	c, err := Load("testdata/good_abandoned_excluded.yml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := c.SLOs[0].AbandonedPopulation(); got != slo.AbandonedExcluded {
+		t.Errorf("loaded population %v, want excluded", got)
+	}
+}

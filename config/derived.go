@@ -5,6 +5,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/vllm-slo-exporter/vllm-slo-exporter/slo"
 )
 
 // Interval is the target's effective scrape interval: its own override, or the
@@ -80,4 +82,18 @@ func (c *Config) LongestPeriod() time.Duration {
 		longest = max(longest, time.Duration(s.Period))
 	}
 	return longest
+}
+
+// abandonedPolicies maps each accepted value of slos[].abandoned to its
+// population; empty means the default, bad.
+var abandonedPolicies = map[string]slo.Population{
+	"":         slo.AbandonedBad,
+	"bad":      slo.AbandonedBad,
+	"excluded": slo.AbandonedExcluded,
+}
+
+// AbandonedPopulation is the population the SLO judges: abandoned requests
+// counted bad (the default) or excluded.
+func (s SLO) AbandonedPopulation() slo.Population {
+	return abandonedPolicies[s.Abandoned]
 }

@@ -239,6 +239,9 @@ func validateSLO(s *SLO, path string, targets []Target) *fieldError {
 	if s.Period <= 0 {
 		return errorf(path+".period", "%s must be positive", s.Period)
 	}
+	if _, ok := abandonedPolicies[s.Abandoned]; !ok {
+		return errorf(path+".abandoned", "%q must be \"bad\" (the default) or \"excluded\"", s.Abandoned)
+	}
 	if s.RunbookURL != "" {
 		if _, err := url.Parse(s.RunbookURL); err != nil {
 			return errorf(path+".runbook_url", "%q is not a valid URL: %v", s.RunbookURL, unwrapURLError(err))

@@ -49,6 +49,10 @@ type Row struct {
 type Cell struct {
 	slo.Bounded
 	Known bool
+	// Unknown, when set, says why the number cannot be known (an objective
+	// whose histogram the target lacks), as opposed to a window without
+	// requests.
+	Unknown string
 }
 
 // Burn is one alert's window pair: both burn rates and the threshold.
@@ -115,8 +119,13 @@ func row(rep *pipeline.Report, target string, m pipeline.ModelReport, b pipeline
 	for _, w := range m.Windows {
 		i := slices.Index(windows, w.Window.Nominal)
 		for _, s := range w.SLOs {
-			if a, ok := s.Objectives[slo.AllKey]; ok && s.Name == b.SLO && i >= 0 {
+			if s.Name != b.SLO || i < 0 {
+				continue
+			}
+			if a, ok := s.Objectives[slo.AllKey]; ok {
 				r.Attainment[i] = Cell{Bounded: a, Known: true}
+			} else if len(s.Unknown) > 0 {
+				r.Attainment[i] = Cell{Unknown: unknownReason(s.Unknown)}
 			}
 		}
 	}
@@ -126,11 +135,20 @@ func row(rep *pipeline.Report, target string, m pipeline.ModelReport, b pipeline
 			continue
 		}
 		i := slices.Index(pairs, pairName(c.Alert))
-		r.Burns[i] = Burn{Long: Cell{c.Long, c.Known}, Short: Cell{c.Short, c.Known}, Factor: c.Alert.Factor, Active: c.Active(), Present: true}
+		r.Burns[i] = Burn{Long: Cell{Bounded: c.Long, Known: c.Known}, Short: Cell{Bounded: c.Short, Known: c.Known}, Factor: c.Alert.Factor, Active: c.Active(), Present: true}
 	}
 	r.Alert = alertState(rep, target, m.Name, b.SLO)
 	r.Link = "/slo?" + url.Values{"target": {target}, "model": {m.Name}, "slo": {b.SLO}}.Encode()
 	return r
+}
+
+// unknownReason says which histograms an SLO's objectives lack.
+func unknownReason(missing []slo.Metric) string {
+	names := make([]string, len(missing))
+	for i, m := range missing {
+		names[i] = string(m)
+	}
+	return "the target exposes no " + strings.Join(names, ", ") + " histogram"
 }
 
 // alertState is the worst state of the SLO's burn-rate alerts for the model.

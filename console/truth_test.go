@@ -41,12 +41,13 @@ func checkSeriesHoldTheTruth(t *testing.T, r *rig) {
 			}
 		}
 		all := s.Attainment[0]
-		if ratio := float64(good) * (1 / float64(len(fin))); ratio < float64(all.Lower[i]) || ratio > float64(all.Upper[i]) {
+		// The bounds are whole counts divided by whole counts (and rates whole
+		// counts divided by seconds); dividing the true counts the same way
+		// keeps the comparison exact (rounding is monotone).
+		if ratio := float64(good) / float64(len(fin)); ratio < float64(all.Lower[i]) || ratio > float64(all.Upper[i]) {
 			t.Errorf("point %d (%v): true joint attainment %v outside the band [%v, %v]", i, to, ratio, all.Lower[i], all.Upper[i])
 		}
-		// The bounds are token counts scaled by 1/seconds; scaling the true
-		// count the same way keeps the comparison exact (rounding is monotone).
-		if gt := float64(goodTokens) * (1 / to.Sub(from).Seconds()); gt < float64(s.Goodput.Lower[i]) || gt > float64(s.Goodput.Upper[i]) {
+		if gt := float64(goodTokens) / to.Sub(from).Seconds(); gt < float64(s.Goodput.Lower[i]) || gt > float64(s.Goodput.Upper[i]) {
 			t.Errorf("point %d (%v): true goodput %v tok/s outside the band [%v, %v]", i, to, gt, s.Goodput.Lower[i], s.Goodput.Upper[i])
 		}
 		slices.Sort(e2e)

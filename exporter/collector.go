@@ -202,6 +202,10 @@ func (r *renderer) window(w slo.WindowReport) {
 		r.gauge(d.throughput, w.PromptTokensPerSecond, r.models, win, "prompt")
 		r.costs(win, "throughput", "", slo.Exact(w.GenerationTokensPerSecond))
 	}
+	if w.HasFinishedTokens {
+		r.gauge(d.throughput, w.FinishedTokensPerSecond, r.models, win, "finished")
+		r.costs(win, "finished", "", slo.Exact(w.FinishedTokensPerSecond))
+	}
 	if w.HasRequestRate {
 		r.gauge(d.requestRate, w.RequestsPerSecond, r.models, win)
 	}
@@ -212,9 +216,17 @@ func (r *renderer) window(w slo.WindowReport) {
 			r.gauge(d.observed, c.Observed, r.models, win, string(stage))
 		}
 	}
+	abandonedDone := false
 	for _, s := range w.SLOs {
 		for _, obj := range slices.Sorted(maps.Keys(s.Objectives)) {
 			r.bounded(d.attainment, s.Objectives[obj], r.models, s.Name, obj, win)
+		}
+		for _, m := range s.Unknown {
+			r.gauge(d.objectiveUnknown, 1, r.models, s.Name, string(m), win)
+		}
+		if s.HasAbandoned && !abandonedDone {
+			r.bounded(d.abandoned, s.Abandoned, r.models, win)
+			abandonedDone = true
 		}
 		if _, ok := s.Objectives[slo.AllKey]; !ok {
 			continue

@@ -18,11 +18,11 @@ type descSet struct {
 
 	historyBytes, historyDropped *prometheus.Desc
 
-	windowRequests, windowCoverage, budgetCoverage, throughput, requestRate, predicted, observed, goodTotal *prometheus.Desc
+	windowRequests, windowCoverage, budgetCoverage, throughput, requestRate, predicted, observed, goodTotal, objectiveUnknown *prometheus.Desc
 
 	alertFiring *prometheus.Desc
 
-	latency, attainment, goodputTokens, goodputRequests, burnRate, budget, cost boundedDescs
+	latency, attainment, goodputTokens, goodputRequests, burnRate, budget, cost, abandoned boundedDescs
 
 	traces traceDescs
 }
@@ -63,15 +63,16 @@ func newDescSet(extra []string) *descSet {
 		rejections:     desc("target_family_rejections_total", "Models left out of otherwise good scrapes of the target because this family failed validation for them (the other models were used), by family and reason.", with(target, "metric", "reason")),
 		missing:        desc("target_metric_missing", "1 when a family the profile needs is absent from the target's last good scrape (renamed by an upgrade, or --disable-log-stats), 0 when present.", with(target, "metric")),
 
-		windowRequests: desc("window_requests", "Observations of the latency metric in the window.", with(model, "metric", "window")),
-		budgetCoverage: desc("error_budget_coverage_ratio", "Share of the SLO period that the error budget rests on; below 1 until the exporter has watched a whole period (or after a long gap).", with(model, "slo")),
-		windowCoverage: desc("window_coverage_ratio", "Span of the window's data over its nominal length: below 1 while the history is younger than the window (after a start, or a reload that lengthened it), above 1 when a coarse history tier moved its start earlier; every other series of the window covers exactly this span.", with(model, "window")),
-		throughput:     desc("throughput_tokens_per_second", "Tokens processed per second over the window, exact from vLLM's counters.", with(model, "window", "kind")),
-		requestRate:    desc("requests_per_second", "Finished requests per second over the window, exact.", with(model, "window")),
-		predicted:      desc("concurrency_predicted", "Little's Law concurrency λ·W over the window (exact: increase of the latency sum / window).", with(model, "window", "stage")),
-		observed:       desc("concurrency_observed", "Time-average over the window of vLLM's running/waiting gauges sampled at scrapes.", with(model, "window", "stage")),
-		alertFiring:    desc("alert_firing", "1 while the alert fires, 0 while it is pending (the condition holds, its for duration has not passed).", with(model, "slo", "alertname", "severity")),
-		goodTotal:      desc("good_requests_total", "Estimated requests that met the objective (objective=\"all\": every per-request objective; objective=\"itl\" counts token gaps, not requests), summed over scrape intervals; merge across a fleet with sum(rate()).", with(model, "slo", "objective")),
+		windowRequests:   desc("window_requests", "Observations of the latency metric in the window.", with(model, "metric", "window")),
+		budgetCoverage:   desc("error_budget_coverage_ratio", "Share of the SLO period that the error budget rests on; below 1 until the exporter has watched a whole period (or after a long gap).", with(model, "slo")),
+		windowCoverage:   desc("window_coverage_ratio", "Span of the window's data over its nominal length: below 1 while the history is younger than the window (after a start, or a reload that lengthened it), above 1 when a coarse history tier moved its start earlier; every other series of the window covers exactly this span.", with(model, "window")),
+		throughput:       desc("throughput_tokens_per_second", "Tokens per second over the window, exact: kind=\"generation\" and \"prompt\" from vLLM's counters (tokens produced in the window), kind=\"finished\" the generation tokens of the requests that finished in the window (the population goodput tokens are part of).", with(model, "window", "kind")),
+		requestRate:      desc("requests_per_second", "Finished requests per second over the window, exact.", with(model, "window")),
+		predicted:        desc("concurrency_predicted", "Little's Law concurrency λ·W over the window (exact: increase of the latency sum / window).", with(model, "window", "stage")),
+		observed:         desc("concurrency_observed", "Time-average over the window of vLLM's running/waiting gauges sampled at scrapes.", with(model, "window", "stage")),
+		alertFiring:      desc("alert_firing", "1 while the alert fires, 0 while it is pending (the condition holds, its for duration has not passed).", with(model, "slo", "alertname", "severity")),
+		objectiveUnknown: desc("objective_unknown", "1 when the target lacks the histogram of an SLO objective in the window: attainment of \"all\", goodput and burn rate are then absent, since nothing says the requests met it.", with(model, "slo", "objective", "window")),
+		goodTotal:        desc("good_requests_total", "Estimated requests that met the objective (objective=\"all\": every per-request objective; objective=\"itl\" counts token gaps, not requests), summed over scrape intervals; merge across a fleet with sum(rate()).", with(model, "slo", "objective")),
 
 		latency:         bounded("latency", "seconds", "latency q-quantile over the window (label q holds its level, 0.99 for p99); the bounds are the bucket that certainly holds the quantile (nearest rank).", with(model, "metric", "window", QuantileLabel)),
 		attainment:      bounded("attainment", "ratio", "share of requests meeting the objective over the window.", with(model, "slo", "objective", "window")),
@@ -79,6 +80,7 @@ func newDescSet(extra []string) *descSet {
 		goodputRequests: bounded("goodput", "requests_per_second", "requests per second that finished in the window meeting every objective.", with(model, "slo", "window")),
 		burnRate:        bounded("burn_rate", "", "error-budget burn rate over the window: (1 - attainment of all objectives) / (1 - goal); page on the upper bound.", with(model, "slo", "window")),
 		budget:          bounded("error_budget_remaining", "ratio", "share of the SLO period's error budget not yet spent; negative when overspent.", with(model, "slo")),
+		abandoned:       bounded("abandoned", "requests", "requests that got a first token and left in the window without a finish observation (client cancellations, requests lost in a restart); the SLO's abandoned setting says whether they count as bad.", with(model, "window")),
 		cost:            bounded("cost", "per_million_tokens", "GPU cost per million generated tokens over the window, on the throughput basis or on the goodput basis (tokens of requests within the SLO).", with(model, "window", "basis", "slo", "currency")),
 
 		traces: newTraceDescs(model, desc),

@@ -362,3 +362,38 @@ func TestCollectorWindowCoverage(t *testing.T) {
 		}
 	}
 }
+
+// TestUnknownObjectiveAndNewSeries renders a window whose SLO lacks an
+// objective's histogram (the flag, no "all", a landing-page note) and a
+// judged one (abandoned requests and the finished requests' tokens).
+func TestUnknownObjectiveAndNewSeries(t *testing.T) {
+	judged := slo.SLOResult{Name: "ok", Requests: 10,
+		Objectives:   map[string]slo.Bounded{slo.AllKey: {Estimate: 0.9, Lower: 0.8, Upper: 1}},
+		GoodRequests: map[string]slo.Bounded{slo.AllKey: {Estimate: 9, Lower: 8, Upper: 10}},
+		Abandoned:    slo.Bounded{Estimate: 1, Lower: 0, Upper: 2}, HasAbandoned: true}
+	unknown := slo.SLOResult{Name: "needs-tpot", Requests: 10, Objectives: map[string]slo.Bounded{"ttft": slo.Exact(1)},
+		GoodRequests: map[string]slo.Bounded{}, Unknown: []slo.Metric{slo.TPOT}}
+	w := slo.WindowReport{Window: slo.Window{Nominal: time.Minute}, FinishedTokensPerSecond: 12.5, HasFinishedTokens: true,
+		SLOs: []slo.SLOResult{judged, unknown}}
+	rep := &pipeline.Report{Targets: []pipeline.TargetReport{{Name: "a", Tried: true, Up: true,
+		Models: []pipeline.ModelReport{{Name: "m", Windows: []slo.WindowReport{w},
+			Budgets: []pipeline.Budget{{SLO: "ok"}, {SLO: "needs-tpot"}}}}}}}
+	srv := httptest.NewServer(NewHandler(Endpoints{Report: func() *pipeline.Report { return rep }}))
+	defer srv.Close()
+	metrics := get(t, srv.URL+"/metrics", http.StatusOK)
+	for _, want := range []string{
+		`vllm_slo_objective_unknown{model_name="m",objective="tpot",slo="needs-tpot",target="a",window="1m"} 1`,
+		`vllm_slo_abandoned_upper_requests{model_name="m",target="a",window="1m"} 2`,
+		`vllm_slo_throughput_tokens_per_second{kind="finished",model_name="m",target="a",window="1m"} 12.5`,
+	} {
+		if !strings.Contains(metrics, want) {
+			t.Errorf("/metrics lacks %s", want)
+		}
+	}
+	if strings.Contains(metrics, `objective="all",slo="needs-tpot"`) {
+		t.Error("an SLO with an unmeasured objective has an attainment of all")
+	}
+	if body := get(t, srv.URL+"/", http.StatusOK); !strings.Contains(body, "unknown: the target exposes no tpot histogram") {
+		t.Error("the console does not say the SLO is unknown")
+	}
+}

@@ -124,6 +124,7 @@ func (h *History) Window(model string, end time.Time, length time.Duration, opts
 	}
 	w.RequestSuccess, w.HasRequestSuccess = inc.counters[scrape.RequestSuccess]
 
+	w.Restarts = len(pieces) - 1
 	// Every piece but the last ends at the last point of a segment that a
 	// restart closed: the requests in flight there were aborted.
 	for _, pc := range pieces[:len(pieces)-1] {

@@ -11,108 +11,148 @@ import (
 	"github.com/vllm-slo-exporter/vllm-slo-exporter/slo"
 )
 
-// workload is one simulated scenario of the accuracy table.
-type workload struct {
-	name    string
-	cfg     func() sim.Config
-	restart time.Duration // when > 0, vLLM restarts at this offset
-}
-
-func workloads() []workload {
-	demo := func(mod func(*sim.Config)) func() sim.Config {
-		return func() sim.Config {
-			c := sim.DemoConfig(11, start)
-			c.DiscardTokenTimes = true
-			mod(&c)
-			return c
-		}
-	}
-	phases := func(ps ...sim.Phase) func(*sim.Config) {
-		return func(c *sim.Config) {
-			c.Models[0].Workload.Phases = ps
-			c.Models[0].Workload.Repeat = false
-		}
-	}
-	return []workload{
-		{name: "steady", cfg: demo(phases(sim.Phase{Kind: sim.Poisson, Rate: sim.DemoRate}))},
-		{name: "bursty", cfg: demo(phases(sim.Phase{Kind: sim.Bursty, Rate: 4 * sim.DemoRate, RateOff: sim.DemoRate / 2, On: 30 * time.Second, Off: 90 * time.Second}))},
-		{name: "overload", cfg: demo(phases(
-			sim.Phase{Duration: 10 * time.Minute, Kind: sim.Poisson, Rate: sim.DemoRate},
-			sim.Phase{Duration: 10 * time.Minute, Kind: sim.Poisson, Rate: 4 * sim.DemoRate},
-			sim.Phase{Kind: sim.Poisson, Rate: sim.DemoRate}))},
-		{name: "restart", cfg: demo(phases(sim.Phase{Kind: sim.Poisson, Rate: 2 * sim.DemoRate})), restart: 13 * time.Minute},
-		{name: "one-engine", cfg: demo(func(c *sim.Config) {
-			c.Models[0].Engines = 1
-			phases(sim.Phase{Kind: sim.Poisson, Rate: sim.DemoRate})(c)
-		})},
-		{name: "bimodal-prompts", cfg: demo(func(c *sim.Config) {
-			phases(sim.Phase{Kind: sim.Poisson, Rate: 1.5 * sim.DemoRate})(c)
-			c.Models[0].Workload.Prompt = sim.LengthDist{Mixture: []sim.Component{
-				{Weight: 0.5, Dist: sim.LengthDist{Fixed: 64}},
-				{Weight: 0.5, Dist: sim.LengthDist{Median: 6000, Sigma: 0.3, Min: 2000, Max: 12000}},
-			}}
-		})},
-	}
+// accuracyPresets are the simulated scenarios of the accuracy table, by sim
+// preset name.
+var accuracyPresets = []string{
+	"steady", "bursty", "overload", "restart", "outage", "cancel15",
+	"two-engines", "bimodal-prompts", "one-engine",
 }
 
 // accuracy accumulates, over windows, the width of the bounds and the error of
-// the estimate for one quantity.
+// the estimate for one quantity, and counts the windows whose truth left the
+// bounds.
 type accuracy struct {
 	n, width, absErr, outside float64
+	worst                     float64
 }
 
-func (a *accuracy) add(truth float64, b slo.Bounded, scale float64) {
-	if scale <= 0 {
-		return
+// add checks one window: truth must lie in [b.Lower, b.Upper] exactly (no
+// tolerance); width and error are taken as shares of scale.
+func (a *accuracy) add(truth float64, b slo.Bounded, scale float64) bool {
+	if !(scale > 0) {
+		return true
 	}
 	a.n++
-	a.width += (b.Upper - b.Lower) / scale
+	w := (b.Upper - b.Lower) / scale
+	a.width += w
+	a.worst = math.Max(a.worst, w)
 	a.absErr += math.Abs(b.Estimate-truth) / scale
-	if truth < b.Lower-1e-9*scale || truth > b.Upper+1e-9*scale {
+	if truth < b.Lower || truth > b.Upper {
 		a.outside++
+		return false
 	}
+	return true
+}
+
+func (a *accuracy) merge(b accuracy) {
+	a.n += b.n
+	a.width += b.width
+	a.absErr += b.absErr
+	a.outside += b.outside
+	a.worst = math.Max(a.worst, b.worst)
 }
 
 func (a accuracy) String() string {
 	if a.n == 0 {
-		return "n/a"
+		return fmt.Sprintf("%-22s", "n/a")
 	}
-	return fmt.Sprintf("%7.4f %7.4f", a.width/a.n, a.absErr/a.n)
+	return fmt.Sprintf("%6.4f %6.4f %6.4f", a.width/a.n, a.worst, a.absErr/a.n)
+}
+
+// windowTruth is what the simulator says about one window.
+type windowTruth struct {
+	finished, good, abandoned float64
+	tokens, goodTokens        float64
+}
+
+// lostGap is the span between the last scrape before a vLLM crash and the
+// crash: whatever happened there was counted by a process that died before
+// anyone read it, so no scraper can see it.
+type lostGap struct{ from, to time.Time }
+
+func (g lostGap) holds(t time.Time) bool { return t.After(g.from) && !t.After(g.to) }
+
+// truthOf counts the window (from, to] in the simulator's truth as a scraper
+// can know it: finished requests whose finish was observed, and abandoned
+// ones: first token observed, finish never observed (cancelled by the
+// client, lost in a restart, or finished inside a lost gap), counted when
+// they left.
+func truthOf(truth sim.Truth, from, to time.Time, gaps []lostGap, meets func(sim.Request) bool) windowTruth {
+	var wt windowTruth
+	inGap := func(t time.Time) bool {
+		for _, g := range gaps {
+			if g.holds(t) {
+				return true
+			}
+		}
+		return false
+	}
+	for _, r := range truth {
+		if r.Finish.IsZero() || !r.Finish.After(from) || r.Finish.After(to) {
+			continue
+		}
+		observedFinish := r.Finished() && !inGap(r.Finish)
+		switch {
+		case observedFinish:
+			wt.finished++
+			wt.tokens += float64(r.OutputTokens)
+			if meets(r) {
+				wt.good++
+				wt.goodTokens += float64(r.OutputTokens)
+			}
+		case !r.FirstToken.IsZero() && !inGap(r.FirstToken):
+			wt.abandoned++
+		}
+	}
+	return wt
 }
 
 // TestJointAccuracyAgainstTruth runs every workload through the pipeline and
-// compares joint attainment and goodput with the simulator's per-request
-// truth over every evaluated window: the truth must lie inside the bounds in
-// every window, and the table (printed with -v) reports the mean bound width
-// and the mean estimate error, as shares of the finished requests and of the
-// generated tokens. BENCHMARKS.md quotes it.
+// compares, over every evaluated window, each SLO series with the
+// simulator's per-request truth: the good requests ("all"), attainment with
+// abandoned streams counted bad and excluded, goodput requests and tokens,
+// the abandoned requests and the burn rate. The truth must lie inside every
+// bound in every window, with no tolerance. The table (printed with -v)
+// reports the mean and worst bound width and the mean estimate error, as
+// shares of the finished requests (good, abandoned), as attainment shares,
+// and as shares of the finished requests' tokens (goodput tokens).
 func TestJointAccuracyAgainstTruth(t *testing.T) {
 	var table strings.Builder
-	fmt.Fprintf(&table, "%-16s %7s | %-15s | %-15s\n", "workload", "windows", "joint width err", "goodput width err")
-	var allJoint, allGood accuracy
-	for _, wl := range workloads() {
-		s, err := sim.New(wl.cfg())
+	fmt.Fprintf(&table, "%-16s %4s | %-20s | %-20s | %-20s | %-20s | %-20s\n", "workload", "win",
+		"good   width worst err", "att(bad) w worst err", "att(excl) w worst err", "goodput tok w wst err", "abandoned w worst err")
+	var all [5]accuracy
+	// burnSpread is the largest upper burn rate minus its estimate over the
+	// steady workload's 1m windows, with abandoned requests bad and excluded.
+	var burnSpread [2]float64
+	meets := func(r sim.Request) bool { return r.TTFT() <= 0.5+1e-9 && r.TPOT() <= 0.05+1e-9 }
+	excluded := interactive
+	excluded.Name = "interactive-excluded"
+	excluded.Abandoned = slo.AbandonedExcluded
+	for _, name := range accuracyPresets {
+		cfg, err := sim.Preset(name, 11, start)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cfg.DiscardTokenTimes = true
+		s, err := sim.New(cfg)
 		if err != nil {
 			t.Fatal(err)
 		}
 		spec := testSpec(t)
+		spec.SLOs = []slo.SLO{interactive, excluded}
 		spec.Windows = []time.Duration{time.Minute, 5 * time.Minute}
 		p := New(spec)
-		var joint, good accuracy
 		step := 15 * time.Second
-		restarted := false
-		// Requests that finish between the last scrape before a restart and
-		// the restart are counted by a process that dies before anyone reads
-		// it: no scraper can see them, so they leave the truth too.
-		var lostFrom, lostTo time.Time
+		var gaps []lostGap
+		for _, r := range cfg.Restarts {
+			crash := start.Add(r.At)
+			gaps = append(gaps, lostGap{from: start.Add(r.At.Truncate(step)), to: crash})
+		}
+		var acc [5]accuracy
 		for at := start.Add(step); !at.After(start.Add(30 * time.Minute)); at = at.Add(step) {
-			if wl.restart > 0 && !restarted && at.Sub(start) >= wl.restart {
-				lostFrom, lostTo = at.Add(-step), at.Add(-7*time.Second)
-				s.AdvanceTo(lostTo)
-				if err := s.Restart(sim.RestartOptions{}); err != nil {
-					t.Fatal(err)
-				}
-				restarted = true
+			s.AdvanceTo(at)
+			if !s.Serving() {
+				continue
 			}
 			scrapeInto(t, p, s, at)
 			if at.Sub(start) < 5*time.Minute || at.Sub(start)%time.Minute != 0 {
@@ -120,43 +160,133 @@ func TestJointAccuracyAgainstTruth(t *testing.T) {
 			}
 			truth := s.Truth()
 			for _, w := range p.Evaluate(at).Targets[0].Models[0].Windows {
-				if len(w.SLOs) == 0 {
+				if len(w.SLOs) != 2 {
 					continue
 				}
-				fin := truth.FinishedIn(w.Window.Start, w.Window.End)
-				n, ok, tokens, goodTokens := 0.0, 0.0, 0.0, 0.0
-				for _, r := range fin {
-					if !r.Finished() || (r.Finish.After(lostFrom) && !r.Finish.After(lostTo)) {
-						continue
-					}
-					n++
-					tokens += float64(r.OutputTokens)
-					if r.TTFT() <= 0.5+1e-9 && r.TPOT() <= 0.05+1e-9 {
-						ok++
-						goodTokens += float64(r.OutputTokens)
-					}
-				}
-				res := w.SLOs[0]
-				if res.Requests != n {
-					t.Errorf("%s at %v window %v: %v finished requests, truth %v", wl.name, at.Sub(start), w.Window.Nominal, res.Requests, n)
-				}
-				joint.add(ok, res.GoodRequests[slo.AllKey], n)
+				wt := truthOf(truth, w.Window.Start, w.Window.End, gaps, meets)
 				secs := w.Window.Seconds()
-				gt := res.GoodputTokensPerSecond
-				good.add(goodTokens/secs, gt, tokens/secs)
+				where := fmt.Sprintf("%s at %v window %v", name, at.Sub(start), w.Window.Nominal)
+				checkWindow(t, where, w.SLOs[0], wt, secs, &acc, true)
+				checkWindow(t, where+" (excluded)", w.SLOs[1], wt, secs, &acc, false)
+				if name == "steady" && w.Window.Nominal == time.Minute {
+					for k, r := range w.SLOs[:2] {
+						burnSpread[k] = math.Max(burnSpread[k], r.BurnRate.Upper-r.BurnRate.Estimate)
+					}
+				}
 			}
 		}
-		if joint.outside > 0 || good.outside > 0 {
-			t.Errorf("%s: truth outside the bounds in %v joint and %v goodput windows of %v", wl.name, joint.outside, good.outside, joint.n)
+		fmt.Fprintf(&table, "%-16s %4.0f | %s | %s | %s | %s | %s\n", name, acc[0].n, acc[0], acc[1], acc[2], acc[3], acc[4])
+		for i := range all {
+			all[i].merge(acc[i])
 		}
-		fmt.Fprintf(&table, "%-16s %7.0f | %s | %s\n", wl.name, joint.n, joint, good)
-		allJoint.n += joint.n
-		allJoint.width += joint.width
-		allJoint.absErr += joint.absErr
-		allGood.n += good.n
-		allGood.width += good.width
-		allGood.absErr += good.absErr
 	}
-	fmt.Fprintf(&table, "%-16s %7.0f | %s | %s\n", "all", allJoint.n, allJoint, allGood)
-	t.Logf("mean bound width and mean |estimate − truth|, as shares of finished requests (joint) and generated tokens (goodput):\n%s", table.String())
+	fmt.Fprintf(&table, "%-16s %4.0f | %s | %s | %s | %s | %s\n", "all", all[0].n, all[0], all[1], all[2], all[3], all[4])
+	t.Logf("mean width, worst width and mean |estimate − truth| per window:\n%s", table.String())
+	t.Logf("steady, 1m windows: upper burn rate − estimate at most %.2f (abandoned bad), %.2f (excluded)", burnSpread[0], burnSpread[1])
+}
+
+// checkWindow compares one SLO result with the truth of its window; acc
+// gathers good, attainment (bad), attainment (excluded), goodput tokens and
+// abandoned, and bad says which attainment this result is.
+func checkWindow(t *testing.T, where string, res slo.SLOResult, wt windowTruth, secs float64, acc *[5]accuracy, bad bool) {
+	t.Helper()
+	if res.Requests != wt.finished {
+		t.Errorf("%s: %v finished requests, truth %v", where, res.Requests, wt.finished)
+	}
+	good, ok := res.GoodRequests[slo.AllKey]
+	if !ok || !res.HasAbandoned || !res.HasGoodputTokens || !res.HasBurnRate {
+		t.Errorf("%s: all %v, abandoned %v, goodput tokens %v, burn %v: want all present", where, ok, res.HasAbandoned, res.HasGoodputTokens, res.HasBurnRate)
+		return
+	}
+	att := res.Objectives[slo.AllKey]
+	pop := wt.finished
+	if bad {
+		pop += wt.abandoned
+	}
+	truthAtt := wt.good / pop
+	truthBurn := math.Max(0, 1-truthAtt) / (1 - interactive.Goal)
+	checks := []struct {
+		what  string
+		truth float64
+		b     slo.Bounded
+		into  int
+		scale float64
+	}{
+		{"good requests", wt.good, good, 0, wt.finished},
+		{"attainment", truthAtt, att, 2, 1},
+		{"goodput tokens/s", wt.goodTokens / secs, res.GoodputTokensPerSecond, 3, wt.tokens / secs},
+		{"goodput requests/s", wt.good / secs, res.GoodputRequestsPerSecond, -1, 1},
+		{"abandoned", wt.abandoned, res.Abandoned, 4, wt.finished},
+		{"burn rate", truthBurn, res.BurnRate, -1, 1},
+	}
+	if bad {
+		checks[1].into = 1
+	}
+	for _, c := range checks {
+		if !bad && (c.into == 0 || c.into == 3 || c.into == 4) {
+			c.into = -1 // the same numbers as the "bad" SLO's
+		}
+		var sink accuracy
+		target := &sink
+		if c.into >= 0 {
+			target = &acc[c.into]
+		}
+		if !target.add(c.truth, c.b, c.scale) {
+			t.Errorf("%s: %s truth %v outside [%v, %v]", where, c.what, c.truth, c.b.Lower, c.b.Upper)
+		}
+	}
+	if got, want := res.FinishedTokensPerSecond, wt.tokens/secs; math.Abs(got-want) > 1e-9*want {
+		t.Errorf("%s: finished tokens/s %v, truth %v", where, got, want)
+	}
+	if u := res.GoodputTokensPerSecond.Upper; u > res.FinishedTokensPerSecond {
+		t.Errorf("%s: goodput tokens/s upper %v above the finished requests' %v", where, u, res.FinishedTokensPerSecond)
+	}
+}
+
+// TestMissingTPOTFamilyIsUnknown serves vLLM without the per-request TPOT
+// family (before v0.11): an SLO with a TPOT objective must publish no "all",
+// goodput, burn rate or budget, and name TPOT as unknown, while TTFT alone is
+// still judged.
+func TestMissingTPOTFamilyIsUnknown(t *testing.T) {
+	cfg, err := sim.Preset("no-tpot", 11, start)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.DiscardTokenTimes = true
+	s, err := sim.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := New(testSpec(t))
+	step := 15 * time.Second
+	end := start.Add(12 * time.Minute)
+	for at := start.Add(step); !at.After(end); at = at.Add(step) {
+		scrapeInto(t, p, s, at)
+	}
+	m := p.Evaluate(end).Targets[0].Models[0]
+	for _, w := range m.Windows {
+		if len(w.SLOs) != 1 {
+			t.Fatalf("window %v: %d SLO results, want 1", w.Window.Nominal, len(w.SLOs))
+		}
+		r := w.SLOs[0]
+		if _, ok := r.Objectives[slo.AllKey]; ok || r.HasBurnRate || r.HasGoodputTokens || r.GoodputRequestsPerSecond.Upper != 0 {
+			t.Errorf("window %v: all %v, burn %v, goodput tokens %v, goodput requests %+v: want none", w.Window.Nominal, ok, r.HasBurnRate, r.HasGoodputTokens, r.GoodputRequestsPerSecond)
+		}
+		if len(r.Unknown) != 1 || r.Unknown[0] != slo.TPOT {
+			t.Errorf("window %v: unknown %v, want [tpot]", w.Window.Nominal, r.Unknown)
+		}
+		if _, ok := r.Objectives["ttft"]; !ok {
+			t.Errorf("window %v: TTFT attainment missing", w.Window.Nominal)
+		}
+	}
+	for _, b := range m.Budgets {
+		if b.Known {
+			t.Errorf("budget of %s known without TPOT: %+v", b.SLO, b.Remaining)
+		}
+	}
+	for _, c := range m.Burns {
+		if c.Known {
+			t.Errorf("burn check of %s known without TPOT", c.Alert.SLO)
+		}
+	}
 }

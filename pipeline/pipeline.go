@@ -99,6 +99,9 @@ type target struct {
 	sloDefs map[string]string
 	// good[model][slo][objective] accumulates estimated good requests.
 	good map[string]map[string]map[string]float64
+	// ledgers holds each model's per-interval record, which "all", goodput,
+	// abandoned requests, burn rates and budgets are computed from.
+	ledgers map[string]*ledger
 }
 
 // New builds a pipeline for a spec.
@@ -156,6 +159,13 @@ func (t *target) reconfigure(spec Spec) error {
 			if defs[name] != t.sloDefs[name] {
 				delete(bySLO, name)
 			}
+		}
+	}
+	for model, l := range t.ledgers {
+		if !slices.Equal(sloTexts(l.slos), sloTexts(spec.SLOs)) {
+			delete(t.ledgers, model) // its sums are of another SLO list
+		} else {
+			l.slos = spec.SLOs
 		}
 	}
 	t.sloDefs = defs
@@ -217,6 +227,7 @@ func newTarget(ts TargetSpec, spec Spec) *target {
 		found:    map[string]string{},
 		offEdge:  map[string]string{},
 		good:     map[string]map[string]map[string]float64{},
+		ledgers:  map[string]*ledger{},
 	}
 }
 
@@ -283,6 +294,7 @@ func (p *Pipeline) Ingest(name string, snap *scrape.Snapshot, duration time.Dura
 		t.found[string(f)] = n
 	}
 	if !prev.IsZero() {
+		t.feedLedgers(spec, snap, snap.Time.Sub(prev))
 		t.accumulateGood(spec.SLOs, snap.Time, snap.Time.Sub(prev))
 	}
 	t.checkEdges(spec.SLOs, snap)
@@ -386,10 +398,127 @@ func (t *target) accumulateGood(slos []slo.SLO, end time.Time, length time.Durat
 		rep := slo.EvaluateWindow(w, slos, slo.Options{})
 		for _, r := range rep.SLOs {
 			for obj, good := range r.GoodRequests {
+				if obj == slo.AllKey && judgedByLedger(slos, r.Name) {
+					continue
+				}
 				t.addGood(model, r.Name, obj, good.Estimate)
 			}
 		}
+		l := t.ledgers[model]
+		if l == nil || len(l.points) < 2 {
+			continue
+		}
+		a, b := l.points[len(l.points)-2], l.points[len(l.points)-1]
+		if b.t != end.UnixNano() {
+			continue
+		}
+		for i, s := range slos {
+			if judgedByLedger(slos, s.Name) && b.sum(i).unknown == a.sum(i).unknown {
+				t.addGood(model, s.Name, slo.AllKey, b.sum(i).est-a.sum(i).est)
+			}
+		}
 	}
+}
+
+// feedLedgers records the interval that just ended in each model's ledger.
+func (t *target) feedLedgers(spec Spec, snap *scrape.Snapshot, length time.Duration) {
+	if len(spec.SLOs) == 0 {
+		return
+	}
+	for model := range snap.Models {
+		if _, kept := snap.Models[model]; !kept {
+			continue
+		}
+		w, ok := t.hist.Window(model, snap.Time, length, history.Options{})
+		if !ok {
+			continue
+		}
+		counted := true
+		if t.spec.Warmup > 0 {
+			ww, ok := t.hist.Window(model, snap.Time, length, history.Options{Warmup: t.spec.Warmup})
+			counted = ok && finishersOf(ww).N == finishersOf(w).N
+		}
+		l := t.ledgers[model]
+		if l == nil {
+			l = newLedger(spec.SLOs)
+			t.ledgers[model] = l
+		}
+		l.append(w, counted, t.hist.Retention())
+	}
+	for model := range t.ledgers {
+		if !slices.Contains(t.hist.Models(), model) {
+			delete(t.ledgers, model)
+		}
+	}
+}
+
+// judgedByLedger reports whether the named SLO has a per-request objective,
+// so that the ledger judges its "all"; an SLO of ITL objectives only is
+// judged over token gaps by EvaluateWindow.
+func judgedByLedger(slos []slo.SLO, name string) bool {
+	for _, s := range slos {
+		if s.Name != name {
+			continue
+		}
+		for _, o := range s.Objectives {
+			if o.Metric != slo.ITL {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// overlay replaces the window-wide "all", goodput and burn rate of SLO i in
+// r by the ledger's interval-by-interval ones over the same span as the
+// history window w (from its start scrape to its end scrape), and adds the
+// abandoned requests.
+func (t *target) overlay(spec Spec, model string, i int, r *slo.SLOResult, w slo.Window) {
+	s := spec.SLOs[i]
+	if !judgedByLedger(spec.SLOs, s.Name) {
+		return
+	}
+	l := t.ledgers[model]
+	var lw ledgerWindow
+	ok := l != nil
+	if ok {
+		lw, ok = l.window(i, w.Start, w.End)
+	}
+	delete(r.GoodRequests, slo.AllKey)
+	delete(r.Objectives, slo.AllKey)
+	r.GoodputRequestsPerSecond, r.GoodputTokensPerSecond, r.BurnRate = slo.Bounded{}, slo.Bounded{}, slo.Bounded{}
+	r.HasGoodputTokens, r.HasBurnRate, r.HasAbandoned = false, false, false
+	if !ok {
+		return
+	}
+	if len(lw.unknown) > 0 {
+		r.Unknown = lw.unknown
+		return
+	}
+	secs := lw.end.Sub(lw.start).Seconds()
+	if !(secs > 0) {
+		return
+	}
+	r.Requests = lw.finished
+	r.Abandoned, r.HasAbandoned = lw.abandoned, true
+	r.GoodRequests[slo.AllKey] = lw.good
+	r.GoodputRequestsPerSecond = per(lw.good, secs)
+	if lw.hasTokens {
+		r.GoodputTokensPerSecond, r.HasGoodputTokens = per(lw.tokens, secs), true
+	}
+	r.FinishedTokensPerSecond, r.HasFinishedTokens = lw.finishedTokens/secs, true
+	all, ok := slo.AttainmentOver(lw.good, lw.finished, lw.abandoned, s.Abandoned)
+	if !ok {
+		return
+	}
+	r.Objectives[slo.AllKey] = all
+	r.BurnRate, r.HasBurnRate = slo.BurnRate(all, s.Goal)
+}
+
+// per divides every part of b by secs (a division, so that a rate of an
+// exact count rounds as the count over the seconds does).
+func per(b slo.Bounded, secs float64) slo.Bounded {
+	return slo.Bounded{Estimate: b.Estimate / secs, Lower: b.Lower / secs, Upper: b.Upper / secs}
 }
 
 func (t *target) addGood(model, sloName, objective string, v float64) {
@@ -495,7 +624,7 @@ func (t *target) evaluateModel(spec Spec, model string, now time.Time) ModelRepo
 		mr.Windows = append(mr.Windows, wr)
 	}
 	for _, s := range spec.SLOs {
-		mr.Budgets = append(mr.Budgets, t.budget(s, model, now))
+		mr.Budgets = append(mr.Budgets, t.budget(spec, s, model, now))
 	}
 	for _, a := range spec.Alerts {
 		mr.Burns = append(mr.Burns, t.burnCheck(spec, a, model, now))
@@ -520,7 +649,7 @@ func (t *target) windowOptions(warm bool) history.Options {
 	return o
 }
 
-func (t *target) budget(s slo.SLO, model string, now time.Time) Budget {
+func (t *target) budget(spec Spec, s slo.SLO, model string, now time.Time) Budget {
 	b := Budget{SLO: s.Name}
 	w, ok := t.hist.Window(model, now, s.Period, t.windowOptions(true))
 	if !ok {
@@ -530,6 +659,7 @@ func (t *target) budget(s slo.SLO, model string, now time.Time) Budget {
 	if len(rep.SLOs) == 0 {
 		return b
 	}
+	t.overlayAll(spec, model, rep.SLOs, w)
 	all, ok := rep.SLOs[0].Objectives[slo.AllKey]
 	if !ok {
 		return b
@@ -558,11 +688,18 @@ func (t *target) burnCheck(spec Spec, a BurnAlert, model string, now time.Time) 
 			return slo.Bounded{}, Evidence{}, false
 		}
 		rep := slo.EvaluateWindow(w, []slo.SLO{s}, slo.Options{})
+		t.overlayAll(spec, model, rep.SLOs, w)
 		if len(rep.SLOs) == 0 || !rep.SLOs[0].HasBurnRate {
 			return slo.Bounded{}, Evidence{}, false
 		}
 		ev := objectiveEvidence(rep.SLOs[0], s)
 		ev.Requests, ev.Coverage = rep.SLOs[0].Requests, WindowCoverage(w, length)
+		if w.Start.After(now.Add(-min(length, a.Short))) {
+			// The history holds less than the short window yet (a first
+			// start, or a start without state): too little to judge, since
+			// the requests in flight at the edges weigh on a few minutes.
+			return slo.Bounded{}, ev, false
+		}
 		return rep.SLOs[0].BurnRate, ev, true
 	}
 	var okLong, okShort bool
@@ -618,4 +755,16 @@ func objectiveEvidence(r slo.SLOResult, s slo.SLO) Evidence {
 		}
 	}
 	return ev
+}
+
+// overlayAll applies overlay to each SLO result, found by name in the spec.
+func (t *target) overlayAll(spec Spec, model string, results []slo.SLOResult, w slo.Window) {
+	for k := range results {
+		for i, s := range spec.SLOs {
+			if s.Name == results[k].Name {
+				t.overlay(spec, model, i, &results[k], w)
+				break
+			}
+		}
+	}
 }

@@ -221,6 +221,7 @@ func TestReconfigureKeepsHistoryAndStateRoundTrip(t *testing.T) {
 	}
 	end := start.Add(5 * time.Minute)
 	before := p.Evaluate(end).Targets[0].Models[0].Windows[1].Requests[slo.E2E]
+	allBefore := p.Evaluate(end).Targets[0].Models[0].Windows[1].SLOs[0].GoodRequests[slo.AllKey]
 
 	spec.SLOs[0].Goal = 0.95
 	if err := p.Reconfigure(spec); err != nil {
@@ -240,6 +241,10 @@ func TestReconfigureKeepsHistoryAndStateRoundTrip(t *testing.T) {
 	}
 	if got := fresh.Evaluate(end).Targets[0].Models[0].Windows[1].Requests[slo.E2E]; got != before {
 		t.Errorf("after a state round trip: %v requests, want %v", got, before)
+	}
+	// The ledger survives too: the joint of the window is the same.
+	if got := fresh.Evaluate(end).Targets[0].Models[0].Windows[1].SLOs[0].GoodRequests[slo.AllKey]; got != allBefore || got.Upper <= 0 {
+		t.Errorf("after a state round trip: all %+v, want %+v", got, allBefore)
 	}
 	if _, err := fresh.UnmarshalState(data[:len(data)/2]); err == nil {
 		t.Error("a truncated state was accepted")

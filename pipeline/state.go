@@ -23,10 +23,14 @@ type targetState struct {
 	Name, URL, Profile string
 	History            []byte
 	Good               map[string]map[string]map[string]float64
+	// Ledgers holds each model's per-interval ledger; absent in states
+	// written before it existed (the ledger then starts afresh).
+	Ledgers map[string]ledgerState
 }
 
-// MarshalState encodes every target's history and good-request totals, so
-// that a restart of the daemon keeps its windows and error budgets.
+// MarshalState encodes every target's history, ledgers and good-request
+// totals, so that a restart of the daemon keeps its windows and error
+// budgets.
 func (p *Pipeline) MarshalState() ([]byte, error) {
 	p.mu.RLock()
 	targets := make([]*target, 0, len(p.targets))
@@ -60,6 +64,10 @@ func (t *target) state() (targetState, error) {
 			ts.Good[model][s] = maps.Clone(byObj)
 		}
 	}
+	ts.Ledgers = map[string]ledgerState{}
+	for model, l := range t.ledgers {
+		ts.Ledgers[model] = l.state()
+	}
 	h, err := t.hist.MarshalBinary()
 	ts.History = h
 	return ts, err
@@ -87,9 +95,10 @@ func (p *Pipeline) UnmarshalState(data []byte) (restored int, err error) {
 	// Decode every history first; swap them in only if all decode, so a
 	// partly corrupt state changes nothing.
 	type restore struct {
-		t    *target
-		hist *history.History
-		good map[string]map[string]map[string]float64
+		t       *target
+		hist    *history.History
+		good    map[string]map[string]map[string]float64
+		ledgers map[string]*ledger
 	}
 	var todo []restore
 	for _, ts := range st.Targets {
@@ -108,7 +117,14 @@ func (p *Pipeline) UnmarshalState(data []byte) (restored int, err error) {
 		if err := h.UnmarshalBinary(ts.History); err != nil {
 			return 0, fmt.Errorf("decode state of target %q: %w", ts.Name, err)
 		}
-		todo = append(todo, restore{t: t, hist: h, good: ts.Good})
+		ledgers := map[string]*ledger{}
+		for model, ls := range ts.Ledgers {
+			// A ledger kept for other SLOs starts afresh.
+			if l, err := restoreLedger(ls, p.spec.SLOs); err == nil {
+				ledgers[model] = l
+			}
+		}
+		todo = append(todo, restore{t: t, hist: h, good: ts.Good, ledgers: ledgers})
 	}
 	for _, r := range todo {
 		r.t.mu.Lock()
@@ -116,6 +132,7 @@ func (p *Pipeline) UnmarshalState(data []byte) (restored int, err error) {
 		if r.good != nil {
 			r.t.good = r.good
 		}
+		r.t.ledgers = r.ledgers
 		r.t.mu.Unlock()
 	}
 	return len(todo), nil

@@ -42,20 +42,24 @@ func (t *target) evaluateWindow(spec Spec, model string, now time.Time, length t
 		wr.SLOs = nil
 		if ww, ok := t.hist.Window(model, at, length, t.windowOptions(true)); ok {
 			wr.SLOs = slo.EvaluateWindow(ww, spec.SLOs, slo.Options{}).SLOs
+			t.overlayAll(spec, model, wr.SLOs, ww)
 		}
 	}
 	return wr, exact, true
 }
 
 // plainWindow is the history window ending at the last scrape at or before
-// at, and its evaluation from the histograms.
+// at, and its evaluation from the histograms (the joint of each SLO from the
+// ledger, over the same window).
 func (t *target) plainWindow(spec Spec, model string, at time.Time, length time.Duration, opts slo.Options) (slo.Window, slo.WindowReport, bool) {
 	w, ok := t.hist.Window(model, at, length, t.windowOptions(false))
 	if !ok {
 		return slo.Window{}, slo.WindowReport{}, false
 	}
 	w.Nominal = length
-	return w, slo.EvaluateWindow(w, spec.SLOs, opts), true
+	wr := slo.EvaluateWindow(w, spec.SLOs, opts)
+	t.overlayAll(spec, model, wr.SLOs, w)
+	return w, wr, true
 }
 
 // exactWindow evaluates the spans of a window against the histogram window

@@ -219,7 +219,8 @@ func jointRule(s config.SLO, plans []objectivePlan, w model.Duration, first bool
 			"every objective is not in the data; this is the pessimistic Frechet lower bound",
 			"max(0, sum of attainments - (m-1)). Each attainment is over its own population: TTFT",
 			"counts requests whose first token came in the window, the others requests that",
-			"finished in it (the daemon's caveat); client-aborted requests appear in no histogram.",
+			"finished in it; streams cancelled after their first token count in TTFT only. The",
+			"daemon's per-interval ledger is tighter and also counts those abandoned requests.",
 		}, "\n")
 	}
 	return r

@@ -38,10 +38,20 @@
 //     [good(A) − |A\B|, good(A) + |B\A|], with |A\B| and |B\A| bounded by
 //     the requests in flight at the window's end and start ([CarryGood]). TTFT
 //     is observed at the first token, the other per-request histograms at the
-//     finish; a client-aborted request reaches TTFT at most, never a finish
-//     histogram (see [EvaluateWindow]).
+//     finish; a request its client cancels after the first token reaches TTFT
+//     and ITL, never a finish histogram.
 //   - Meeting every objective: Fréchet bounds max(0, Σ lo_i − (m−1)·n) and
 //     min hi_i ([JointGood]). ITL is per token gap and is not in "all".
+//   - Per scrape interval: a finisher's decode time says which earlier
+//     intervals can hold its first token; the most TTFT-bad and TTFT-good
+//     first tokens an interval's finishers can draw from them, capped by the
+//     requests in flight at every scrape between, bound their TTFT-good count
+//     ([FinishersTTFTGood], [EvaluateInterval]); sums over a window are
+//     tightened by its totals ([TightenWindow]).
+//   - Abandoned requests: conservation of the requests past their first token,
+//     Q_I + first tokens = finishes + abandoned + Q_J, with Q bounded by the
+//     gauges ([Abandoned], [InFlightQueue], [InFlightSplit]); the population
+//     of "all" includes them or not ([AttainmentOver]).
 //   - Goodput tokens: the bad requests hold between the tokens of the k
 //     smallest and of the k largest requests, read at bucket edges
 //     ([GoodputTokens]).
@@ -61,7 +71,8 @@
 // skewed, bimodal and narrow latency workloads with vLLM's bucket edges: about
 // 40% of histogram_quantile's mean relative error (`go test -run Accuracy -v
 // ./slo` prints the table). A rank in the +Inf bucket has the estimate +Inf.
-// The joint estimate assumes violations come together (between independence
-// and the comonotone minimum); goodput tokens assume bad requests are of
-// average length.
+// The whole-window joint estimate assumes violations come together (between
+// independence and the comonotone minimum); per scrape interval, where the
+// time-dependence is already in each count, the shares multiply. Goodput
+// tokens assume bad requests are of average length.
 package slo

@@ -20,6 +20,10 @@ type SLO struct {
 	Objectives []Objective
 	Goal       float64
 	Period     time.Duration
+	// Abandoned says whether requests abandoned after their first token
+	// count as not meeting the SLO (the zero value, AbandonedBad) or are
+	// left out of its population.
+	Abandoned Population
 }
 
 // Options tunes EvaluateWindow.
@@ -78,6 +82,20 @@ type SLOResult struct {
 	GoodputTokensPerSecond, GoodputRequestsPerSecond Bounded
 	// HasGoodputTokens is false when the generation-tokens histogram is absent.
 	HasGoodputTokens bool
+	// FinishedTokensPerSecond is the rate of generation tokens of the
+	// requests that finished in the window (the population goodput tokens
+	// are a part of); HasFinishedTokens is false without the histogram.
+	FinishedTokensPerSecond float64
+	HasFinishedTokens       bool
+	// Abandoned bounds the requests that got a first token and left in the
+	// window without a finish observation (client cancellations, requests
+	// lost in a restart); HasAbandoned is false when the window was not
+	// judged interval by interval.
+	Abandoned    Bounded
+	HasAbandoned bool
+	// Unknown lists the objectives whose histogram the target lacks in the
+	// window: "all", goodput and the burn rate are then absent, not guessed.
+	Unknown []Metric
 	// BurnRate is (1 − attainment of "all")/(1 − Goal); HasBurnRate is false
 	// when Goal is not in (0, 1).
 	BurnRate    Bounded
@@ -95,6 +113,11 @@ type WindowReport struct {
 	// Token throughput from the token counters.
 	GenerationTokensPerSecond, PromptTokensPerSecond float64
 	HasThroughput                                    bool
+	// FinishedTokensPerSecond is the rate of generation tokens of the
+	// requests that finished in the window (from the per-request
+	// generation-token histogram); HasFinishedTokens is false without it.
+	FinishedTokensPerSecond float64
+	HasFinishedTokens       bool
 	// RequestsPerSecond is the rate of finished requests.
 	RequestsPerSecond float64
 	HasRequestRate    bool
@@ -114,11 +137,10 @@ const AllKey = "all"
 //
 // SLOs are evaluated over the requests that finished in the window (n_B, the
 // e2e count); see evaluateSLO in slo.go for how TTFT, observed at the first
-// token, is carried onto them. Client-aborted requests are recorded by none of
-// vLLM's finish histograms (nor request_success_total), so attainment and
-// goodput are over the requests vLLM completed; an aborted request whose first
-// token fell in the window is counted in TTFT and can make the TTFT lower bound
-// too high by one.
+// token, is carried onto them. This whole-window evaluation is the fallback
+// of callers without a per-interval ledger: a stream cancelled after its
+// first token is in TTFT but in no finish histogram, which it does not
+// account for (the ledger's EvaluateInterval and Abandoned do).
 func EvaluateWindow(w Window, slos []SLO, opts Options) WindowReport {
 	rep := WindowReport{
 		Window:      w,
@@ -187,6 +209,10 @@ func (rep *WindowReport) throughput(w Window, secs float64) {
 		rep.GenerationTokensPerSecond = math.Max(0, w.GenerationTokens.Sum) / secs
 		rep.PromptTokensPerSecond = math.Max(0, w.PromptTokens.Sum) / secs
 		rep.HasThroughput = true
+	}
+	if w.GenerationTokens.Valid() && finite(w.GenerationTokens.Sum) {
+		rep.FinishedTokensPerSecond = math.Max(0, w.GenerationTokens.Sum) / secs
+		rep.HasFinishedTokens = true
 	}
 	if n, ok := finished(w); ok {
 		rep.RequestsPerSecond = n / secs

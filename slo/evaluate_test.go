@@ -129,8 +129,11 @@ func TestEvaluateWindowEdgeCases(t *testing.T) {
 			if _, ok := r.Objectives["ttft"]; ok {
 				t.Error("ttft attainment reported without its histogram")
 			}
-			if got := r.GoodRequests[AllKey]; got.Lower != 0 || got.Upper != 85 || got.Estimate != 85 {
-				t.Errorf("all = %+v, want [0, 85] estimate 85", got)
+			if got, ok := r.GoodRequests[AllKey]; ok {
+				t.Errorf("all = %+v without the TTFT histogram, want it absent (unknown is not good)", got)
+			}
+			if len(r.Unknown) != 1 || r.Unknown[0] != TTFT || r.HasBurnRate || r.HasGoodputTokens {
+				t.Errorf("unknown %v, burn %v, goodput %v: want ttft unknown and no burn or goodput", r.Unknown, r.HasBurnRate, r.HasGoodputTokens)
 			}
 		}},
 		{"idle window: no SLOs, no quantiles", idle, []SLO{interactive}, func(t *testing.T, rep WindowReport) {

@@ -21,10 +21,9 @@ import "math"
 // objectives has "all" equal to the ITL share (the product of shares for
 // several, which is then not a bound-preserving joint but their only reading).
 //
-// An objective whose histogram is absent contributes [0, nB] to the joint
-// bounds with no evidence against it (estimate nB), and is absent from the
-// per-objective maps; an SLO whose only objectives are ITL without an ITL
-// histogram has no "all" at all.
+// An objective whose histogram is absent is listed in Unknown and absent
+// from the per-objective maps, and "all" (with goodput and the burn rate) is
+// absent too: nothing says its requests met it.
 func evaluateSLO(w Window, s SLO, nB, secs float64, e Estimator) SLOResult {
 	res := SLOResult{
 		Name:         s.Name,
@@ -37,9 +36,7 @@ func evaluateSLO(w Window, s SLO, nB, secs float64, e Estimator) SLOResult {
 		key := string(o.Metric)
 		b, valid := prepare(w.Latency[o.Metric])
 		if !valid {
-			if o.Metric != ITL {
-				perRequest = append(perRequest, Bounded{Estimate: nB, Lower: 0, Upper: nB})
-			}
+			res.Unknown = append(res.Unknown, o.Metric)
 			continue
 		}
 		good := e.GoodCount(o.Threshold, w.Latency[o.Metric])
@@ -64,6 +61,14 @@ func evaluateSLO(w Window, s SLO, nB, secs float64, e Estimator) SLOResult {
 		}
 		res.GoodRequests[key] = good
 		perRequest = append(perRequest, good)
+	}
+	if w.GenerationTokens.Valid() && finite(w.GenerationTokens.Sum) {
+		res.FinishedTokensPerSecond = math.Max(0, w.GenerationTokens.Sum) / secs
+		res.HasFinishedTokens = true
+	}
+	if len(res.Unknown) > 0 {
+		// An objective nobody measured is not met by default: no "all".
+		return res
 	}
 	var joint Bounded
 	switch {

@@ -111,6 +111,9 @@ type Window struct {
 	// observed at a finish, so they widen the TTFT population bound like the
 	// requests in flight at the window's end.
 	InFlightAtRestarts float64
+	// Restarts is the number of vLLM restarts (segment starts) inside the
+	// window: requests in flight before one did not survive it.
+	Restarts int
 }
 
 // Seconds is the window's actual length in seconds.

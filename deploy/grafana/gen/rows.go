@@ -49,12 +49,12 @@ func sloStatus(b *dashboard.DashboardBuilder) {
 // the SLO, in tokens and in requests.
 func goodput(b *dashboard.DashboardBuilder) {
 	b.WithRow(dashboard.NewRowBuilder("Goodput vs throughput"))
-	b.WithPanel(band(timeSeries("Generated tokens/s: throughput vs goodput of $slo",
-		"Throughput counts every generated token; goodput only the tokens of requests that met every objective of the SLO. The band bounds the true goodput. Summed over the selected targets and models.",
+	b.WithPanel(band(timeSeries("Generated tokens/s: finished requests vs goodput of $slo",
+		"Finished counts the generated tokens of the requests that finished in the window; goodput only those of the finished requests that met every objective of the SLO, the same population, so goodput never exceeds it. The band bounds the true goodput. Summed over the selected targets and models.",
 		"tokens/s", 12, 8).
 		Min(0).
 		Repeat("slo").RepeatDirection(dashboard.PanelRepeatDirectionV).
-		WithTarget(query("A", `sum(vllm_slo_throughput_tokens_per_second{`+selW+`, kind="generation"})`, "throughput")).
+		WithTarget(query("A", `sum(vllm_slo_throughput_tokens_per_second{`+selW+`, kind="finished"})`, "finished")).
 		WithTarget(query("B", `sum(vllm_slo_goodput_lower_tokens_per_second{`+selW+`, slo="$slo"})`, "goodput lower")).
 		WithTarget(query("C", `sum(vllm_slo_goodput_upper_tokens_per_second{`+selW+`, slo="$slo"})`, "goodput upper")).
 		WithTarget(query("D", `sum(vllm_slo_goodput_tokens_per_second{`+selW+`, slo="$slo"})`, "goodput estimate")),
@@ -127,7 +127,7 @@ func littlesLaw(b *dashboard.DashboardBuilder) {
 func cost(b *dashboard.DashboardBuilder) {
 	b.WithRow(dashboard.NewRowBuilder("Cost per million tokens"))
 	b.WithPanel(timeSeries("Cost per million generated tokens",
-		"GPU cost per million tokens: on the throughput basis every generated token counts, on the goodput basis only tokens of requests within the SLO. The bounds follow from goodput's bounds.",
+		"GPU cost per million tokens: on the throughput basis every generated token counts, on the finished basis the tokens of the requests that finished, on the goodput basis only those of the finished requests within the SLO (compare goodput with finished: the same population). The bounds follow from goodput's bounds.",
 		"none", 16, 8).
 		Min(0).
 		WithTarget(query("A", `vllm_slo_cost_per_million_tokens{`+selW+`}`, "{{basis}} {{slo}} estimate ({{currency}}) {{target}}")).

@@ -1,0 +1,578 @@
+package pipeline
+
+import (
+	"math"
+	"slices"
+	"sort"
+	"time"
+
+	"github.com/vllm-slo-exporter/vllm-slo-exporter/history"
+	"github.com/vllm-slo-exporter/vllm-slo-exporter/slo"
+)
+
+// matchHorizon is how far back the ledger keeps whole intervals to match the
+// first tokens of finishing requests. Older first tokens are one
+// pseudo-source whose TTFT split is unknown, bounded only by the requests in
+// flight, so a longer decode loses tightness, never truth.
+const matchHorizon = time.Hour
+
+// ledger is one model's record of every scrape interval: what the matching of
+// first tokens to finishes needs from the recent intervals, and cumulative
+// sums at each kept scrape, so that a window is a difference of two of them.
+// Memory is bounded: intervals older than matchHorizon are dropped and the
+// checkpoints are thinned like the history's points.
+type ledger struct {
+	slos      []slo.SLO
+	intervals []interval   // oldest first, within matchHorizon
+	points    []checkpoint // oldest first, thinned by the retention
+	seg       int
+	// thinned is when the checkpoints were last thinned (Unix ns).
+	thinned int64
+}
+
+// thinEvery is how often the checkpoints are thinned: each pass walks them
+// all, and a point kept up to this long past its tier costs nothing but
+// memory for that long.
+const thinEvery = time.Minute
+
+// interval is one scrape interval as a source of first tokens.
+type interval struct {
+	start, end    time.Time
+	seg           int
+	restarted     bool
+	inFlightStart float64
+	// sources holds one source per SLO with a TTFT objective (nil entries
+	// for the others).
+	sources []slo.Source
+	// counted is false inside a warm-up; judged holds, per SLO, what the
+	// interval's finishers were found to meet (for the window totals).
+	counted bool
+	judged  []judged
+}
+
+// judged is one SLO's per-interval bounds kept for the window totals:
+// finishers, those meeting every finish-observed objective, the TTFT-good
+// among them; unknown when an objective could not be judged.
+type judged struct {
+	n, finLo, finHi, ttftLo, ttftHi float64
+	unknown                         bool
+}
+
+// checkpoint holds the cumulative sums from the ledger's first interval to
+// the scrape at t, and the bounds on the requests past their first token in
+// flight at t.
+type checkpoint struct {
+	t   int64 // Unix ns
+	seg int32
+	// firstTokens and finished sum every interval (warm-up included).
+	firstTokens, finished float64
+	// finishedTokens sums the generation tokens of the finished requests.
+	finishedTokens float64
+	// qLo and qHi bound the requests past their first token in flight at t;
+	// qLittle is the mean number in decode over the interval ending at t.
+	qLo, qHi, qLittle float64
+	// first holds the first SLO's sums and more the others' (most configs
+	// have one SLO; inline, it costs no allocation per checkpoint).
+	first sloSums
+	more  []sloSums
+}
+
+// newCheckpoint returns a checkpoint with zero sums for n SLOs.
+func newCheckpoint(t int64, seg int, n int) checkpoint {
+	c := checkpoint{t: t, seg: int32(seg)}
+	if n > 1 {
+		c.more = make([]sloSums, n-1)
+	}
+	return c
+}
+
+// sum returns SLO i's sums.
+func (c *checkpoint) sum(i int) *sloSums {
+	if i == 0 {
+		return &c.first
+	}
+	return &c.more[i-1]
+}
+
+// sloSums are one SLO's cumulative sums over the counted intervals.
+type sloSums struct {
+	finished      float64
+	lo, hi, est   float64 // met every objective
+	tokLo, tokHi  float64 // their generation tokens
+	tokEst        float64
+	unknown       uint32 // counted intervals with finishes that could not be judged
+	tokensUnknown uint32 // counted intervals with finishes and no token histogram
+	// unknownMask has bit i set when objective metric slo.Metrics[i] was
+	// ever found unmeasured.
+	unknownMask uint8
+}
+
+// maskOf sets the bits of the metrics in mask.
+func maskOf(mask uint8, ms []slo.Metric) uint8 {
+	for _, m := range ms {
+		if i := slices.Index(slo.Metrics, m); i >= 0 && i < 8 {
+			mask |= 1 << i
+		}
+	}
+	return mask
+}
+
+// metricsOf lists the metrics whose bits are set, in report order.
+func metricsOf(mask uint8) []slo.Metric {
+	var out []slo.Metric
+	for i, m := range slo.Metrics {
+		if i < 8 && mask&(1<<i) != 0 {
+			out = append(out, m)
+		}
+	}
+	return out
+}
+
+func newLedger(slos []slo.SLO) *ledger {
+	return &ledger{slos: slos}
+}
+
+// inFlightOf is running + waiting at the start and end of a window, NaN when
+// unknown.
+func inFlightOf(w slo.Window) (start, end float64) {
+	if !w.Running.Known || !w.Waiting.Known {
+		return math.NaN(), math.NaN()
+	}
+	return math.Max(0, w.Running.AtStart) + math.Max(0, w.Waiting.AtStart),
+		math.Max(0, w.Running.AtEnd) + math.Max(0, w.Waiting.AtEnd)
+}
+
+// append records the interval w (the increase since the model's previous
+// scrape). counted is false inside a warm-up: the interval then serves as a
+// source of first tokens and in the conservation of requests, but its
+// finishes are judged by no SLO.
+func (l *ledger) append(w slo.Window, counted bool, ret history.Retention) {
+	if !w.End.After(w.Start) {
+		return
+	}
+	if len(l.points) > 0 && w.End.UnixNano() <= l.points[len(l.points)-1].t {
+		return
+	}
+	restarted := w.Restarts > 0
+	if restarted {
+		l.seg++
+	}
+	rStart, rEnd := inFlightOf(w)
+	iv := interval{start: w.Start, end: w.End, seg: l.seg, restarted: restarted, inFlightStart: rStart, counted: counted, judged: make([]judged, len(l.slos))}
+	capEnd := rEnd
+	if math.IsNaN(capEnd) {
+		capEnd = math.Inf(1)
+	}
+	iv.sources = make([]slo.Source, len(l.slos))
+	for i, s := range l.slos {
+		if th, ok := slo.TTFTThreshold(s); ok {
+			iv.sources[i] = slo.TTFTSource(w.Start, w.End, w.Latency[slo.TTFT], th, capEnd, slo.DefaultEstimator)
+		}
+	}
+	l.intervals = append(l.intervals, iv)
+	fin := finishersOf(w)
+	prev := l.last()
+	cp := newCheckpoint(w.End.UnixNano(), l.seg, len(l.slos))
+	for i := range l.slos {
+		*cp.sum(i) = *prev.sum(i)
+	}
+	ft := 0.0
+	if h, ok := w.Latency[slo.TTFT]; ok && h.Valid() {
+		ft = h.Total()
+	}
+	cp.firstTokens = prev.firstTokens + ft
+	cp.finished = prev.finished + fin.N
+	cp.finishedTokens = prev.finishedTokens
+	if w.GenerationTokens.Valid() {
+		cp.finishedTokens += math.Max(0, w.GenerationTokens.Sum)
+	}
+	prevHi := prev.qHi
+	switch {
+	case restarted:
+		prevHi = 0 // a new process starts with nothing in flight
+	case len(l.points) == 0:
+		prevHi = rStart
+		if math.IsNaN(prevHi) {
+			prevHi = math.Inf(1)
+		}
+		first := newCheckpoint(w.Start.UnixNano(), l.seg, len(l.slos))
+		first.qHi = prevHi
+		l.points = append(l.points, first)
+	}
+	cp.qHi = slo.InFlightQueue(prevHi, ft, fin.N, rEnd)
+	if d, ok := w.Latency[slo.Decode]; ok && d.Valid() && w.Seconds() > 0 {
+		cp.qLittle = math.Max(0, d.Sum) / w.Seconds()
+		if len(l.points) == 1 {
+			l.points[0].qLittle = cp.qLittle // the best guess for the first scrape
+		}
+	}
+	l.judge(&cp, w, fin, counted)
+	l.raiseQueueLower(fin)
+	l.points = append(l.points, cp)
+	l.compact(w.End, ret)
+}
+
+// judge evaluates every SLO over the newest interval's finishers, carries the
+// bounds on the TTFT-good and TTFT-bad requests in flight to its end, and,
+// when counted, adds the results to the checkpoint's sums.
+func (l *ledger) judge(cp *checkpoint, w slo.Window, fin slo.Finishers, counted bool) {
+	for i, s := range l.slos {
+		sums := cp.sum(i)
+		var sources []slo.Source
+		_, hasTTFT := slo.TTFTThreshold(s)
+		if hasTTFT {
+			sources = l.sourcesFor(i, fin)
+		}
+		res := slo.EvaluateInterval(s, sources, fin, w.Latency, w.GenerationTokens, slo.DefaultEstimator)
+		if hasTTFT {
+			l.carrySplit(i, res.TTFTGood, fin.N, cp.qHi)
+		}
+		l.intervals[len(l.intervals)-1].judged[i] = judged{
+			n: fin.N, finLo: res.FinishGood.Lower, finHi: res.FinishGood.Upper,
+			ttftLo: res.TTFTGood.Lower, ttftHi: res.TTFTGood.Upper, unknown: len(res.Unknown) > 0,
+		}
+		if !counted {
+			continue
+		}
+		if len(res.Unknown) > 0 {
+			if fin.N > 0 {
+				sums.unknown++
+				sums.unknownMask = maskOf(sums.unknownMask, res.Unknown)
+			}
+			continue
+		}
+		sums.finished += fin.N
+		sums.lo += res.Good.Lower
+		sums.hi += res.Good.Upper
+		sums.est += res.Good.Estimate
+		if !res.HasTokens {
+			if fin.N > 0 {
+				sums.tokensUnknown++
+			}
+			continue
+		}
+		sums.tokLo += res.Tokens.Lower
+		sums.tokHi += res.Tokens.Upper
+		sums.tokEst += res.Tokens.Estimate
+	}
+}
+
+// carrySplit sets the newest interval's bounds on the TTFT-good and TTFT-bad
+// requests past their first token in flight at its end, from those at its
+// start (the previous interval's, 0 after a restart, the requests in flight
+// at the first scrape when nothing older is known).
+func (l *ledger) carrySplit(i int, ttftGood slo.Bounded, n, queueHi float64) {
+	last := len(l.intervals) - 1
+	cur := &l.intervals[last]
+	prevGood, prevBad := math.Inf(1), math.Inf(1)
+	switch {
+	case cur.restarted:
+		prevGood, prevBad = 0, 0
+	case last > 0 && l.intervals[last-1].seg == cur.seg:
+		p := l.intervals[last-1].sources[i]
+		if p.HasSplit {
+			prevGood, prevBad = p.InFlightGood, p.InFlightBad
+		}
+		if !math.IsNaN(p.InFlightEnd) {
+			prevGood, prevBad = math.Min(prevGood, p.InFlightEnd), math.Min(prevBad, p.InFlightEnd)
+		}
+	case !math.IsNaN(cur.inFlightStart):
+		prevGood, prevBad = cur.inFlightStart, cur.inFlightStart
+	}
+	src := &cur.sources[i]
+	src.InFlightGood, src.InFlightBad = slo.InFlightSplit(prevGood, prevBad, *src, ttftGood, n, queueHi)
+	src.HasSplit = true
+}
+
+// finishersOf describes the requests that finished in w: their count (the
+// e2e histogram's, else another finish-observed one's) and their lag from
+// first token to finish (decode time, else the e2e time as an upper bound).
+func finishersOf(w slo.Window) slo.Finishers {
+	fin := slo.Finishers{Start: w.Start, End: w.End}
+	for _, m := range append([]slo.Metric{slo.E2E}, slo.Metrics...) {
+		if h, ok := w.Latency[m]; ok && m.ObservedAtFinish() && h.Valid() {
+			fin.N = h.Total()
+			break
+		}
+	}
+	if h, ok := w.Latency[slo.Decode]; ok && h.Valid() && h.Total() == fin.N {
+		fin.Lag = h
+	} else if h, ok := w.Latency[slo.E2E]; ok && h.Valid() {
+		fin.Lag, fin.LagUpperOnly = h, true
+	}
+	return fin
+}
+
+// sourcesFor lists the sources of SLO i that the newest interval's finishers
+// can reach: the intervals of the same process run back to the earliest
+// reachable one, and, when the kept intervals end before that without a
+// restart, a pseudo-source for everything older (unknown TTFT split, bounded
+// by the requests in flight where it ends).
+func (l *ledger) sourcesFor(i int, fin slo.Finishers) []slo.Source {
+	earliest := fin.Start.Add(-maxLag(fin) - 2*slo.MatchMargin)
+	last := len(l.intervals) - 1
+	seg := l.intervals[last].seg
+	first := last
+	for first > 0 {
+		iv := l.intervals[first]
+		if iv.restarted || !iv.start.After(earliest) {
+			break
+		}
+		if l.intervals[first-1].seg != seg {
+			break
+		}
+		first--
+	}
+	var out []slo.Source
+	head := l.intervals[first]
+	if !head.restarted && head.start.After(earliest) {
+		capAt := head.inFlightStart
+		if math.IsNaN(capAt) {
+			capAt = math.Inf(1)
+		}
+		out = append(out, slo.Source{End: head.start, Bad: math.Inf(1), Good: math.Inf(1), InFlightEnd: capAt})
+	}
+	for k := first; k <= last; k++ {
+		out = append(out, l.intervals[k].sources[i])
+	}
+	return out
+}
+
+// maxLag is the largest lag fin's histogram allows (its highest non-empty
+// bucket's upper edge), saturating at the largest Duration.
+func maxLag(fin slo.Finishers) time.Duration {
+	h := fin.Lag
+	if !h.Valid() {
+		return time.Duration(math.MaxInt64 / 4)
+	}
+	prev := 0.0
+	top := 0.0
+	for i, c := range h.Counts {
+		if c > prev {
+			top = h.Edges[i]
+		}
+		prev = c
+	}
+	if math.IsInf(top, 1) || top*1e9 > float64(math.MaxInt64/4) {
+		return time.Duration(math.MaxInt64 / 4)
+	}
+	return time.Duration(top * 1e9)
+}
+
+// raiseQueueLower adds the newest finishers whose first token surely came
+// before an earlier scrape of the same run to that scrape's lower bound on
+// the requests past their first token in flight.
+func (l *ledger) raiseQueueLower(fin slo.Finishers) {
+	for k := len(l.points) - 1; k >= 0; k-- {
+		p := &l.points[k]
+		if int(p.seg) != l.seg {
+			return
+		}
+		n := slo.SurelyBefore(fin, time.Unix(0, p.t))
+		if n <= 0 {
+			return
+		}
+		p.qLo += n
+	}
+}
+
+// last returns the newest checkpoint, or a zero one with the SLO slots.
+func (l *ledger) last() checkpoint {
+	if len(l.points) == 0 {
+		c := newCheckpoint(0, 0, len(l.slos))
+		c.qHi = math.Inf(1)
+		return c
+	}
+	return l.points[len(l.points)-1]
+}
+
+// compact drops intervals older than the matching horizon and thins the
+// checkpoints like the history's tiers: every one within the first tier,
+// then one per Step of each later tier (plus the last of each run), none
+// beyond the last tier's Keep.
+func (l *ledger) compact(now time.Time, ret history.Retention) {
+	cut := 0
+	for cut < len(l.intervals)-1 && l.intervals[cut].end.Before(now.Add(-matchHorizon)) {
+		cut++
+	}
+	n := copy(l.intervals, l.intervals[cut:])
+	clear(l.intervals[n:])
+	l.intervals = trimCap(l.intervals[:n])
+	if len(ret.Tiers) == 0 || now.UnixNano()-l.thinned < int64(thinEvery) {
+		return
+	}
+	l.thinned = now.UnixNano()
+	kept := l.points[:0]
+	var prevBucket int64 = math.MinInt64
+	for idx, p := range l.points {
+		age := time.Duration(now.UnixNano() - p.t)
+		tier := -1
+		for k, t := range ret.Tiers {
+			if age <= t.Keep {
+				tier = k
+				break
+			}
+		}
+		if tier < 0 {
+			continue
+		}
+		step := ret.Tiers[tier].Step
+		lastOfRun := idx+1 < len(l.points) && l.points[idx+1].seg != p.seg
+		if step > 0 && !lastOfRun {
+			b := p.t / int64(step)
+			if b == prevBucket {
+				continue
+			}
+			prevBucket = b
+		} else {
+			prevBucket = math.MinInt64
+		}
+		kept = append(kept, p)
+	}
+	clear(l.points[len(kept):])
+	l.points = trimCap(kept)
+}
+
+// trimCap returns s in a smaller array when its capacity exceeds its length
+// by more than an eighth, so that a ledger's memory follows what it keeps
+// (an append doubles the array; the next thinning gives the slack back).
+func trimCap[T any](s []T) []T {
+	if c := cap(s); c > 32 && c > len(s)+len(s)/8 {
+		return append(make([]T, 0, len(s)+len(s)/16+4), s...)
+	}
+	return s
+}
+
+// window is one SLO's result over a window of the ledger.
+type ledgerWindow struct {
+	start, end time.Time
+	finished   float64
+	good       slo.Bounded
+	tokens     slo.Bounded
+	hasTokens  bool
+	abandoned  slo.Bounded
+	unknown    []slo.Metric
+	// finishedTokens are the generation tokens of all finished requests.
+	finishedTokens float64
+}
+
+// at returns the index of the newest checkpoint at or before t, -1 if none.
+func (l *ledger) at(t time.Time) int {
+	ns := t.UnixNano()
+	return sort.Search(len(l.points), func(i int) bool { return l.points[i].t > ns }) - 1
+}
+
+// window returns SLO i over the window (start, end]: from the newest
+// checkpoint at or before start (or the oldest) to the newest at or before
+// end. Callers pass the span of the history window they overlay, so both
+// cover the same scrapes. ok is false with fewer than two checkpoints.
+func (l *ledger) window(i int, start, end time.Time) (ledgerWindow, bool) {
+	i1 := l.at(end)
+	if i1 < 1 {
+		return ledgerWindow{}, false
+	}
+	i0 := max(l.at(start), 0)
+	if i0 >= i1 {
+		return ledgerWindow{}, false
+	}
+	p0, p1 := l.points[i0], l.points[i1]
+	a, b := p0.sum(i), p1.sum(i)
+	w := ledgerWindow{start: time.Unix(0, p0.t).UTC(), end: time.Unix(0, p1.t).UTC(), finished: b.finished - a.finished}
+	w.finishedTokens = p1.finishedTokens - p0.finishedTokens
+	if b.unknown > a.unknown {
+		w.unknown = metricsOf(b.unknownMask)
+		return w, true
+	}
+	w.good = nonNeg(slo.Bounded{Lower: b.lo - a.lo, Upper: b.hi - a.hi, Estimate: b.est - a.est})
+	if t, ok := l.totals(i, p0.t, p1.t); ok {
+		w.good = slo.TightenWindow(w.good, t)
+	}
+	w.hasTokens = b.tokensUnknown == a.tokensUnknown
+	w.tokens = nonNeg(slo.Bounded{Lower: b.tokLo - a.tokLo, Upper: b.tokHi - a.tokHi, Estimate: b.tokEst - a.tokEst})
+	// Rounding of the running sums aside, the good requests' tokens are a
+	// part of the finished requests' tokens.
+	w.tokens.Upper = math.Min(w.tokens.Upper, w.finishedTokens)
+	w.tokens = nonNeg(w.tokens)
+	w.abandoned = slo.Abandoned(queueAt(p0), queueAt(p1), p1.firstTokens-p0.firstTokens, p1.finished-p0.finished)
+	w.good, w.tokens, w.abandoned = wholeCounts(w.good), wholeCounts(w.tokens), wholeCounts(w.abandoned)
+	return w, true
+}
+
+// wholeCounts rounds the bounds of a count of whole things (requests,
+// tokens) inward to whole numbers: the true count is whole, so a lower bound
+// L allows ⌈L⌉ and an upper bound U allows ⌊U⌋. Differences of running sums
+// carry float noise (261.00000000000003 for 261), and rounding it away keeps
+// a ratio of exact counts equal, bit for bit, to the same ratio computed
+// from the requests themselves. The 1e-6 slack only absorbs that noise.
+func wholeCounts(b slo.Bounded) slo.Bounded {
+	const noise = 1e-6
+	b.Lower = math.Ceil(b.Lower - noise)
+	b.Upper = math.Max(b.Lower, math.Floor(b.Upper+noise))
+	b.Estimate = math.Min(math.Max(b.Estimate, b.Lower), b.Upper)
+	return b
+}
+
+// queueAt bounds the requests past their first token in flight at a
+// checkpoint; the estimate is the decode stage's mean occupancy (Little's
+// law) clamped into the bounds.
+func queueAt(p checkpoint) slo.Bounded {
+	b := slo.Bounded{Lower: p.qLo, Upper: math.Max(p.qLo, p.qHi)}
+	b.Estimate = math.Min(math.Max(p.qLittle, b.Lower), b.Upper)
+	return b
+}
+
+// nonNeg rounds away the float noise of differences of sums: bounds below 0
+// become 0 and the estimate is kept between them.
+func nonNeg(b slo.Bounded) slo.Bounded {
+	b.Lower = math.Max(0, b.Lower)
+	b.Upper = math.Max(b.Lower, b.Upper)
+	b.Estimate = math.Min(math.Max(b.Estimate, b.Lower), b.Upper)
+	return b
+}
+
+// totals sums SLO i's window totals over the kept intervals of (from, to]
+// (Unix ns); ok is false when the SLO has no TTFT objective or the kept
+// intervals do not cover the window.
+func (l *ledger) totals(i int, from, to int64) (slo.WindowTotals, bool) {
+	if _, ok := slo.TTFTThreshold(l.slos[i]); !ok {
+		return slo.WindowTotals{}, false
+	}
+	first := sort.Search(len(l.intervals), func(k int) bool { return l.intervals[k].end.UnixNano() > from })
+	if first >= len(l.intervals) || l.intervals[first].start.UnixNano() != from {
+		return slo.WindowTotals{}, false
+	}
+	t := slo.WindowTotals{BadAtStart: math.Inf(1), GoodAtStart: math.Inf(1)}
+	if first > 0 {
+		p := l.intervals[first-1].sources[i]
+		t.BadAtStart, t.GoodAtStart = p.InFlightEnd, p.InFlightEnd
+		if p.HasSplit {
+			t.BadAtStart, t.GoodAtStart = math.Min(t.BadAtStart, p.InFlightBad), math.Min(t.GoodAtStart, p.InFlightGood)
+		}
+	} else if r := l.intervals[0].inFlightStart; !math.IsNaN(r) {
+		t.BadAtStart, t.GoodAtStart = r, r
+	}
+	if math.IsNaN(t.BadAtStart) || math.IsNaN(t.GoodAtStart) {
+		return slo.WindowTotals{}, false
+	}
+	for k := first; k < len(l.intervals) && l.intervals[k].end.UnixNano() <= to; k++ {
+		iv := l.intervals[k]
+		if len(iv.judged) <= i || len(iv.sources) <= i {
+			return slo.WindowTotals{}, false
+		}
+		t.BadIn += iv.sources[i].Bad
+		t.GoodIn += iv.sources[i].Good
+		j := iv.judged[i]
+		if !iv.counted {
+			continue
+		}
+		if j.unknown {
+			return slo.WindowTotals{}, false
+		}
+		t.N += j.n
+		t.FinishGood.Lower += j.finLo
+		t.FinishGood.Upper += j.finHi
+		t.TTFTGood.Lower += j.ttftLo
+		t.TTFTGood.Upper += j.ttftHi
+	}
+	return t, true
+}

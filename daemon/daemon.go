@@ -75,13 +75,15 @@ type Daemon struct {
 	notifier *notify.Notifier
 	report   atomic.Pointer[pipeline.Report]
 	self     *prometheus.Registry
+	clock    *steadyClock // scrape and evaluation times; see steadyClock
 	state    stateMetrics
 
 	reloadMu sync.Mutex // one reload at a time, from SIGHUP or HTTP
 
-	evalMu  sync.Mutex         // one evaluation at a time, so reports are stored in time order; guards warned and dropped
-	warned  map[string]bool    // warnings already logged
-	dropped map[string]float64 // models dropped when last logged, per target
+	evalMu  sync.Mutex              // one evaluation at a time, so reports are stored in time order; guards warned, dropped and logged
+	warned  map[string]bool         // warnings already logged
+	dropped map[string]float64      // models dropped when last logged, per target
+	logged  map[string]loggedTarget // target states last logged
 }
 
 // New loads the configuration file and builds the daemon; nothing runs
@@ -114,8 +116,11 @@ func New(opts Options) (*Daemon, error) {
 		state:    newStateMetrics(self),
 		warned:   map[string]bool{},
 		dropped:  map[string]float64{},
+		logged:   map[string]loggedTarget{},
+		clock:    newSteadyClock(time.Now, nil),
 	}
 	d.loops = newScrapeLoops(logger, opts.Dial, d.ingest, d.evaluate)
+	d.loops.now = d.clock.now
 	return d, nil
 }
 
@@ -237,9 +242,10 @@ func (d *Daemon) evaluateEvery(ctx context.Context, interval time.Duration) erro
 func (d *Daemon) evaluate() {
 	d.evalMu.Lock()
 	defer d.evalMu.Unlock()
-	rep := d.pipe.Evaluate(time.Now())
+	rep := d.pipe.Evaluate(d.clock.now())
 	d.report.Store(rep)
 	d.warnOnce(rep)
+	d.logTargetStates(rep)
 	d.notifier.Notify(rep.Time, rep.Alerts)
 }
 

@@ -109,7 +109,9 @@ func (h *hugeHistogram) snapshot(now time.Time) *scrape.Snapshot {
 
 // manyModels serves thousands of model_name values (idle ones: their
 // samples never change, so the same sample is served at every scrape).
-type manyModels struct{ samples map[string]*scrape.ModelSample }
+type manyModels struct {
+	samples map[string]*scrape.ModelSample
+}
 
 func newManyModels(n int) *manyModels {
 	m := &manyModels{samples: map[string]*scrape.ModelSample{}}

@@ -6,6 +6,7 @@ import (
 	"net/http/httptest"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 
 	"github.com/vllm-slo-exporter/vllm-slo-exporter/pipeline"
@@ -58,29 +59,42 @@ func TestLifecycleOff(t *testing.T) {
 	}
 }
 
-// TestPagesCapped: beyond MaxPagesInFlight console requests at once the
-// console answers 503 at once, while /-/healthy and /-/ready still answer.
+// TestPagesCapped: while MaxPagesInFlight console pages are being rendered
+// (held here inside the report source), one more is answered 503 at once,
+// with Retry-After, while /-/healthy and /-/ready still answer 200; once the
+// crowd has gone the console serves again.
 func TestPagesCapped(t *testing.T) {
+	var holding atomic.Bool
+	holding.Store(true)
 	release := make(chan struct{})
 	entered := make(chan struct{}, MaxPagesInFlight)
-	blocking := limitInFlight(MaxPagesInFlight, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		entered <- struct{}{}
-		<-release
-	}))
+	h := NewHandler(Endpoints{Report: func() *pipeline.Report {
+		if holding.Load() {
+			entered <- struct{}{}
+			<-release
+		}
+		return nil
+	}})
 	var wg sync.WaitGroup
 	for range MaxPagesInFlight {
-		wg.Go(func() { serve(blocking, httptest.NewRequest(http.MethodGet, "/", nil)) })
+		wg.Go(func() { serve(h, httptest.NewRequest(http.MethodGet, "/", nil)) })
 	}
 	for range MaxPagesInFlight {
 		<-entered
 	}
-	if rec := serve(blocking, httptest.NewRequest(http.MethodGet, "/", nil)); rec.Code != http.StatusServiceUnavailable || rec.Header().Get("Retry-After") == "" {
-		t.Errorf("request over the cap: %d, Retry-After %q; want 503 with Retry-After", rec.Code, rec.Header().Get("Retry-After"))
+	holding.Store(false)
+	if rec := serve(h, httptest.NewRequest(http.MethodGet, "/", nil)); rec.Code != http.StatusServiceUnavailable || rec.Header().Get("Retry-After") == "" {
+		t.Errorf("console page over the cap: %d, Retry-After %q; want 503 with Retry-After", rec.Code, rec.Header().Get("Retry-After"))
+	}
+	for _, path := range []string{"/-/healthy", "/-/ready"} {
+		if rec := serve(h, httptest.NewRequest(http.MethodGet, path, nil)); rec.Code != http.StatusOK {
+			t.Errorf("GET %s while the console is full: %d, want 200 (probes are never capped)", path, rec.Code)
+		}
 	}
 	close(release)
 	wg.Wait()
-	if rec := serve(blocking, httptest.NewRequest(http.MethodGet, "/", nil)); rec.Code != http.StatusOK {
-		t.Errorf("request after the crowd left: %d, want 200", rec.Code)
+	if rec := serve(h, httptest.NewRequest(http.MethodGet, "/", nil)); rec.Code != http.StatusOK {
+		t.Errorf("console page after the crowd left: %d, want 200", rec.Code)
 	}
 }
 

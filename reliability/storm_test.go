@@ -110,7 +110,7 @@ func heapInUse(gc bool) uint64 {
 // TestClientStorm: many clients hammer every endpoint of a real daemon on
 // loopback for a while (100 clients for 3 s; with -soak.long 500 for 20 s).
 // Every answer is a 200 or, beyond an endpoint's cap, an immediate 503; the
-// probes always answer 200; the console refuses some of the crowd (it has a
+// probes always answer 200; the console refuses some of the 500 (it has a
 // cap); the heap stays bounded; and the scrape loop keeps its cadence: the
 // target is scraped at least half the times its interval allows during the
 // storm (a scrape loop starved by the crowd would fall far behind).
@@ -205,7 +205,10 @@ func TestClientStorm(t *testing.T) {
 	if len(got.errs) > 0 {
 		t.Errorf("%d requests failed, e.g. %v", len(got.errs), got.errs[0])
 	}
-	if consoleRejected == 0 {
+	// Whether the short crowd fills the console's slots depends on the
+	// machine (under -race it is too slow to); the long one always does.
+	// exporter's TestPagesCapped proves the cap itself.
+	if *soakLong && consoleRejected == 0 {
 		t.Errorf("no console request was refused over a cap: the console has no cap, or the crowd of %d did not reach it", clients)
 	}
 	// The floor of scrapes is loose (half the schedule) because the

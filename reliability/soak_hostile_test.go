@@ -29,7 +29,7 @@ func hostilePlanFor() hostilePlan {
 	if *soakLong {
 		return hostilePlan{normal: 20, duration: 7 * 24 * time.Hour, period: 24 * time.Hour, day: 24 * time.Hour, buckets: 50_000, models: 10_000, limit: 4 << 20}
 	}
-	return hostilePlan{normal: 4, duration: 24 * time.Hour, period: 4 * time.Hour, day: 4 * time.Hour, buckets: 5_000, models: 1_000, limit: 2 << 20}
+	return hostilePlan{normal: 4, duration: 24 * time.Hour, period: 4 * time.Hour, day: 4 * time.Hour, buckets: 2_000, models: 300, limit: 512 << 10}
 }
 
 // hostileSource is a target that produces one snapshot per scrape.

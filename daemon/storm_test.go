@@ -21,7 +21,7 @@ import (
 type fakeAlertmanager struct {
 	mu    sync.Mutex
 	conns int            // connections ever accepted
-	sends map[string]int // alert (its sorted labels) -> times received
+	sends map[string]int // alert (its sorted labels, and its target annotation) -> times received
 	posts int
 }
 
@@ -31,7 +31,8 @@ func serveAlertmanager(t *testing.T, n *memNet, host string) *fakeAlertmanager {
 	srv := &http.Server{
 		Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			var alerts []struct {
-				Labels map[string]string `json:"labels"`
+				Labels      map[string]string `json:"labels"`
+				Annotations map[string]string `json:"annotations"`
 			}
 			body, _ := io.ReadAll(r.Body)
 			if err := json.Unmarshal(body, &alerts); err != nil {
@@ -41,7 +42,9 @@ func serveAlertmanager(t *testing.T, n *memNet, host string) *fakeAlertmanager {
 			defer am.mu.Unlock()
 			am.posts++
 			for _, a := range alerts {
-				var kv []string
+				// Alerts of several targets may share their labels and
+				// name their target in an annotation.
+				kv := []string{"annotation:target=" + a.Annotations["target"]}
 				for k, v := range a.Labels {
 					kv = append(kv, k+"="+v)
 				}

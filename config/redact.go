@@ -5,6 +5,8 @@ import (
 	"net/url"
 
 	"gopkg.in/yaml.v3"
+
+	"github.com/vllm-slo-exporter/vllm-slo-exporter/scrape"
 )
 
 // Redacted returns the configuration as YAML with every secret (passwords,
@@ -30,12 +32,14 @@ func (c *Config) Redacted() ([]byte, error) {
 	return out, nil
 }
 
-// RedactURL hides a password written into a URL (http://user:pass@host), so
-// that views and messages never show it; other text is returned unchanged.
+// RedactURL hides a password written into a URL (http://user:pass@host)
+// and every query value (?api_key=...), as scrape.DisplayURL does, so that
+// views and messages never show them. Text that is not a URL is returned
+// unchanged (validation refuses it before anything shows it).
 func RedactURL(raw string) string {
 	u, err := url.Parse(raw)
-	if err != nil || u.User == nil {
+	if err != nil || (u.User == nil && u.RawQuery == "") {
 		return raw
 	}
-	return u.Redacted()
+	return scrape.DisplayURL(u)
 }

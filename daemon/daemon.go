@@ -59,6 +59,13 @@ type Options struct {
 	// passes exporter-toolkit's web.ListenAndServe, which adds TLS and basic
 	// auth from --web.config.file). Required.
 	Serve func(srv *http.Server) error
+	// ServeProbes, when set, serves /-/healthy and /-/ready alone with srv,
+	// apart from Serve's TLS and authentication, until srv is shut down (the
+	// run command's --web.probe-listen-address).
+	ServeProbes func(srv *http.Server) error
+	// EnableLifecycle turns on POST /-/reload; off, it answers 403 and
+	// SIGHUP remains the way to reload (--web.enable-lifecycle).
+	EnableLifecycle bool
 	// Signals, when set, replaces the process's SIGHUP, SIGTERM and SIGINT
 	// (tests send them on a channel).
 	Signals <-chan os.Signal
@@ -78,13 +85,15 @@ type Daemon struct {
 	notifier *notify.Notifier
 	report   atomic.Pointer[pipeline.Report]
 	self     *prometheus.Registry
+	clock    *steadyClock // scrape and evaluation times; see steadyClock
 	state    stateMetrics
 
 	reloadMu sync.Mutex // one reload at a time, from SIGHUP or HTTP
 
-	evalMu  sync.Mutex         // one evaluation at a time, so reports are stored in time order; guards warned and dropped
-	warned  map[string]bool    // warnings already logged
-	dropped map[string]float64 // models dropped when last logged, per target
+	evalMu  sync.Mutex              // one evaluation at a time, so reports are stored in time order; guards warned, dropped and logged
+	warned  map[string]bool         // warnings already logged
+	dropped map[string]float64      // models dropped when last logged, per target
+	logged  map[string]loggedTarget // target states last logged
 
 	// exact is the OTLP receiver and per-request store of exact mode (nil
 	// when the otlp section is off); calibration logs failed bounds.
@@ -128,11 +137,14 @@ func New(opts Options) (*Daemon, error) {
 		state:       newStateMetrics(self),
 		warned:      map[string]bool{},
 		dropped:     map[string]float64{},
+		logged:      map[string]loggedTarget{},
+		clock:       newSteadyClock(time.Now, nil),
 		exact:       exact,
 		calibration: otlp.NewCalibrationLog(logger),
 	}
 	d.pipe = pipeline.New(d.pipelineSpec(cfg))
 	d.loops = newScrapeLoops(logger, opts.Dial, d.ingest, d.evaluate)
+	d.loops.now = d.clock.now
 	return d, nil
 }
 
@@ -147,7 +159,7 @@ func (d *Daemon) Run(ctx context.Context) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	stop := func(error) { cancel() }
-	srv := &http.Server{Handler: d.handler(), ReadHeaderTimeout: 10 * time.Second}
+	srv := exporter.NewServer(d.handler())
 
 	// One actor a line; the first to return interrupts the others, and
 	// g.Run returns once they all have.
@@ -157,9 +169,13 @@ func (d *Daemon) Run(ctx context.Context) error {
 	g.Add(func() error { return d.evaluateEvery(ctx, time.Duration(cfg.Global.EvaluationInterval)) }, stop)
 	g.Add(func() error { d.notifier.Run(ctx); return nil }, stop)
 	g.Add(func() error { return d.saveStateEvery(ctx, time.Duration(cfg.Global.StateSaveInterval)) }, stop)
-	g.Add(func() error { return d.serve(srv) }, func(error) { d.shutdownHTTP(srv) })
+	g.Add(func() error { return d.serve(d.opts.Serve, srv) }, func(error) { d.shutdownHTTP(srv) })
 	if d.exact != nil {
 		g.Add(func() error { return d.exact.Run(ctx) }, stop)
+	}
+	if d.opts.ServeProbes != nil {
+		probes := exporter.NewServer(exporter.NewProbeHandler(d.loops.allTried))
+		g.Add(func() error { return d.serve(d.opts.ServeProbes, probes) }, func(error) { d.shutdownHTTP(probes) })
 	}
 	err := g.Run()
 
@@ -197,8 +213,8 @@ func (d *Daemon) handleSignals(ctx context.Context) error {
 
 // serve runs the HTTP server until shutdownHTTP; a server that fails (a port
 // taken, a bad web configuration) is an error that stops the daemon.
-func (d *Daemon) serve(srv *http.Server) error {
-	if err := d.opts.Serve(srv); err != nil && !errors.Is(err, http.ErrServerClosed) {
+func (d *Daemon) serve(serve func(*http.Server) error, srv *http.Server) error {
+	if err := serve(srv); err != nil && !errors.Is(err, http.ErrServerClosed) {
 		return fmt.Errorf("HTTP server: %w", err)
 	}
 	return nil
@@ -214,12 +230,16 @@ func (d *Daemon) shutdownHTTP(srv *http.Server) {
 }
 
 // handler serves /metrics, the landing page, /config, /-/healthy, /-/ready
-// and /-/reload for this daemon.
+// and, with the lifecycle API enabled, /-/reload for this daemon.
 func (d *Daemon) handler() http.Handler {
+	var reload func(context.Context) error
+	if d.opts.EnableLifecycle {
+		reload = func(context.Context) error { return d.Reload() }
+	}
 	return exporter.NewHandler(exporter.Endpoints{
 		Report:         d.report.Load,
 		Ready:          d.loops.allTried,
-		Reload:         func(context.Context) error { return d.Reload() },
+		Reload:         reload,
 		ConfigYAML:     func() ([]byte, error) { return d.config.get().Redacted() },
 		Self:           d.self,
 		RefreshSeconds: int(time.Duration(d.config.get().Global.ScrapeInterval).Seconds()),
@@ -257,10 +277,11 @@ func (d *Daemon) evaluateEvery(ctx context.Context, interval time.Duration) erro
 func (d *Daemon) evaluate() {
 	d.evalMu.Lock()
 	defer d.evalMu.Unlock()
-	rep := d.pipe.Evaluate(time.Now())
+	rep := d.pipe.Evaluate(d.clock.now())
 	d.report.Store(rep)
 	d.warnOnce(rep)
 	d.calibration.Observe(rep)
+	d.logTargetStates(rep)
 	d.notifier.Notify(rep.Time, rep.Alerts)
 }
 

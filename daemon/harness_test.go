@@ -262,8 +262,9 @@ func startRig(t *testing.T, n *memNet, cfg string) *rig {
 			defer close(r.served)
 			return srv.Serve(ln)
 		},
-		Signals: r.signals,
-		Dial:    n.dial,
+		Signals:         r.signals,
+		EnableLifecycle: true,
+		Dial:            n.dial,
 	})
 	if err != nil {
 		t.Fatal(err)

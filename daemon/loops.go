@@ -25,6 +25,8 @@ type scrapeLoops struct {
 	// onAllTried runs once every configured target has been tried, so that
 	// ready means serving.
 	onAllTried func()
+	// now gives the scrape times (the daemon's steadyClock); nil: time.Now.
+	now func() time.Time
 
 	updates chan loopUpdate
 	done    chan struct{} // closed once run has stopped every loop
@@ -40,9 +42,11 @@ type runningLoop struct {
 	cancel   context.CancelFunc
 	exited   chan struct{} // closed when the loop's goroutine has returned
 	tried    atomic.Bool   // the loop has finished a scrape
-	// lastErr is the error last logged for the target; only the loop's own
-	// goroutine touches it, so a target that stays down logs once.
-	lastErr string
+	// lastErr is the logKey of the error last logged for the target, and
+	// lastRejected the rejectionKey of the last good scrape; only the loop's
+	// own goroutine touches them, so a target that stays down, or keeps
+	// serving one broken family, logs once.
+	lastErr, lastRejected string
 }
 
 // loopSettings are the global settings a loop was started with; when they
@@ -178,6 +182,14 @@ func (s *scrapeLoops) apply(ctx context.Context, running map[string]*runningLoop
 	return changes
 }
 
+// clock returns the scrape clock, time.Now unless one was set.
+func (s *scrapeLoops) clock() func() time.Time {
+	if s.now == nil {
+		return time.Now
+	}
+	return s.now
+}
+
 // stopLoops cancels every loop, then waits for each to return.
 func stopLoops(loops map[string]*runningLoop) {
 	for _, l := range loops {
@@ -205,7 +217,7 @@ func (s *scrapeLoops) start(ctx context.Context, t config.Target, g config.Globa
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	l := &runningLoop{target: t, settings: settingsOf(t, g), cancel: cancel, exited: make(chan struct{})}
-	loop := &scrape.Loop{Target: t.Name, Fetcher: f, Profile: profile, Interval: t.Interval(g), Timeout: t.Timeout(g), Now: time.Now}
+	loop := &scrape.Loop{Target: t.Name, Fetcher: f, Profile: profile, Interval: t.Interval(g), Timeout: t.Timeout(g), Now: s.clock()}
 	go func() {
 		defer close(l.exited)
 		defer f.Close()
@@ -219,22 +231,39 @@ func (s *scrapeLoops) start(ctx context.Context, t config.Target, g config.Globa
 	return l, nil
 }
 
-// handle ingests one result of loop l, logs the target's error only when it
-// changes, and tells the daemon when every target has been tried.
+// handle ingests one result of loop l, logs the target's error and the
+// models its scrapes leave out only when they change (see logKey and
+// rejectionKey), and tells the daemon when every target has been tried.
 func (s *scrapeLoops) handle(l *runningLoop, r scrape.Result) {
 	err := s.ingest(r)
-	msg := ""
-	if err != nil {
-		msg = err.Error()
-	}
+	key := logKey(err)
 	switch {
-	case msg != "" && msg != l.lastErr:
+	case key != "" && key != l.lastErr:
 		s.logger.Warn("scrape failed", "target", r.Target, "reason", scrape.FailureReason(err), "err", err)
-	case msg == "" && l.lastErr != "":
+	case key == "" && l.lastErr != "":
 		s.logger.Info("scrape recovered", "target", r.Target)
 	}
-	l.lastErr = msg
+	l.lastErr = key
+	if err == nil {
+		s.logRejections(l, r.Snapshot)
+	}
 	if !l.tried.Swap(true) && s.allTried() {
 		s.onAllTried()
 	}
+}
+
+// logRejections logs the models a good scrape left out when the set of
+// rejected families, models and reasons changes, and once when none is left
+// out any more.
+func (s *scrapeLoops) logRejections(l *runningLoop, snap *scrape.Snapshot) {
+	key := rejectionKey(snap)
+	switch {
+	case key != "" && key != l.lastRejected:
+		first := snap.Rejected[0]
+		s.logger.Warn("models left out of the scrape: a family failed validation for them",
+			"target", l.target.Name, "rejected", len(snap.Rejected), "family", first.Family, "model", first.Model, "err", first.Err)
+	case key == "" && l.lastRejected != "":
+		s.logger.Info("no model left out of the scrape any more", "target", l.target.Name)
+	}
+	l.lastRejected = key
 }

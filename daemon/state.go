@@ -44,7 +44,7 @@ func newStateMetrics(reg prometheus.Registerer) stateMetrics {
 // is private (0600): it holds the history of the targets.
 func writeFileAtomic(path string, data []byte) (err error) {
 	dir := filepath.Dir(path)
-	tmp, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp-*")
+	tmp, err := os.CreateTemp(dir, tempPrefix(path)+"*")
 	if err != nil {
 		return fmt.Errorf("write %s: %w", path, err)
 	}
@@ -77,12 +77,14 @@ func writeFileAtomic(path string, data []byte) (err error) {
 }
 
 // loadState restores the history from the state file, if one is configured
-// and present. Any problem is logged and the daemon starts fresh.
+// and present, after removing the temporary files of interrupted saves.
+// Any problem is logged and the daemon starts fresh.
 func (d *Daemon) loadState() {
 	path := d.config.get().StateFile
 	if path == "" {
 		return
 	}
+	d.removeStateDebris(path)
 	data, err := os.ReadFile(path)
 	if errors.Is(err, os.ErrNotExist) {
 		d.logger.Info("no state file yet, starting fresh", "file", path)

@@ -230,14 +230,23 @@ func TestKubernetesManifests(t *testing.T) {
 		t.Errorf("sidecar --web.listen-address=%q, want port 10042", addr)
 	}
 
+	// The probes go to the probe listener, which answers without
+	// credentials whatever --web.config.file adds to the main port.
+	if addr, _ := flagValue(side.Args, "web.probe-listen-address"); portOf(addr) != "10043" || side.port("probes") != 10043 {
+		t.Errorf("sidecar --web.probe-listen-address=%q, port probes=%d; want both 10043", addr, side.port("probes"))
+	}
 	for _, p := range []struct {
 		name  string
 		probe *httpProbe
 		path  string
 	}{{"liveness", side.LivenessProbe, "/-/healthy"}, {"readiness", side.ReadinessProbe, "/-/ready"}} {
-		if p.probe == nil || p.probe.HTTPGet.Path != p.path || side.port(p.probe.HTTPGet.Port) != 10042 {
-			t.Errorf("sidecar %s probe %+v, want GET %s on port slo-metrics", p.name, p.probe, p.path)
+		if p.probe == nil || p.probe.HTTPGet.Path != p.path || side.port(p.probe.HTTPGet.Port) != 10043 {
+			t.Errorf("sidecar %s probe %+v, want GET %s on port probes", p.name, p.probe, p.path)
 		}
+	}
+	// The README says POST /-/reload applies a changed ConfigMap.
+	if !slices.Contains(side.Args, "--web.enable-lifecycle") {
+		t.Errorf("sidecar args %v lack --web.enable-lifecycle", side.Args)
 	}
 
 	sc := side.SecurityContext

@@ -31,7 +31,7 @@ func TestReload(t *testing.T) {
 	t.Parallel()
 	simA, simB := startSim(t, nil), startSim(t, nil)
 	dir := t.TempDir()
-	d := startDaemon(t, dir, liveConfig("0.99", [][2]string{{liveTarget, simA.url()}}, ""))
+	d := startDaemon(t, dir, liveConfig("0.99", [][2]string{{liveTarget, simA.url()}}, ""), "--web.enable-lifecycle")
 	var before float64
 	waitFor(t, 10*time.Second, "target a's 1m window to count requests", func() bool {
 		v, ok := longWindowRequests(t, d.metrics(t), liveTarget)

@@ -76,8 +76,8 @@ func TestTLSBasicAuth(t *testing.T) {
 	webCfg := writeFile(t, dir, "web.yml", "tls_server_config:\n  cert_file: "+certFile+"\n  key_file: "+keyFile+
 		"\nbasic_auth_users:\n  alice: "+string(hash)+"\n")
 	cfg := writeFile(t, dir, "config.yaml", liveConfig("0.99", [][2]string{{liveTarget, s.url()}}, ""))
-	addr := freeAddr(t)
-	p := start(t, "run", "--config.file="+cfg, "--web.listen-address="+addr, "--web.config.file="+webCfg)
+	addr, probeAddr := freeAddr(t), freeAddr(t)
+	p := start(t, "run", "--config.file="+cfg, "--web.listen-address="+addr, "--web.config.file="+webCfg, "--web.probe-listen-address="+probeAddr)
 	client := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool}}}
 	base := "https://" + addr
 
@@ -116,9 +116,25 @@ func TestTLSBasicAuth(t *testing.T) {
 			t.Errorf("user %q password %q: body leaks series:\n%s", c.user, c.pass, tail(body, 500))
 		}
 	}
+	// The lifecycle API is off without --web.enable-lifecycle, even with
+	// the password.
+	req, _ := http.NewRequest(http.MethodPost, base+"/-/reload", nil)
+	req.SetBasicAuth("alice", "s3cret")
+	if resp, err := client.Do(req); err != nil || resp.StatusCode != http.StatusForbidden {
+		t.Errorf("POST /-/reload without --web.enable-lifecycle: %v %v, want 403", resp, err)
+	} else {
+		resp.Body.Close()
+	}
+	// The probe address answers the kubelet's probes, which carry no
+	// credentials, and serves nothing else.
+	for path, want := range map[string]int{"/-/healthy": http.StatusOK, "/-/ready": http.StatusOK, "/metrics": http.StatusNotFound, "/config": http.StatusNotFound} {
+		if code, _ := get(t, nil, "http://"+probeAddr+path); code != want {
+			t.Errorf("GET %s on the probe address: %d, want %d", path, code, want)
+		}
+	}
 	// Plain HTTP to the TLS port gets no metrics.
 	plain := &http.Client{Timeout: 5 * time.Second}
-	req, _ := http.NewRequest(http.MethodGet, "http://"+addr+"/metrics", nil)
+	req, _ = http.NewRequest(http.MethodGet, "http://"+addr+"/metrics", nil)
 	req.SetBasicAuth("alice", "s3cret")
 	if resp, err := plain.Do(req); err == nil {
 		var b strings.Builder

@@ -91,9 +91,12 @@ func startReceiver(t *testing.T) *receiverUnderTest {
 // run drives a multi-model simulator for d, scraping every 15s into the
 // pipeline; emit is called for every request that ends.
 type run struct {
-	s   *sim.Sim
-	p   *pipeline.Pipeline
-	now time.Time
+	s *sim.Sim
+	p *pipeline.Pipeline
+	// plain is fed the same scrapes without spans: what the histograms
+	// alone publish.
+	plain *pipeline.Pipeline
+	now   time.Time
 }
 
 func newRun(t *testing.T, store *traces.Store, onDone func(sim.Request)) *run {
@@ -108,7 +111,7 @@ func newRun(t *testing.T, store *traces.Store, onDone func(sim.Request)) *run {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &run{s: s, p: pipeline.New(newSpec(store)), now: start}
+	return &run{s: s, p: pipeline.New(newSpec(store)), plain: pipeline.New(newSpec(nil)), now: start}
 }
 
 func (r *run) advance(t *testing.T, d time.Duration) {
@@ -124,7 +127,25 @@ func (r *run) advance(t *testing.T, d time.Duration) {
 		if err := r.p.Ingest(target, snap, 0); err != nil {
 			t.Fatal(err)
 		}
+		if err := r.plain.Ingest(target, snap, 0); err != nil {
+			t.Fatal(err)
+		}
 	}
+}
+
+// histogramOnly is the report of one model's window that the histograms
+// alone give, from the twin pipeline without spans.
+func (r *run) histogramOnly(t *testing.T, model string, length time.Duration) slo.WindowReport {
+	t.Helper()
+	for _, mr := range r.plain.Evaluate(r.now).Targets[0].Models {
+		for _, wr := range mr.Windows {
+			if mr.Name == model && wr.Window.Nominal == length {
+				return wr
+			}
+		}
+	}
+	t.Fatalf("the histograms alone give no %v window of model %s", length, model)
+	return slo.WindowReport{}
 }
 
 func emitter(t *testing.T, addr string, proto sim.SpanProtocol, ratio float64) *sim.SpanEmitter {

@@ -10,20 +10,16 @@ import (
 	"github.com/vllm-slo-exporter/vllm-slo-exporter/slo"
 )
 
-// histogramOnly is the window report the histograms alone give.
-func histogramOnly(w slo.Window) slo.WindowReport {
-	return slo.EvaluateWindow(w, []slo.SLO{interactive}, slo.Options{Quantiles: []float64{0.5, 0.9, 0.99}})
-}
-
 // checkNotExact fails unless the window's result is not covered and its
 // published numbers are exactly the histograms' own.
-func checkNotExact(t *testing.T, model string, wr slo.WindowReport, tr pipeline.ModelReport, i int) {
+func checkNotExact(t *testing.T, r *run, model string, wr slo.WindowReport, tr pipeline.ModelReport, i int) {
 	t.Helper()
 	res := tr.Traces[i]
 	if res.Covered {
 		t.Errorf("model %s window %v: covered with %d spans for %v finished requests", model, wr.Window.Nominal, res.Spans, res.Finished)
 	}
-	if !reflect.DeepEqual(wr.Quantiles, histogramOnly(wr.Window).Quantiles) || !reflect.DeepEqual(wr.SLOs, histogramOnly(wr.Window).SLOs) {
+	plain := r.histogramOnly(t, model, wr.Window.Nominal)
+	if !reflect.DeepEqual(wr.Quantiles, plain.Quantiles) || !reflect.DeepEqual(wr.SLOs, plain.SLOs) {
 		t.Errorf("model %s window %v: published numbers differ from the histograms' although the window is not covered", model, wr.Window.Nominal)
 	}
 	if len(res.Adapters) != 0 || res.Calibration.Checked != 0 {
@@ -44,7 +40,7 @@ func TestSampledSpansFallBackToHistograms(t *testing.T) {
 	var spans, finished float64
 	for _, mr := range rep.Targets[0].Models {
 		for i, wr := range mr.Windows {
-			checkNotExact(t, mr.Name, wr, mr, i)
+			checkNotExact(t, r, mr.Name, wr, mr, i)
 			ratio, ok := mr.Traces[i].Coverage()
 			if !ok || !(ratio > 0 && ratio < 1) {
 				t.Errorf("model %s window %v: coverage %v (ok %v), want strictly between 0 and 1", mr.Name, wr.Window.Nominal, ratio, ok)
@@ -89,7 +85,7 @@ func TestReceiverRestart(t *testing.T) {
 					t.Errorf("model %s: the 1m window after the restart is not covered", mr.Name)
 				}
 			case 5 * time.Minute:
-				checkNotExact(t, mr.Name, wr, mr, i)
+				checkNotExact(t, r, mr.Name, wr, mr, i)
 				if ratio, ok := mr.Traces[i].Coverage(); !ok || ratio >= 1 {
 					t.Errorf("model %s: 5m coverage %v across the restart, want < 1", mr.Name, ratio)
 				}

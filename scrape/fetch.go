@@ -30,7 +30,7 @@ const maxRedirects = 10
 type Fetcher struct {
 	name      string
 	url       string
-	display   string // url with any password hidden, for messages
+	display   string // url as DisplayURL shows it, for messages
 	client    *http.Client
 	timeout   time.Duration
 	bodyLimit int64
@@ -56,10 +56,14 @@ type Response struct {
 func NewFetcher(name, rawURL string, httpCfg config.HTTPClientConfig, timeout time.Duration, bodyLimit int64, opts ...config.HTTPClientOption) (*Fetcher, error) {
 	u, err := url.Parse(rawURL)
 	if err != nil {
+		var ue *url.Error
+		if errors.As(err, &ue) {
+			err = ue.Err // url.Error repeats the raw URL, secrets included
+		}
 		return nil, fmt.Errorf("target %q: url: %w", name, err)
 	}
 	if u.Scheme != "http" && u.Scheme != "https" {
-		return nil, fmt.Errorf("target %q: url %q: scheme must be http or https", name, u.Redacted())
+		return nil, fmt.Errorf("target %q: url %q: scheme must be http or https", name, DisplayURL(u))
 	}
 	if timeout < 0 || bodyLimit < 0 {
 		return nil, fmt.Errorf("target %q: negative timeout %v or body limit %d", name, timeout, bodyLimit)
@@ -81,7 +85,36 @@ func NewFetcher(name, rawURL string, httpCfg config.HTTPClientConfig, timeout ti
 			return nil
 		}
 	}
-	return &Fetcher{name: name, url: rawURL, display: u.Redacted(), client: client, timeout: timeout, bodyLimit: bodyLimit, userAgent: ua}, nil
+	return &Fetcher{name: name, url: rawURL, display: DisplayURL(u), client: client, timeout: timeout, bodyLimit: bodyLimit, userAgent: ua}, nil
+}
+
+// DisplayURL is u as views, logs and error messages show it: the password
+// of a user:password@ part and the value of every query parameter replaced
+// by "xxxxx" (a query often carries an API key: ?api_key=...). Parameter
+// names stay, so the operator can still tell URLs apart.
+func DisplayURL(u *url.URL) string {
+	shown := *u
+	if shown.RawQuery != "" {
+		q := shown.Query()
+		for k, vs := range q {
+			for i := range vs {
+				vs[i] = "xxxxx"
+			}
+			q[k] = vs
+		}
+		shown.RawQuery = q.Encode()
+	}
+	return shown.Redacted()
+}
+
+// hideURL replaces the URL inside err's *url.Error (net/http's client error
+// repeats the request URL, query included) by the fetcher's display URL.
+func (f *Fetcher) hideURL(err error) error {
+	var ue *url.Error
+	if errors.As(err, &ue) {
+		ue.URL = f.display
+	}
+	return err
 }
 
 // errRedirectLoop stops a redirect chain that is too long.
@@ -131,7 +164,7 @@ func (f *Fetcher) Fetch(ctx context.Context) (Response, error) {
 	start := time.Now()
 	resp, err := f.client.Do(req)
 	if err != nil {
-		return Response{}, f.fetchErr(f.requestReason(ctx, err), "%w", err)
+		return Response{}, f.fetchErr(f.requestReason(ctx, err), "%w", f.hideURL(err))
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {

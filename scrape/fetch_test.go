@@ -7,6 +7,7 @@ import (
 	"errors"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"strconv"
 	"strings"
 	"testing"
@@ -345,6 +346,26 @@ func TestFailureReasonUnknown(t *testing.T) {
 	for _, err := range []error{nil, errors.New("x"), context.Canceled} {
 		if got := FailureReason(err); got != ReasonUnknown {
 			t.Errorf("FailureReason(%v) = %q", err, got)
+		}
+	}
+}
+
+// TestDisplayURL: passwords and query values are hidden, everything else
+// (scheme, user, host, path, parameter names) is shown as written.
+func TestDisplayURL(t *testing.T) {
+	for raw, want := range map[string]string{
+		"http://127.0.0.1:8000/metrics":       "http://127.0.0.1:8000/metrics",
+		"http://u:pw@h:1/metrics":             "http://u:xxxxx@h:1/metrics",
+		"https://h/metrics?api_key=K&b=2&b=3": "https://h/metrics?api_key=xxxxx&b=xxxxx&b=xxxxx",
+		"http://u:pw@h/m?token=T#frag":        "http://u:xxxxx@h/m?token=xxxxx#frag",
+		"http://h/m?flag":                     "http://h/m?flag=xxxxx",
+	} {
+		u, err := url.Parse(raw)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := DisplayURL(u); got != want {
+			t.Errorf("DisplayURL(%q) = %q, want %q", raw, got, want)
 		}
 	}
 }

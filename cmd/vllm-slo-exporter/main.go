@@ -15,7 +15,6 @@ import (
 	"github.com/prometheus/common/promslog"
 	promslogflag "github.com/prometheus/common/promslog/flag"
 	"github.com/prometheus/common/version"
-	"github.com/prometheus/exporter-toolkit/web/kingpinflag"
 )
 
 // defaultListenAddress is outside 9100-9999, which Prometheus's default port
@@ -38,8 +37,7 @@ func run(args []string) int {
 	promslogflag.AddFlags(app, logCfg)
 
 	runCmd := app.Command("run", "Run the daemon (the default command).").Default()
-	runConfig := runCmd.Flag("config.file", "Configuration file.").Default("config.yaml").String()
-	runWeb := kingpinflag.AddFlags(runCmd, defaultListenAddress)
+	runOpts := addRunFlags(runCmd)
 
 	demoCmd := app.Command("demo", "Run the built-in vLLM simulator and the daemon against it, on loopback.")
 	var demoWebSet, demoSimSet bool
@@ -84,7 +82,7 @@ func run(args []string) int {
 	logger := promslog.New(logCfg)
 	switch cmd {
 	case runCmd.FullCommand():
-		return runDaemon(logger, *runConfig, runWeb)
+		return runDaemon(logger, runOpts)
 	case demoCmd.FullCommand():
 		return runDemo(logger, demoAddress{*demoWeb, !demoWebSet}, demoAddress{*demoSim, !demoSimSet}, demoAddress{*demoOTLP, !demoOTLPSet})
 	case checkCmd.FullCommand():

@@ -2,23 +2,57 @@ package main
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"log/slog"
+	"net"
 	"net/http"
 
+	"github.com/alecthomas/kingpin/v2"
 	"github.com/prometheus/exporter-toolkit/web"
+	"github.com/prometheus/exporter-toolkit/web/kingpinflag"
 
 	"github.com/vllm-slo-exporter/vllm-slo-exporter/daemon"
 )
 
+// runFlags are the run command's flags.
+type runFlags struct {
+	configFile string
+	web        *web.FlagConfig
+	// enableLifecycle turns on POST /-/reload. Off by default, as in
+	// Prometheus: reloading is an administrative act, and SIGHUP (systemctl
+	// reload, kill -HUP) needs no open endpoint.
+	enableLifecycle bool
+	// probeAddress, when set, serves /-/healthy and /-/ready there without
+	// the web configuration's TLS and basic auth, for probes that carry no
+	// credentials (the kubelet's).
+	probeAddress string
+}
+
+// addRunFlags declares the run command's flags on cmd.
+func addRunFlags(cmd *kingpin.CmdClause) *runFlags {
+	f := &runFlags{}
+	cmd.Flag("config.file", "Configuration file.").Default("config.yaml").StringVar(&f.configFile)
+	f.web = kingpinflag.AddFlags(cmd, defaultListenAddress)
+	cmd.Flag("web.enable-lifecycle", "Enable POST /-/reload (protected against cross-site requests). SIGHUP reloads either way.").Default("false").BoolVar(&f.enableLifecycle)
+	cmd.Flag("web.probe-listen-address", "Also serve /-/healthy and /-/ready, and nothing else, on this address without TLS or authentication (for Kubernetes probes when --web.config.file sets basic auth). Empty: off.").Default("").StringVar(&f.probeAddress)
+	return f
+}
+
 // runDaemon is the run command: the daemon serving with exporter-toolkit
 // (TLS, basic auth and several addresses from the web flags) until SIGTERM
 // or SIGINT.
-func runDaemon(logger *slog.Logger, configFile string, webFlags *web.FlagConfig) int {
-	d, err := daemon.New(daemon.Options{
-		ConfigFile: configFile,
-		Logger:     logger,
-		Serve:      func(srv *http.Server) error { return web.ListenAndServe(srv, webFlags, logger) },
-	})
+func runDaemon(logger *slog.Logger, f *runFlags) int {
+	opts := daemon.Options{
+		ConfigFile:      f.configFile,
+		Logger:          logger,
+		Serve:           func(srv *http.Server) error { return web.ListenAndServe(srv, f.web, logger) },
+		EnableLifecycle: f.enableLifecycle,
+	}
+	if f.probeAddress != "" {
+		opts.ServeProbes = func(srv *http.Server) error { return serveProbes(logger, f.probeAddress, srv) }
+	}
+	d, err := daemon.New(opts)
 	if err != nil {
 		return fail(logger, "start", err)
 	}
@@ -26,4 +60,17 @@ func runDaemon(logger *slog.Logger, configFile string, webFlags *web.FlagConfig)
 		return fail(logger, "run", err)
 	}
 	return 0
+}
+
+// serveProbes serves srv in plain HTTP on address until it is shut down.
+func serveProbes(logger *slog.Logger, address string, srv *http.Server) error {
+	ln, err := net.Listen("tcp", address)
+	if err != nil {
+		return fmt.Errorf("probe listener: %w", err)
+	}
+	logger.Info("listening for probes", "address", ln.Addr().String())
+	if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+		return err
+	}
+	return nil
 }

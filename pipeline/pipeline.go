@@ -694,12 +694,6 @@ func (t *target) burnCheck(spec Spec, a BurnAlert, model string, now time.Time) 
 		}
 		ev := objectiveEvidence(rep.SLOs[0], s)
 		ev.Requests, ev.Coverage = rep.SLOs[0].Requests, WindowCoverage(w, length)
-		if w.Start.After(now.Add(-min(length, a.Short))) {
-			// The history holds less than the short window yet (a first
-			// start, or a start without state): too little to judge, since
-			// the requests in flight at the edges weigh on a few minutes.
-			return slo.Bounded{}, ev, false
-		}
 		return rep.SLOs[0].BurnRate, ev, true
 	}
 	var okLong, okShort bool

@@ -197,10 +197,10 @@
       charts.push(c);
     }
 
-    const gp = new Chart("Goodput against throughput" + win, "tokens/s");
+    const gp = new Chart("Goodput against finished throughput" + win, "tokens/s");
     gp.line("throughput", PALETTE[6], s.throughput, { width: 2 });
     gp.band("goodput", PALETTE[2], s.goodput);
-    gp.caption = "Generated tokens of the requests that met every objective, against all generated tokens.";
+    gp.caption = "Generated tokens of the finished requests that met every objective, against the generated tokens of all finished requests (one population: goodput never exceeds it).";
     charts.push(gp);
 
     const ll = new Chart("Little's Law: predicted λ·W against observed concurrency" + win, "requests");

@@ -53,6 +53,12 @@ type Cell struct {
 	// whose histogram the target lacks), as opposed to a window without
 	// requests.
 	Unknown string
+	// Exact is set when vLLM's trace spans covered the window: the number is
+	// exact, and Histogram is what the histograms alone estimated beside it
+	// (HasHistogram), BoundsHeld whether every histogram bound held it.
+	Exact                    bool
+	Histogram                float64
+	HasHistogram, BoundsHeld bool
 }
 
 // Burn is one alert's window pair: both burn rates and the threshold.
@@ -123,7 +129,7 @@ func row(rep *pipeline.Report, target string, m pipeline.ModelReport, b pipeline
 				continue
 			}
 			if a, ok := s.Objectives[slo.AllKey]; ok {
-				r.Attainment[i] = Cell{Bounded: a, Known: true}
+				r.Attainment[i] = exactSide(Cell{Bounded: a, Known: true}, m, w.Window.Nominal, b.SLO)
 			} else if len(s.Unknown) > 0 {
 				r.Attainment[i] = Cell{Unknown: unknownReason(s.Unknown)}
 			}
@@ -140,6 +146,24 @@ func row(rep *pipeline.Report, target string, m pipeline.ModelReport, b pipeline
 	r.Alert = alertState(rep, target, m.Name, b.SLO)
 	r.Link = "/slo?" + url.Values{"target": {target}, "model": {m.Name}, "slo": {b.SLO}}.Encode()
 	return r
+}
+
+// exactSide marks a cell whose window vLLM's spans covered as exact and sets
+// beside it the histograms' own estimate (the exact value plus the
+// calibration's error) and whether their bounds held.
+func exactSide(c Cell, m pipeline.ModelReport, window time.Duration, sloName string) Cell {
+	for _, tr := range m.Traces {
+		if tr.Nominal != window || !tr.Covered {
+			continue
+		}
+		c.Exact, c.BoundsHeld = true, tr.Calibration.Held()
+		for _, e := range tr.Calibration.AttainmentErrors {
+			if e.SLO == sloName && e.Objective == slo.AllKey {
+				c.Histogram, c.HasHistogram = c.Estimate+e.Error, true
+			}
+		}
+	}
+	return c
 }
 
 // unknownReason says which histograms an SLO's objectives lack.

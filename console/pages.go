@@ -17,6 +17,7 @@ var funcs = template.FuncMap{
 	"num":     formatNumber,
 	"bounded": formatBounded,
 	"pct":     formatPercent,
+	"pctv":    func(v float64) string { return formatPercent(slo.Exact(v)) },
 	"window":  formatWindow,
 	"dur":     formatDuration,
 	"pq":      func(q float64) string { return strconv.FormatFloat(100*q, 'f', -1, 64) },
@@ -63,7 +64,7 @@ var overviewTemplate = template.Must(template.New("overview").Funcs(funcs).Parse
 <th><a href="?sort=worst">alert</a></th><th></th></tr></thead>
 <tbody>
 {{range .Rows}}<tr class="slo {{.Alert}}"><td>{{.Target}}</td><td class="model">{{.Model}}</td><td>{{.SLO}}</td>
-{{range .Attainment}}<td>{{if .Known}}{{pct .Bounded}}{{else if .Unknown}}<span class="none">unknown: {{.Unknown}}</span>{{else}}<span class="none">no request</span>{{end}}</td>{{end}}
+{{range .Attainment}}<td>{{if .Known}}{{pct .Bounded}}{{if .Exact}}<br><small>exact, from traces{{if .HasHistogram}}; histograms {{pctv .Histogram}}{{end}}{{if not .BoundsHeld}}, <span class="over">a histogram bound failed</span>{{end}}</small>{{end}}{{else if .Unknown}}<span class="none">unknown: {{.Unknown}}</span>{{else}}<span class="none">no request</span>{{end}}</td>{{end}}
 <td>{{if .Budget.Known}}{{pct .Budget.Bounded}}<br><small>rests on {{dur .Covered}}{{if .Period}} of {{dur .Period}}{{end}}</small>{{else}}<span class="none">unknown</span>{{end}}</td>
 {{range .Burns}}<td>{{if not .Present}}{{else if .Long.Known}}<span class="{{if .Active}}over{{end}}">{{num .Long.Upper}} / {{num .Short.Upper}}</span><br><small>over {{num .Factor}} pages</small>{{else}}<span class="none">no request</span>{{end}}</td>{{end}}
 <td class="state {{.Alert}}">{{if .Alert}}{{.Alert}}{{else}}ok{{end}}</td>

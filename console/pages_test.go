@@ -10,6 +10,7 @@ import (
 
 	"github.com/vllm-slo-exporter/vllm-slo-exporter/pipeline"
 	"github.com/vllm-slo-exporter/vllm-slo-exporter/slo"
+	"github.com/vllm-slo-exporter/vllm-slo-exporter/traces"
 )
 
 const escapedHostile = `&lt;script&gt;alert(&#34;x&#34;)&lt;/script&gt;`
@@ -131,5 +132,37 @@ func TestAssets(t *testing.T) {
 	}
 	if code, body := get(t, c, "/"); code != http.StatusOK || !strings.Contains(body, "No evaluation yet") {
 		t.Errorf("overview before the first evaluation: %d", code)
+	}
+}
+
+// TestOverviewShowsExactBesideHistograms: a window that vLLM's spans covered
+// shows its exact attainment, the histograms' own estimate beside it, and
+// says loudly when a histogram bound failed; a window without spans shows
+// the bounded number alone.
+func TestOverviewShowsExactBesideHistograms(t *testing.T) {
+	window := func(d time.Duration, all slo.Bounded) slo.WindowReport {
+		return slo.WindowReport{Window: slo.Window{Nominal: d}, SLOs: []slo.SLOResult{{Name: "s", Objectives: map[string]slo.Bounded{slo.AllKey: all}}}}
+	}
+	covered := traces.Result{Nominal: time.Minute, Covered: true, Calibration: traces.Calibration{Checked: 4,
+		AttainmentErrors: []traces.AttainmentError{{SLO: "s", Objective: slo.AllKey, Error: -0.0125}}}}
+	model := pipeline.ModelReport{Name: "m",
+		Windows: []slo.WindowReport{window(time.Minute, slo.Exact(0.975)), window(5*time.Minute, slo.Bounded{Estimate: 0.9, Lower: 0.85, Upper: 0.95})},
+		Budgets: []pipeline.Budget{{SLO: "s"}},
+		Traces:  []traces.Result{covered, {Nominal: 5 * time.Minute}}}
+	rep := &pipeline.Report{Targets: []pipeline.TargetReport{{Name: "t", Tried: true, Up: true, Models: []pipeline.ModelReport{model}}}}
+	c := New(Options{Report: func() *pipeline.Report { return rep }})
+	_, body := get(t, c, "/")
+	if !strings.Contains(body, "97.50%<br><small>exact, from traces; histograms 96.25%") {
+		t.Errorf("the covered 1m window does not show the exact and the histogram numbers side by side")
+	}
+	if strings.Count(body, "exact, from traces") != 1 {
+		t.Errorf("a window without spans is marked exact")
+	}
+	if strings.Contains(body, "a histogram bound failed") {
+		t.Errorf("a held calibration is reported as failed")
+	}
+	rep.Targets[0].Models[0].Traces[0].Calibration.Failures = []string{"all: 0.9 outside [0.95, 0.96]"}
+	if _, body := get(t, c, "/"); !strings.Contains(body, "a histogram bound failed") {
+		t.Errorf("a failed histogram bound is not shown")
 	}
 }

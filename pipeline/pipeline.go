@@ -504,7 +504,11 @@ func (t *target) overlay(spec Spec, model string, i int, r *slo.SLOResult, w slo
 	r.GoodRequests[slo.AllKey] = lw.good
 	r.GoodputRequestsPerSecond = per(lw.good, secs)
 	if lw.hasTokens {
-		r.GoodputTokensPerSecond, r.HasGoodputTokens = per(lw.tokens, secs), true
+		tokens := lw.tokens
+		if whole, ok := slo.GoodputTokens(lw.good, w.GenerationTokens); ok {
+			tokens = intersect(tokens, whole)
+		}
+		r.GoodputTokensPerSecond, r.HasGoodputTokens = per(tokens, secs), true
 	}
 	r.FinishedTokensPerSecond, r.HasFinishedTokens = lw.finishedTokens/secs, true
 	all, ok := slo.AttainmentOver(lw.good, lw.finished, lw.abandoned, s.Abandoned)
@@ -513,6 +517,20 @@ func (t *target) overlay(spec Spec, model string, i int, r *slo.SLOResult, w slo
 	}
 	r.Objectives[slo.AllKey] = all
 	r.BurnRate, r.HasBurnRate = slo.BurnRate(all, s.Goal)
+}
+
+// intersect is the part two valid bounds of one quantity share: both hold
+// the truth, so their intersection does. The per-interval goodput tokens are
+// usually the tighter, but the whole window's (the window's joint bound over
+// its token histogram) wins when the bad requests may be spread over many
+// intervals. Disjoint bounds can only come from inconsistent inputs; a then
+// keeps its own.
+func intersect(a, b slo.Bounded) slo.Bounded {
+	lo, hi := math.Max(a.Lower, b.Lower), math.Min(a.Upper, b.Upper)
+	if lo > hi {
+		return a
+	}
+	return slo.Bounded{Lower: lo, Upper: hi, Estimate: math.Min(math.Max(a.Estimate, lo), hi)}
 }
 
 // per divides every part of b by secs (a division, so that a rate of an

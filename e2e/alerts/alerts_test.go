@@ -208,10 +208,13 @@ func tail(b []byte, n int) string {
 	return string(b)
 }
 
+// waitHTTP polls url until it answers 200, failing after 30 s.
 func waitHTTP(t *testing.T, url string) {
 	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for time.Now().Before(deadline) {
+	deadline := time.After(30 * time.Second)
+	tick := time.NewTicker(200 * time.Millisecond)
+	defer tick.Stop()
+	for {
 		resp, err := http.Get(url)
 		if err == nil {
 			resp.Body.Close()
@@ -219,9 +222,12 @@ func waitHTTP(t *testing.T, url string) {
 				return
 			}
 		}
-		time.Sleep(200 * time.Millisecond)
+		select {
+		case <-deadline:
+			t.Fatalf("%s did not become ready", url)
+		case <-tick.C:
+		}
 	}
-	t.Fatalf("%s did not become ready", url)
 }
 
 func build(t *testing.T, dir string) string {

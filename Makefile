@@ -8,7 +8,7 @@ STATICCHECK ?= $(shell $(GO) env GOPATH)/bin/staticcheck
 .PHONY: test deps fmt-check vet lint build fuzz bench
 
 test: deps fmt-check vet lint
-	$(GO) test -race -timeout 20m ./...
+	$(GO) test -race -count=1 -timeout 20m ./...
 
 deps:
 	./scripts/install-test-deps.sh

@@ -1,6 +1,7 @@
 # `make test` is the whole suite: it installs what the tests need when missing,
 # then checks formatting, vets, runs staticcheck, and runs every test with the
-# race detector.
+# race detector. -count=1: the e2e tests build and run the binary themselves,
+# which Go's test cache cannot see, so a cached pass could hide a change.
 GO ?= go
 # STATICCHECK is where scripts/install-test-deps.sh installs the pinned staticcheck.
 STATICCHECK ?= $(shell $(GO) env GOPATH)/bin/staticcheck

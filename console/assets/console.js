@@ -176,7 +176,7 @@
       c.band("long " + b.long, PALETTE[0], b.long_burn);
       c.band("short " + b.short, PALETTE[1], b.short_burn);
       c.constant("threshold " + fmt(b.factor), b.factor, n);
-      c.caption = "The alert pages while the upper bounds of both windows exceed the threshold.";
+      c.caption = "The alert fires while, in both windows, the upper bound and the observed burn (the bad share each objective's histogram shows) exceed the threshold.";
       charts.push(c);
     }
 

@@ -505,7 +505,9 @@ func (t *target) overlay(spec Spec, model string, i int, r *slo.SLOResult, w slo
 	r.GoodputRequestsPerSecond = per(lw.good, secs)
 	if lw.hasTokens {
 		tokens := lw.tokens
-		if whole, ok := slo.GoodputTokens(lw.good, w.GenerationTokens); ok {
+		// Only over the same finishers: a warm-up can leave the ledger and
+		// the history window with different ones.
+		if whole, ok := slo.GoodputTokens(lw.good, w.GenerationTokens); ok && w.GenerationTokens.Total() == lw.finished {
 			tokens = intersect(tokens, whole)
 		}
 		r.GoodputTokensPerSecond, r.HasGoodputTokens = per(tokens, secs), true

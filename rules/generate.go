@@ -144,6 +144,8 @@ func sloComment(s config.SLO, plans []objectivePlan) string {
 		"as good, never hides a breach); `le` is matched in both spellings (\"1\" and \"1.0\") so",
 		"that Prometheus 2.x and 3.x agree. Unlike the daemon, these rules do not apply",
 		"targets' warmup and cannot follow bucket layouts other than vLLM's defaults.",
+		"The joint attainment (objective=\"all\") comes from a per-interval ledger: the group runs",
+		"every scrape interval and sums each interval's bounds over windows (see below).",
 	}
 	return strings.Join(lines, "\n")
 }
@@ -304,11 +306,8 @@ func burnAlert(s config.SLO, a config.AlertPolicy, objs []config.Objective) Rule
 	return r
 }
 
-// boundNote says how pessimistic an SLO's burn rate is.
+// boundNote says what the burn rate in an alert's description is.
 func boundNote(objectives []string) string {
-	if len(objectives) == 1 {
-		return "Attainment of " + objectives[0] + " counts requests up to the bucket edge at or below the threshold: a lower bound, exact when the threshold is an edge."
-	}
-	return "It is the pessimistic bound: the joint attainment of " + strings.Join(objectives, ", ") +
-		" is its Frechet lower bound, because vLLM's separate histograms cannot say which requests met every objective."
+	return "The value is the upper bound of the burn rate of the requests judged on " + strings.Join(objectives, ", ") +
+		" (per-interval ledger, thresholds rounded to vLLM's bucket edges); the page also needs the observed burn rate, the requests the histograms show bad, above the threshold in both windows."
 }

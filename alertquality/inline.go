@@ -5,6 +5,9 @@ import (
 	"maps"
 	"slices"
 	"strings"
+	"time"
+
+	"github.com/prometheus/common/model"
 
 	"github.com/prometheus/prometheus/promql/parser"
 
@@ -24,17 +27,32 @@ const maxInlineDepth = 16
 // range query over backfilled scrapes replay the rules at every step.
 func Inline(rf *rules.RuleFile, expr string) (string, error) {
 	byRecord := map[string][]rules.Rule{}
+	steps := map[string]time.Duration{}
 	for _, g := range rf.Groups {
 		for _, r := range g.Rules {
 			if r.Record != "" {
 				byRecord[r.Record] = append(byRecord[r.Record], r)
+				steps[r.Record] = time.Duration(g.Interval)
 			}
 		}
 	}
-	return inline(byRecord, expr, 0)
+	return inline(recorded{byRecord, steps}, expr, 0)
 }
 
-func inline(byRecord map[string][]rules.Rule, expr string, depth int) (string, error) {
+// recorded is what Inline knows of the rule file: the rules recording each
+// series and the evaluation interval of their group (0: the global one).
+type recorded struct {
+	byRecord map[string][]rules.Rule
+	steps    map[string]time.Duration
+}
+
+// splice is one piece of an expression to replace.
+type splice struct {
+	start, end int
+	text       string
+}
+
+func inline(rec recorded, expr string, depth int) (string, error) {
 	if depth > maxInlineDepth {
 		return "", fmt.Errorf("inline %q: recording rules nest deeper than %d", expr, maxInlineDepth)
 	}
@@ -43,31 +61,53 @@ func inline(byRecord map[string][]rules.Rule, expr string, depth int) (string, e
 		return "", fmt.Errorf("inline: parse %q: %w", expr, err)
 	}
 	var sels []*parser.VectorSelector
-	var inRange bool
+	var ranges []*parser.MatrixSelector
 	parser.Inspect(e, func(n parser.Node, _ []parser.Node) error {
 		switch n := n.(type) {
 		case *parser.MatrixSelector:
-			if vs, ok := n.VectorSelector.(*parser.VectorSelector); ok && byRecord[vs.Name] != nil {
-				inRange = true
+			if vs, ok := n.VectorSelector.(*parser.VectorSelector); ok && rec.byRecord[vs.Name] != nil {
+				ranges = append(ranges, n)
 			}
 		case *parser.VectorSelector:
-			if byRecord[n.Name] != nil {
+			if rec.byRecord[n.Name] != nil {
 				sels = append(sels, n)
 			}
 		}
 		return nil
 	})
-	if inRange {
-		return "", fmt.Errorf("inline %q: a range over a recorded series cannot be inlined", expr)
-	}
-	slices.SortFunc(sels, func(a, b *parser.VectorSelector) int { return int(b.PosRange.Start - a.PosRange.Start) })
-	out := expr
-	for _, vs := range sels {
-		repl, err := replacement(byRecord, vs, depth)
+	var cuts []splice
+	for _, ms := range ranges {
+		vs := ms.VectorSelector.(*parser.VectorSelector)
+		repl, err := replacement(rec, vs, depth)
 		if err != nil {
 			return "", err
 		}
-		out = out[:vs.PosRange.Start] + "(" + repl + ")" + out[vs.PosRange.End:]
+		// A range over a recorded series is the subquery of its rule's
+		// expression at the rule group's interval: the samples the rule
+		// manager would have recorded, at the subquery's aligned steps.
+		step := rec.steps[vs.Name]
+		if step <= 0 {
+			step = Interval
+		}
+		text := fmt.Sprintf("(%s)[%s:%s]", repl, model.Duration(ms.Range), model.Duration(step))
+		cuts = append(cuts, splice{int(ms.PositionRange().Start), int(ms.PositionRange().End), text})
+	}
+	for _, vs := range sels {
+		if slices.ContainsFunc(ranges, func(ms *parser.MatrixSelector) bool {
+			return vs.PosRange.Start >= ms.PositionRange().Start && vs.PosRange.End <= ms.PositionRange().End
+		}) {
+			continue
+		}
+		repl, err := replacement(rec, vs, depth)
+		if err != nil {
+			return "", err
+		}
+		cuts = append(cuts, splice{int(vs.PosRange.Start), int(vs.PosRange.End), "(" + repl + ")"})
+	}
+	slices.SortFunc(cuts, func(a, b splice) int { return b.start - a.start })
+	out := expr
+	for _, c := range cuts {
+		out = out[:c.start] + c.text + out[c.end:]
 	}
 	return out, nil
 }
@@ -75,9 +115,9 @@ func inline(byRecord map[string][]rules.Rule, expr string, depth int) (string, e
 // replacement is the inlined form of one selector of a recorded series: the
 // expressions of the recording rules whose static labels its matchers
 // accept, joined with `or`.
-func replacement(byRecord map[string][]rules.Rule, vs *parser.VectorSelector, depth int) (string, error) {
+func replacement(rec recorded, vs *parser.VectorSelector, depth int) (string, error) {
 	var parts []string
-	for _, r := range byRecord[vs.Name] {
+	for _, r := range rec.byRecord[vs.Name] {
 		ok := true
 		for _, m := range vs.LabelMatchers {
 			if m.Name == "__name__" {
@@ -92,7 +132,7 @@ func replacement(byRecord map[string][]rules.Rule, vs *parser.VectorSelector, de
 		if !ok {
 			continue
 		}
-		body, err := inline(byRecord, r.Expr, depth+1)
+		body, err := inline(rec, r.Expr, depth+1)
 		if err != nil {
 			return "", err
 		}

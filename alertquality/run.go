@@ -68,6 +68,9 @@ type Run struct {
 	Checks map[Key][]pipeline.BurnCheck
 	// For is each alert's hold.
 	For map[Key]time.Duration
+	// Requests is the simulator's truth for the served model: every
+	// request, finished, abandoned or lost.
+	Requests sim.Truth
 }
 
 // Key names one alert of the policy: severity and windows.
@@ -172,6 +175,7 @@ func Play(sc Scenario) (*Run, error) {
 	}
 	run.TargetDown = episodes(down)
 	truth := s.Truth().ForModel(sim.DemoModel)
+	run.Requests = truth
 	for i, a := range sp.Alerts {
 		run.Truth[run.Keys[i]] = trueEpisodes(newTrueLedger(truth, sp.SLOs[0]), a, first, sc.Length)
 	}

@@ -1,14 +1,26 @@
 // Package rules generates Prometheus recording and alerting rules that
 // evaluate a configuration's SLOs inside Prometheus (or Thanos, Mimir) from
-// vLLM's raw histograms, for fleet-wide evaluation without the daemon's own
-// history. It is the `rules` subcommand's generator.
+// vLLM's raw histograms and gauges, for fleet-wide evaluation without the
+// daemon's own history. It is the `rules` subcommand's generator.
 //
-// The rules follow the daemon's pessimistic paging logic with Prometheus
-// 2.x-compatible PromQL only (no histogram_fraction, which returns nothing on
-// classic histograms): an objective's attainment is the bucket count at a
-// bucket edge over the histogram's count, the joint attainment of several
-// objectives is its Fréchet lower bound, and the burn rate is computed from
-// that bound, so a rule never hides a breach the histograms could show.
+// The rules use Prometheus 2.x-compatible PromQL only (no histogram_fraction,
+// which returns nothing on classic histograms). An objective's attainment is
+// the bucket count at a bucket edge over the histogram's count. The joint
+// attainment of an SLO's objectives comes from a per-interval ledger, as in
+// the daemon but coarser: each SLO group runs every scrape interval and
+// records exact counter changes over one interval, brackets the finishers of
+// the interval that met every objective (Fréchet over the same finishers,
+// with at most the interval's TTFT-bad first tokens plus running + waiting
+// one interval before having missed TTFT), and windows sum those brackets
+// with sum_over_time, intersected with the whole window's bracket. Requests
+// abandoned after their first token are bounded by the conservation of the
+// requests past their first token, and counted bad or left out as the SLO's
+// `abandoned` setting says. Each bound is proven on the function that writes
+// it (intervalRules, windowRules).
+//
+// The alerts page, as the daemon's do, when the burn rate's upper bound and
+// the observed burn rate (the requests the histograms show bad) both exceed
+// the factor in both windows.
 //
 // The package only builds text; it never scrapes, serves or evaluates
 // anything, and it never changes the configuration it is given.

@@ -78,6 +78,14 @@ func sloGroup(cfg *config.Config, s config.SLO) (Group, error) {
 		plans = append(plans, objectivePlan{obj: o, names: names, edge: conservativeEdge(defaultEdges(o.Metric), o.Threshold)})
 	}
 	g := Group{Name: "vllm-slo-" + s.Name, Comment: sloComment(s, plans)}
+	lp, useLedger, err := newLedgerPlan(cfg, s, plans)
+	if err != nil {
+		return Group{}, fmt.Errorf("ledger: %w", err)
+	}
+	if useLedger {
+		g.Interval = model.Duration(lp.interval)
+		g.Rules = append(g.Rules, lp.intervalRules()...)
+	}
 	budgetFactor := formatFloat(1 - s.Goal)
 	for wi, w := range sloWindows(s) {
 		for _, p := range plans {
@@ -86,17 +94,29 @@ func sloGroup(cfg *config.Config, s config.SLO) (Group, error) {
 		for _, p := range plans {
 			g.Rules = append(g.Rules, attainmentRule(s, p, w))
 		}
-		g.Rules = append(g.Rules, jointRule(s, plans, w, wi == 0))
+		if useLedger {
+			g.Rules = append(g.Rules, lp.windowRules(w, wi == 0)...)
+		} else {
+			g.Rules = append(g.Rules, jointRule(s, plans, w, wi == 0))
+		}
 		burn := Rule{
 			Record: windowed(recBurn, w),
 			Expr: fmt.Sprintf("sum without (objective) (1 - %s) / %s",
 				selector(windowed(recAttain, w), "slo", s.Name, "objective", allObjective), budgetFactor),
 			Labels: map[string]string{"slo": s.Name, "window": w.String()},
 		}
+		observed := Rule{
+			Record: windowed(recBurnObs, w),
+			Expr: fmt.Sprintf("sum without (objective) (1 - %s{slo=%q,objective=~%q}) / %s",
+				windowed(recAttain, w), s.Name, strings.Join(jointObjectives(plans), "|"), budgetFactor),
+			Labels: map[string]string{"slo": s.Name, "window": w.String()},
+		}
 		if wi == 0 {
 			burn.Comment = fmt.Sprintf("Burn rate upper bound: (1 - joint attainment lower bound) / (1 - goal %s).", formatFloat(s.Goal))
+			observed.Comment = "Observed burn rate: the requests the histograms show bad, the sum over the joint's objectives\n" +
+				"of each one's bad share over its own population, / (1 - goal); the daemon's Evidence.Observed."
 		}
-		g.Rules = append(g.Rules, burn)
+		g.Rules = append(g.Rules, burn, observed)
 	}
 	g.Rules = append(g.Rules, Rule{
 		Record:  recBudget,
@@ -124,6 +144,8 @@ func sloComment(s config.SLO, plans []objectivePlan) string {
 		"as good, never hides a breach); `le` is matched in both spellings (\"1\" and \"1.0\") so",
 		"that Prometheus 2.x and 3.x agree. Unlike the daemon, these rules do not apply",
 		"targets' warmup and cannot follow bucket layouts other than vLLM's defaults.",
+		"The joint attainment (objective=\"all\") comes from a per-interval ledger: the group runs",
+		"every scrape interval and sums each interval's bounds over windows (see below).",
 	}
 	return strings.Join(lines, "\n")
 }
@@ -226,6 +248,24 @@ func jointRule(s config.SLO, plans []objectivePlan, w model.Duration, first bool
 	return r
 }
 
+// jointObjectives names the objectives the joint judges: the per-request
+// ones, or ITL when it is the SLO's only kind (it is over token gaps).
+func jointObjectives(plans []objectivePlan) []string {
+	var names, itl []string
+	for _, p := range plans {
+		if p.obj.Metric == slo.ITL {
+			itl = append(itl, string(p.obj.Metric))
+			continue
+		}
+		names = append(names, string(p.obj.Metric))
+	}
+	if len(names) == 0 {
+		return itl
+	}
+	slices.Sort(names)
+	return names
+}
+
 // burnAlert is the multiwindow, multi-burn-rate alert of one policy entry.
 func burnAlert(s config.SLO, a config.AlertPolicy, objs []config.Objective) Rule {
 	factor := formatFloat(a.BurnFactor(time.Duration(s.Period)))
@@ -235,9 +275,11 @@ func burnAlert(s config.SLO, a config.AlertPolicy, objs []config.Objective) Rule
 	}
 	r := Rule{
 		Alert: AlertBurnRate,
-		Expr: fmt.Sprintf("max without (window) (%s) > %s\nand on (model_name, slo)\n%s > %s",
-			selector(windowed(recBurn, a.LongWindow), "slo", s.Name), factor,
-			selector(windowed(recBurn, a.ShortWindow), "slo", s.Name), factor),
+		Expr: fmt.Sprintf("max without (window) (%[1]s) > %[5]s\nand on (model_name, slo)\nmax without (window) (%[2]s) > %[5]s\nand on (model_name, slo)\n%[3]s > %[5]s\nand on (model_name, slo)\n%[4]s > %[5]s",
+			selector(windowed(recBurn, a.LongWindow), "slo", s.Name),
+			selector(windowed(recBurnObs, a.LongWindow), "slo", s.Name),
+			selector(windowed(recBurn, a.ShortWindow), "slo", s.Name),
+			selector(windowed(recBurnObs, a.ShortWindow), "slo", s.Name), factor),
 		For: a.For,
 		Labels: map[string]string{
 			"slo":          s.Name,
@@ -252,7 +294,8 @@ func burnAlert(s config.SLO, a config.AlertPolicy, objs []config.Objective) Rule
 				a.LongWindow, factor, a.ShortWindow, formatFloat(a.BudgetConsumed*100), s.Period, a.LongWindow, boundNote(names)),
 		},
 		Comment: fmt.Sprintf("%s: multiwindow burn-rate alert (Google SRE workbook): %s%% of the budget within %s means burning %s times too fast.\n"+
-			"It pages on the observed burn rate (the requests the histograms show bad), as the daemon does; its labels\n"+
+			"It pages when the burn rate's upper bound and the observed burn rate (the requests the histograms show\n"+
+			"bad) both exceed the factor in both windows, as the daemon does; its labels\n"+
 			"(alertname, severity, slo, model_name, long_window, short_window) are the daemon's, so Alertmanager\n"+
 			"merges the two into one alert.",
 			a.Severity, formatFloat(a.BudgetConsumed*100), a.LongWindow, factor),
@@ -263,11 +306,8 @@ func burnAlert(s config.SLO, a config.AlertPolicy, objs []config.Objective) Rule
 	return r
 }
 
-// boundNote says how pessimistic an SLO's burn rate is.
+// boundNote says what the burn rate in an alert's description is.
 func boundNote(objectives []string) string {
-	if len(objectives) == 1 {
-		return "Attainment of " + objectives[0] + " counts requests up to the bucket edge at or below the threshold: a lower bound, exact when the threshold is an edge."
-	}
-	return "It is the pessimistic bound: the joint attainment of " + strings.Join(objectives, ", ") +
-		" is its Frechet lower bound, because vLLM's separate histograms cannot say which requests met every objective."
+	return "The value is the upper bound of the burn rate of the requests judged on " + strings.Join(objectives, ", ") +
+		" (per-interval ledger, thresholds rounded to vLLM's bucket edges); the page also needs the observed burn rate, the requests the histograms show bad, above the threshold in both windows."
 }

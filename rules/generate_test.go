@@ -242,7 +242,11 @@ func TestDefaultPolicyAlerts(t *testing.T) {
 		a := alerts[i]
 		wantExpr := `max without (window) (model_name:vllm_slo_burn_rate_upper:ratio_rate` + w.long + `{slo="interactive"}) > ` + w.factor +
 			"\nand on (model_name, slo)\n" +
-			`model_name:vllm_slo_burn_rate_upper:ratio_rate` + w.short + `{slo="interactive"} > ` + w.factor
+			`max without (window) (model_name:vllm_slo_burn_rate_observed:ratio_rate` + w.long + `{slo="interactive"}) > ` + w.factor +
+			"\nand on (model_name, slo)\n" +
+			`model_name:vllm_slo_burn_rate_upper:ratio_rate` + w.short + `{slo="interactive"} > ` + w.factor +
+			"\nand on (model_name, slo)\n" +
+			`model_name:vllm_slo_burn_rate_observed:ratio_rate` + w.short + `{slo="interactive"} > ` + w.factor
 		if a.Expr != wantExpr {
 			t.Errorf("alert %d expr =\n%s\nwant\n%s", i, a.Expr, wantExpr)
 		}
@@ -312,20 +316,20 @@ func TestObjectiveRules(t *testing.T) {
 	}
 }
 
-func TestJointIsFrechetLowerBound(t *testing.T) {
+// TestJointFromLedger checks the population of the joint attainment: the
+// ledger's good requests over finished plus abandoned requests by default,
+// over finished ones only with abandoned: excluded, and the Fréchet bound of
+// the attainments when the SLO judges ITL only.
+func TestJointFromLedger(t *testing.T) {
+	excluded := strings.Replace(configCases[0].yaml, "goal:", "abandoned: excluded, goal:", 1)
 	tests := []struct {
-		name, yaml, slo, wantExpr string
+		name, yaml, slo, want, not string
 	}{
-		{"two objectives", configCases[0].yaml, "interactive", "clamp_min(\n" +
-			"  model_name:vllm_slo_attainment_lower:ratio_rate5m{slo=\"interactive\",objective=\"tpot\"}\n" +
-			"  + ignoring (objective) model_name:vllm_slo_attainment_lower:ratio_rate5m{slo=\"interactive\",objective=\"ttft\"}\n" +
-			"  - 1,\n  0\n)"},
-		// ITL is per token gap: left out of the joint, as in the daemon.
-		{"three objectives, one ITL", configCases[1].yaml, "chat", "clamp_min(\n" +
-			"  model_name:vllm_slo_attainment_lower:ratio_rate5m{slo=\"chat\",objective=\"e2e\"}\n" +
-			"  + ignoring (objective) model_name:vllm_slo_attainment_lower:ratio_rate5m{slo=\"chat\",objective=\"ttft\"}\n" +
-			"  - 1,\n  0\n)"},
-		{"one objective", configCases[2].yaml, "tiny", `model_name:vllm_slo_attainment_lower:ratio_rate5m{slo="tiny",objective="e2e"}`},
+		{"abandoned bad", configCases[0].yaml, "interactive",
+			recJointGoodLo + "5m{slo=\"interactive\",objective=\"all\"}) / ((" + recFinished + "5m{slo=\"interactive\"} + " + recAbandonedHi + "5m", ""},
+		{"abandoned excluded", excluded, "interactive",
+			recJointGoodLo + "5m{slo=\"interactive\",objective=\"all\"}) / (" + recFinished + "5m{slo=\"interactive\"} > 0)", recAbandonedHi},
+		{"one objective", configCases[2].yaml, "tiny", recJointGoodLo + "5m{slo=\"tiny\",objective=\"all\"}", ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -339,8 +343,8 @@ func TestJointIsFrechetLowerBound(t *testing.T) {
 			if len(joint) != 1 {
 				t.Fatalf("got %d joint rules, want 1", len(joint))
 			}
-			if joint[0].Expr != tt.wantExpr {
-				t.Errorf("joint expr =\n%s\nwant\n%s", joint[0].Expr, tt.wantExpr)
+			if !strings.Contains(joint[0].Expr, tt.want) || (tt.not != "" && strings.Contains(joint[0].Expr, tt.not)) {
+				t.Errorf("joint expr =\n%s\nwant it to contain\n%s", joint[0].Expr, tt.want)
 			}
 		})
 	}

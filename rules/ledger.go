@@ -1,0 +1,455 @@
+package rules
+
+import (
+	"fmt"
+	"math"
+	"strings"
+	"time"
+
+	"github.com/prometheus/common/model"
+
+	"github.com/vllm-slo-exporter/vllm-slo-exporter/config"
+	"github.com/vllm-slo-exporter/vllm-slo-exporter/scrape"
+	"github.com/vllm-slo-exporter/vllm-slo-exporter/slo"
+)
+
+// Names of the per-interval ledger series: one sample per evaluation of the
+// SLO's group, each the change over one group interval, summed over windows
+// with sum_over_time.
+const (
+	recIntFinished   = "model_name:vllm_slo_finished_requests:interval_increase"
+	recIntFirst      = "model_name:vllm_slo_first_tokens:interval_increase"
+	recIntTTFTGoodLo = "model_name:vllm_slo_ttft_good_first_tokens_lower:interval_increase"
+	recIntTTFTGoodHi = "model_name:vllm_slo_ttft_good_first_tokens_upper:interval_increase"
+	recIntObserved   = "model_name:vllm_slo_observed_requests:interval_increase"
+	recIntObjGoodLo  = "model_name:vllm_slo_observed_good_lower:interval_increase"
+	recIntObjGoodHi  = "model_name:vllm_slo_observed_good_upper:interval_increase"
+	recIntFinGoodLo  = "model_name:vllm_slo_finished_good_lower:interval_increase"
+	recIntFinGoodHi  = "model_name:vllm_slo_finished_good_upper:interval_increase"
+	recIntJointLo    = "model_name:vllm_slo_joint_good_lower:interval_increase"
+	recIntJointHi    = "model_name:vllm_slo_joint_good_upper:interval_increase"
+)
+
+// Names of the windowed ledger series (the window is appended).
+const (
+	recFinished    = "model_name:vllm_slo_finished_requests:increase"
+	recJointGoodLo = "model_name:vllm_slo_good_requests_lower:increase"
+	recJointGoodHi = "model_name:vllm_slo_good_requests_upper:increase"
+	recAbandonedLo = "model_name:vllm_slo_abandoned_requests_lower:increase"
+	recAbandonedHi = "model_name:vllm_slo_abandoned_requests_upper:increase"
+	recAttainHi    = "model_name:vllm_slo_attainment_upper:ratio_rate"
+	recBurnObs     = "model_name:vllm_slo_burn_rate_observed:ratio_rate"
+)
+
+// ledgerPlan is what the ledger rules of one SLO need: the family names of
+// the histograms and gauges, the group interval and the objectives judged at
+// the finish.
+type ledgerPlan struct {
+	slo      config.SLO
+	interval time.Duration
+	ttft     []string // TTFT histogram names
+	e2e      []string // e2e histogram names: their count is the finished requests
+	running  []string
+	waiting  []string
+	// ttftPlan is the SLO's TTFT objective; nil when it has none.
+	ttftPlan *objectivePlan
+	// finish are the objectives observed at the finish (all per-request
+	// objectives but TTFT).
+	finish []objectivePlan
+}
+
+// groupInterval is the evaluation interval of the SLO groups: the shortest
+// scrape interval of the targets (15s when none is set). The per-interval
+// changes telescope for any interval, so slower targets only make some
+// intervals empty.
+func groupInterval(cfg *config.Config) time.Duration {
+	var shortest time.Duration
+	for _, t := range cfg.Targets {
+		if d := t.Interval(cfg.Global); d > 0 && (shortest == 0 || d < shortest) {
+			shortest = d
+		}
+	}
+	if shortest <= 0 {
+		shortest = 15 * time.Second
+	}
+	return shortest
+}
+
+// familyNames lists the names of a family of the configured targets' profiles.
+func familyNames(cfg *config.Config, f scrape.Family, kind scrape.Kind) ([]string, error) {
+	var names []string
+	for _, t := range cfg.Targets {
+		p, err := scrape.LookupProfile(t.Profile)
+		if err != nil {
+			return nil, fmt.Errorf("target %q: %w", t.Name, err)
+		}
+		spec, ok := p.Spec(f)
+		if !ok || spec.Kind != kind || len(spec.Names) == 0 {
+			return nil, fmt.Errorf("target %q: profile %q has no %s", t.Name, t.Profile, f)
+		}
+		for _, n := range spec.Names {
+			if !containsString(names, n) {
+				names = append(names, n)
+			}
+		}
+	}
+	if len(names) == 0 {
+		return nil, fmt.Errorf("no target exposes %s", f)
+	}
+	return names, nil
+}
+
+func containsString(xs []string, x string) bool {
+	for _, y := range xs {
+		if y == x {
+			return true
+		}
+	}
+	return false
+}
+
+// newLedgerPlan gathers what the ledger rules need; ok is false when the SLO
+// has no per-request objective (ITL only), which the ledger cannot judge.
+func newLedgerPlan(cfg *config.Config, s config.SLO, plans []objectivePlan) (ledgerPlan, bool, error) {
+	lp := ledgerPlan{slo: s, interval: groupInterval(cfg)}
+	for i := range plans {
+		switch plans[i].obj.Metric {
+		case slo.ITL:
+		case slo.TTFT:
+			lp.ttftPlan = &plans[i]
+		default:
+			lp.finish = append(lp.finish, plans[i])
+		}
+	}
+	if lp.ttftPlan == nil && len(lp.finish) == 0 {
+		return lp, false, nil
+	}
+	var err error
+	if lp.ttft, err = histogramNames(cfg, slo.TTFT); err != nil {
+		return lp, false, err
+	}
+	if lp.e2e, err = histogramNames(cfg, slo.E2E); err != nil {
+		return lp, false, err
+	}
+	if lp.running, err = familyNames(cfg, scrape.Running, scrape.KindGauge); err != nil {
+		return lp, false, err
+	}
+	if lp.waiting, err = familyNames(cfg, scrape.Waiting, scrape.KindGauge); err != nil {
+		return lp, false, err
+	}
+	return lp, true, nil
+}
+
+// intervalDelta is the exact change of a counter series over one group
+// interval, summed per model_name: the sample now minus the sample the
+// previous evaluation read (offset by one interval, so consecutive
+// evaluations telescope to the difference of the window's edge samples,
+// without increase()'s extrapolation). A reset (negative change) counts the
+// new process's value, all it observed since it started; a series without
+// a previous sample counts nothing, as its history before is unknown.
+func intervalDelta(names []string, suffix, le string, interval time.Duration) string {
+	parts := make([]string, len(names))
+	off := model.Duration(interval).String()
+	for i, n := range names {
+		sel := n + suffix
+		if le != "" {
+			sel += fmt.Sprintf("{le=~%q}", le)
+		}
+		parts[i] = fmt.Sprintf("sum by (model_name) ((%[1]s - %[1]s offset %[2]s) >= 0 or (%[1]s and %[1]s offset %[2]s))", sel, off)
+	}
+	return strings.Join(parts, "\nor\n")
+}
+
+// gaugeSum sums a gauge per model_name, as it was offset before now. When
+// the gauge has no sample there (its series began later, inside the range
+// the caller sums), the largest value since then stands in: at least the
+// value at the first sample, where the caller's counter changes begin.
+func gaugeSum(names []string, offset time.Duration) string {
+	parts := make([]string, len(names))
+	for i, n := range names {
+		if offset <= 0 {
+			parts[i] = fmt.Sprintf("sum by (model_name) (%s)", n)
+			continue
+		}
+		d := model.Duration(offset).String()
+		parts[i] = fmt.Sprintf("sum by (model_name) (%[1]s offset %[2]s or max_over_time(%[1]s[%[2]s]))", n, d)
+	}
+	return "(" + strings.Join(parts, " or ") + ")"
+}
+
+// inFlight is running + waiting per model_name at the scrape offset before
+// now: an upper bound on the requests past their first token in flight then
+// (every such request is running or, preempted, waiting).
+func (lp ledgerPlan) inFlight(offset time.Duration) string {
+	return "(" + gaugeSum(lp.running, offset) + " + " + gaugeSum(lp.waiting, offset) + ")"
+}
+
+// windowStart is how far before now the samples lie that a sum_over_time
+// over w of the per-interval changes starts from: the range (now − w, now]
+// holds ceil(w/interval) evaluations, each covering one interval.
+func (lp ledgerPlan) windowStart(w model.Duration) time.Duration {
+	n := math.Ceil(float64(w) / float64(lp.interval))
+	return time.Duration(n) * lp.interval
+}
+
+// upperEdge picks the smallest default edge >= threshold: the bucket there
+// counts every request that met the threshold and maybe more, so it bounds
+// the good ones from above. ok is false above the largest edge, where only
+// the count bounds them.
+func upperEdge(edges []float64, threshold time.Duration) (float64, bool) {
+	for _, e := range edges {
+		if time.Duration(math.Round(e*1e9)) >= threshold {
+			return e, true
+		}
+	}
+	return 0, false
+}
+
+// goodDeltas are the interval changes of the observations at or under the
+// lower edge (good lower bound) and at or under the upper edge (good upper
+// bound) of an objective.
+func goodDeltas(p objectivePlan, names []string, interval time.Duration) (lo, hi string) {
+	count := intervalDelta(names, "_count", "", interval)
+	lo = "0 * (" + count + ")"
+	if !p.edge.None {
+		lo = intervalDelta(names, "_bucket", leRegex(p.edge.Edge), interval)
+	}
+	hi = count
+	if e, ok := upperEdge(defaultEdges(p.obj.Metric), p.obj.Threshold); ok {
+		hi = intervalDelta(names, "_bucket", leRegex(e), interval)
+	}
+	return lo, hi
+}
+
+// sel selects a series of this SLO, with an objective when given.
+func (lp ledgerPlan) sel(name, objective string) string {
+	if objective == "" {
+		return selector(name, "slo", lp.slo.Name)
+	}
+	return selector(name, "slo", lp.slo.Name, "objective", objective)
+}
+
+func (lp ledgerPlan) labels(objective string) map[string]string {
+	l := map[string]string{"slo": lp.slo.Name}
+	if objective != "" {
+		l["objective"] = objective
+	}
+	return l
+}
+
+func (lp ledgerPlan) windowLabels(objective string, w model.Duration) map[string]string {
+	l := lp.labels(objective)
+	l["window"] = w.String()
+	return l
+}
+
+// intervalRules are the ledger's per-interval recording rules.
+//
+// Proof of the per-interval bounds, for the N requests that finished in the
+// interval (t−i, t]:
+//   - Each objective observed at the finish (TPOT, e2e, ...) observed C of
+//     them, g at or under the edge below its threshold, h at or under the
+//     edge above it. The g are good; at most C − N of them are not among
+//     the N, and N − C finishers went unobserved: at least g − max(0, C−N)
+//     and at most h + max(0, N−C) of the N met the objective (at most N).
+//   - Every finisher got its first token in the interval or was past it and
+//     in flight at t−i, where running + waiting R bounds those requests. So
+//     at most (first tokens − TTFT-good lower) + R of them missed TTFT, and
+//     at most (TTFT-good upper) + R met it.
+//   - Fréchet over the same N: those meeting them all are at least Σ lower −
+//     (m−1)·N and at most the least upper bound.
+func (lp ledgerPlan) intervalRules() []Rule {
+	i := lp.interval
+	rs := []Rule{
+		{Record: recIntFinished, Expr: intervalDelta(lp.e2e, "_count", "", i), Labels: lp.labels(""),
+			Comment: fmt.Sprintf("Per-interval ledger (the group runs every %s, the shortest scrape interval): exact counter\n"+
+				"changes (now minus one interval ago), summed over windows with sum_over_time. The\n"+
+				"bounds of every step are proven in the rules package's documentation (Go doc of intervalRules).\n"+
+				"Requests that finished in the interval: the e2e histogram's count.", model.Duration(i))},
+		{Record: recIntFirst, Expr: intervalDelta(lp.ttft, "_count", "", i), Labels: lp.labels(""),
+			Comment: "First tokens in the interval, cancelled streams included: the TTFT histogram's count."},
+	}
+	if lp.ttftPlan != nil {
+		lo, hi := goodDeltas(*lp.ttftPlan, lp.ttft, i)
+		rs = append(rs,
+			Rule{Record: recIntTTFTGoodLo, Expr: lo, Labels: lp.labels("")},
+			Rule{Record: recIntTTFTGoodHi, Expr: hi, Labels: lp.labels("")})
+	}
+	n := lp.sel(recIntFinished, "")
+	for _, p := range lp.finish {
+		obj := string(p.obj.Metric)
+		lo, hi := goodDeltas(p, p.names, i)
+		c, g, h := lp.sel(recIntObserved, obj), lp.sel(recIntObjGoodLo, obj), lp.sel(recIntObjGoodHi, obj)
+		rs = append(rs,
+			Rule{Record: recIntObserved, Expr: intervalDelta(p.names, "_count", "", i), Labels: lp.labels(obj)},
+			Rule{Record: recIntObjGoodLo, Expr: lo, Labels: lp.labels(obj)},
+			Rule{Record: recIntObjGoodHi, Expr: hi, Labels: lp.labels(obj)},
+			Rule{Record: recIntFinGoodLo, Labels: lp.labels(obj),
+				Expr: fmt.Sprintf("clamp_min(%s - ignoring (objective) clamp_min(%s - ignoring (objective) %s, 0), 0)", g, c, n)},
+			Rule{Record: recIntFinGoodHi, Labels: lp.labels(obj),
+				Expr: minOf(fmt.Sprintf("(%s + ignoring (objective) clamp_min(%s - ignoring (objective) %s, 0))", h, n, c), n, "ignoring (objective)")},
+		)
+	}
+	finLo, finHi := lp.finishJoint()
+	prev := lp.inFlight(i)
+	if lp.ttftPlan == nil {
+		return append(rs,
+			Rule{Record: recIntJointLo, Expr: finLo, Labels: lp.labels(allObjective)},
+			Rule{Record: recIntJointHi, Expr: finHi, Labels: lp.labels(allObjective)})
+	}
+	bad := fmt.Sprintf("(%s - %s)", lp.sel(recIntFirst, ""), lp.sel(recIntTTFTGoodLo, ""))
+	ttftLo := fmt.Sprintf("clamp_min(%s - %s - on (model_name) group_left () %s, 0)", n, bad, prev)
+	ttftHi := minOf(fmt.Sprintf("(%s + on (model_name) group_left () %s)", lp.sel(recIntTTFTGoodHi, ""), prev), n, "")
+	return append(rs,
+		Rule{Record: recIntJointLo, Labels: lp.labels(allObjective),
+			Expr: fmt.Sprintf("clamp_min(\n  (%s)\n  + %s\n  - %s,\n  0\n)", finLo, ttftLo, n),
+			Comment: "Requests of the interval that met every objective, lower bound: Frechet of the finish-observed\n" +
+				"objectives and TTFT, where at most (TTFT-bad first tokens of the interval) + (running + waiting\n" +
+				"one interval ago) finishers can have missed TTFT."},
+		Rule{Record: recIntJointHi, Labels: lp.labels(allObjective),
+			Expr: minOf("("+finHi+")", ttftHi, "")},
+	)
+}
+
+// finishJoint is the Fréchet bracket of the finishers meeting every
+// finish-observed objective (all of them when the SLO has none). It is
+// absent unless every objective's series is present.
+func (lp ledgerPlan) finishJoint() (lo, hi string) {
+	n := lp.sel(recIntFinished, "")
+	m := len(lp.finish)
+	if m == 0 {
+		return n, n
+	}
+	if m == 1 {
+		obj := string(lp.finish[0].obj.Metric)
+		return "sum without (objective) (" + lp.sel(recIntFinGoodLo, obj) + ")", "sum without (objective) (" + lp.sel(recIntFinGoodHi, obj) + ")"
+	}
+	complete := fmt.Sprintf("and on (model_name) (count without (objective) (%s) == %d)", lp.sel(recIntFinGoodLo, ""), m)
+	lo = fmt.Sprintf("clamp_min(sum without (objective) (%s) - %d * %s, 0) %s", lp.sel(recIntFinGoodLo, ""), m-1, n, complete)
+	hi = fmt.Sprintf("min without (objective) (%s) %s", lp.sel(recIntFinGoodHi, ""), complete)
+	return lo, hi
+}
+
+// minOf is the element-wise minimum of two vectors with the same labels.
+func minOf(a, b, matching string) string {
+	if matching != "" {
+		matching += " "
+	}
+	return fmt.Sprintf("(%s <= %s%s or %s%s)", a, matching, b, matching, b)
+}
+
+// maxOf is the element-wise maximum of two vectors with the same labels.
+func maxOf(a, b string) string {
+	return fmt.Sprintf("(%s >= %s or %s)", a, b, b)
+}
+
+// sumOver sums a per-interval series of this SLO over a window. The range
+// is a millisecond short of the window: Prometheus 2 includes a sample at
+// the range's start and Prometheus 3 does not, and the group records its
+// samples exactly one interval apart, so both then hold the window's
+// ceil(w/interval) evaluations and no more.
+func (lp ledgerPlan) sumOver(name, objective string, w model.Duration) string {
+	return fmt.Sprintf("sum_over_time(%s[%s])", lp.sel(name, objective), w-model.Duration(time.Millisecond))
+}
+
+// windowRules are the ledger's recording rules over one window.
+//
+// Proof. Let N be the requests that finished in the window (the sum of the
+// intervals' N), S the samples the window starts from and R_S, R_E running
+// + waiting at its start and end.
+//   - Good requests: the sum of the intervals' bounds holds. So does the
+//     whole window's: every TTFT-bad finisher got its first token in the
+//     window or was past it and in flight at S, so at most (TTFT-bad first
+//     tokens) + R_S missed TTFT and at most (TTFT-good upper) + R_S met it;
+//     Fréchet with the finish-observed objectives' summed bounds. Both hold,
+//     so their intersection (larger lower, smaller upper) does.
+//   - Abandoned requests (a first token, no finish): every request past its
+//     first token at S or with a first token in the window finished in it,
+//     left unfinished, or is in flight at the end: Q_S + F = N + A + Q_E
+//     with 0 <= Q <= R, so A lies in [F − N − R_E, F − N + R_S], and >= 0.
+//   - Attainment: good / (N + A) falls as A grows, so it lies in [good.lo /
+//     (N + A.hi), good.hi / (N + A.lo)] with abandoned requests counted bad,
+//     and in [good.lo / N, good.hi / N] with them excluded; at most 1.
+func (lp ledgerPlan) windowRules(w model.Duration, first bool) []Rule {
+	start := lp.windowStart(w)
+	rStart, rEnd := lp.inFlight(start), lp.inFlight(0)
+	n := lp.sumOver(recIntFinished, "", w)
+	f := lp.sumOver(recIntFirst, "", w)
+	sumLo := "sum without (objective) (" + lp.sumOver(recIntJointLo, allObjective, w) + ")"
+	sumHi := "sum without (objective) (" + lp.sumOver(recIntJointHi, allObjective, w) + ")"
+	winLo, winHi := lp.windowJoint(w, rStart)
+	lo, hi := sumLo, sumHi
+	if winLo != "" {
+		lo, hi = maxOf(sumLo, winLo), minOf(sumHi, winHi, "")
+	}
+	rs := []Rule{
+		{Record: windowed(recFinished, w), Expr: n, Labels: lp.windowLabels("", w)},
+		{Record: windowed(recJointGoodLo, w), Expr: lo, Labels: lp.windowLabels(allObjective, w)},
+		{Record: windowed(recJointGoodHi, w), Expr: hi, Labels: lp.windowLabels(allObjective, w)},
+		{Record: windowed(recAbandonedLo, w), Labels: lp.windowLabels("", w),
+			Expr: fmt.Sprintf("clamp_min(%s - %s - on (model_name) group_left () %s, 0)", f, n, rEnd)},
+		{Record: windowed(recAbandonedHi, w), Labels: lp.windowLabels("", w),
+			Expr: fmt.Sprintf("clamp_min(%s - %s + on (model_name) group_left () %s, 0)", f, n, rStart)},
+	}
+	if first {
+		rs[1].Comment = "Requests of the window that met every objective: the per-interval bounds summed, intersected\n" +
+			"with the whole window's (Frechet, at most TTFT-bad first tokens + running + waiting at the\n" +
+			"window's start of the finishers missed TTFT)."
+		rs[3].Comment = "Requests abandoned after their first token (no finish): first tokens - finished, give or\n" +
+			"take the requests in flight at the window's edges (running + waiting)."
+	}
+	return append(rs, lp.attainmentRules(w, first)...)
+}
+
+// windowJoint is the whole window's bracket of the good requests; empty
+// when the SLO has no TTFT objective (the interval sums are then exact
+// Fréchet sums already).
+func (lp ledgerPlan) windowJoint(w model.Duration, rStart string) (lo, hi string) {
+	if lp.ttftPlan == nil {
+		return "", ""
+	}
+	bad := fmt.Sprintf("(%s - %s)", lp.sumOver(recIntFirst, "", w), lp.sumOver(recIntTTFTGoodLo, "", w))
+	finLo, finHi := lp.sumOver(recIntFinished, "", w), lp.sumOver(recIntFinished, "", w)
+	if len(lp.finish) > 0 {
+		finLo, finHi = lp.sumOver(recIntFinGoodLo, "", w), lp.sumOver(recIntFinGoodHi, "", w)
+		if len(lp.finish) > 1 {
+			// Fréchet of the finish-observed objectives over the window,
+			// from their own summed per-interval bounds.
+			n := lp.sumOver(recIntFinished, "", w)
+			finLo = fmt.Sprintf("clamp_min(sum without (objective) (%s) - %d * %s, 0)", finLo, len(lp.finish)-1, n)
+			finHi = fmt.Sprintf("min without (objective) (%s)", finHi)
+		} else {
+			finLo = fmt.Sprintf("sum without (objective) (%s)", finLo)
+			finHi = fmt.Sprintf("sum without (objective) (%s)", finHi)
+		}
+	}
+	lo = fmt.Sprintf("clamp_min(%s - %s - on (model_name) group_left () %s, 0)", finLo, bad, rStart)
+	hi = minOf(finHi, fmt.Sprintf("(%s + on (model_name) group_left () %s)", lp.sumOver(recIntTTFTGoodHi, "", w), rStart), "")
+	return lo, hi
+}
+
+// attainmentRules are the joint attainment's bounds over a window, over the
+// population the SLO judges.
+func (lp ledgerPlan) attainmentRules(w model.Duration, first bool) []Rule {
+	n := lp.sel(windowed(recFinished, w), "")
+	denLo, denHi := n, n
+	if lp.slo.AbandonedPopulation() == slo.AbandonedBad {
+		denLo = fmt.Sprintf("(%s + %s)", n, lp.sel(windowed(recAbandonedHi, w), ""))
+		denHi = fmt.Sprintf("(%s + %s)", n, lp.sel(windowed(recAbandonedLo, w), ""))
+	}
+	goodLo := fmt.Sprintf("sum without (objective) (%s)", lp.sel(windowed(recJointGoodLo, w), allObjective))
+	goodHi := fmt.Sprintf("sum without (objective) (%s)", lp.sel(windowed(recJointGoodHi, w), allObjective))
+	lo := Rule{Record: windowed(recAttain, w), Labels: lp.windowLabels(allObjective, w),
+		Expr: fmt.Sprintf("clamp_max(%s / (%s > 0), 1)", goodLo, denLo)}
+	hi := Rule{Record: windowed(recAttainHi, w), Labels: lp.windowLabels(allObjective, w),
+		Expr: fmt.Sprintf("clamp_max(%s / (%s > 0), 1)", goodHi, denHi)}
+	if first {
+		pop := "finished + abandoned requests (abandoned: bad)"
+		if lp.slo.AbandonedPopulation() == slo.AbandonedExcluded {
+			pop = "finished requests only (abandoned: excluded)"
+		}
+		lo.Comment = "Joint attainment (objective=\"all\") over the " + pop + ": lower bound good.lo / (most requests)."
+		hi.Comment = "Joint attainment's upper bound: good.hi / (fewest requests)."
+	}
+	return []Rule{lo, hi}
+}

@@ -426,9 +426,6 @@ func (t *target) feedLedgers(spec Spec, snap *scrape.Snapshot, length time.Durat
 		return
 	}
 	for model := range snap.Models {
-		if _, kept := snap.Models[model]; !kept {
-			continue
-		}
 		w, ok := t.hist.Window(model, snap.Time, length, history.Options{})
 		if !ok {
 			continue
@@ -445,8 +442,9 @@ func (t *target) feedLedgers(spec Spec, snap *scrape.Snapshot, length time.Durat
 		}
 		l.append(w, counted, t.hist.Retention())
 	}
+	held := t.hist.Models()
 	for model := range t.ledgers {
-		if !slices.Contains(t.hist.Models(), model) {
+		if !slices.Contains(held, model) {
 			delete(t.ledgers, model)
 		}
 	}

@@ -54,12 +54,13 @@ func ParseExpfmt(body []byte, p scrape.Profile, t time.Time) (*scrape.Snapshot, 
 		if spec.Kind == scrape.KindGauge {
 			continue
 		}
-		cname := name + "_created"
+		metric, label, value := scrape.SplitName(name)
+		cname := metric + "_created"
 		if spec.Kind == scrape.KindCounter {
-			cname = strings.TrimSuffix(name, "_total") + "_created"
+			cname = strings.TrimSuffix(metric, "_total") + "_created"
 		}
 		if cf := mfs[cname]; cf != nil {
-			for _, m := range cf.GetMetric() {
+			for _, m := range matching(cf.GetMetric(), label, value) {
 				mn := labelValue(m, "model_name")
 				created[mn] = math.Max(created[mn], metricValue(m))
 			}
@@ -82,19 +83,41 @@ func chooseFamily(mfs map[string]*dto.MetricFamily, spec scrape.FamilySpec) (str
 		scrape.KindGauge:     dto.MetricType_GAUGE,
 	}[spec.Kind]
 	for _, name := range spec.Names {
-		mf := mfs[name]
+		metric, label, value := scrape.SplitName(name)
+		mf := mfs[metric]
 		if mf == nil && spec.Kind == scrape.KindCounter {
-			mf = mfs[strings.TrimSuffix(name, "_total")] // OpenMetrics-style family name
+			mf = mfs[strings.TrimSuffix(metric, "_total")] // OpenMetrics-style family name
 		}
-		if mf == nil || len(mf.GetMetric()) == 0 {
+		if mf == nil {
 			continue
 		}
 		if t := mf.GetType(); t != want && t != dto.MetricType_UNTYPED {
 			continue
 		}
+		if label != "" {
+			mf = &dto.MetricFamily{Name: mf.Name, Type: mf.Type, Metric: matching(mf.GetMetric(), label, value)}
+		}
+		if len(mf.GetMetric()) == 0 {
+			continue
+		}
 		return name, mf
 	}
 	return "", nil
+}
+
+// matching returns the metrics whose label has the value; all of them when
+// label is empty (a profile name without a label matcher).
+func matching(ms []*dto.Metric, label, value string) []*dto.Metric {
+	if label == "" {
+		return ms
+	}
+	var out []*dto.Metric
+	for _, m := range ms {
+		if labelValue(m, label) == value {
+			out = append(out, m)
+		}
+	}
+	return out
 }
 
 // childKey is a metric's identity without le and pid (when dropPID), in

@@ -209,6 +209,9 @@ func (r *renderer) window(w slo.WindowReport) {
 	if w.HasRequestRate {
 		r.gauge(d.requestRate, w.RequestsPerSecond, r.models, win)
 	}
+	if w.HasAborted {
+		r.gauge(d.aborted, w.Aborted, r.models, win)
+	}
 	for _, stage := range slices.Sorted(maps.Keys(w.Concurrency)) {
 		c := w.Concurrency[stage]
 		r.gauge(d.predicted, c.Predicted, r.models, win, string(stage))

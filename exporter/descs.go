@@ -20,6 +20,8 @@ type descSet struct {
 
 	windowRequests, windowCoverage, budgetCoverage, throughput, requestRate, predicted, observed, goodTotal, objectiveUnknown *prometheus.Desc
 
+	aborted *prometheus.Desc
+
 	alertFiring *prometheus.Desc
 
 	latency, attainment, goodputTokens, goodputRequests, burnRate, budget, cost, abandoned boundedDescs
@@ -68,6 +70,7 @@ func newDescSet(extra []string) *descSet {
 		windowCoverage:   desc("window_coverage_ratio", "Span of the window's data over its nominal length: below 1 while the history is younger than the window (after a start, or a reload that lengthened it), above 1 when a coarse history tier moved its start earlier; every other series of the window covers exactly this span.", with(model, "window")),
 		throughput:       desc("throughput_tokens_per_second", "Tokens per second over the window, exact: kind=\"generation\" and \"prompt\" from vLLM's counters (tokens produced in the window), kind=\"finished\" the generation tokens of the requests that finished in the window (the population goodput tokens are part of).", with(model, "window", "kind")),
 		requestRate:      desc("requests_per_second", "Finished requests per second over the window, exact.", with(model, "window")),
+		aborted:          desc("aborted_requests", abortedHelp, with(model, "window")),
 		predicted:        desc("concurrency_predicted", "Little's Law concurrency λ·W over the window (exact: increase of the latency sum / window).", with(model, "window", "stage")),
 		observed:         desc("concurrency_observed", "Time-average over the window of vLLM's running/waiting gauges sampled at scrapes.", with(model, "window", "stage")),
 		alertFiring:      desc("alert_firing", "1 while the alert fires, 0 while it is pending (the condition holds, its for duration has not passed).", with(model, "slo", "alertname", "severity")),
@@ -86,3 +89,10 @@ func newDescSet(extra []string) *descSet {
 		traces: newTraceDescs(model, desc),
 	}
 }
+
+// abortedHelp is the HELP of vllm_slo_aborted_requests. The series is what
+// the engine counted, not a bound: released vLLM misses client cancellations
+// and the count holds requests that never got a first token, so it neither
+// bounds vllm_slo_abandoned_requests from below nor from above (see
+// slo.WindowReport.Aborted).
+const abortedHelp = "Requests the engine itself counted as aborted in the window (vLLM: request_success_total{finished_reason=\"abort\"}; SGLang: num_aborted_requests_total), present only when the target exposes that counter. An observed count, not a bound: released vLLM does not count client cancellations there, so 0 does not mean none; it includes requests aborted before their first token. It does not narrow vllm_slo_abandoned_requests."

@@ -119,7 +119,8 @@ func TestCollectorInvariants(t *testing.T) {
 		"vllm_slo_attainment_ratio", "vllm_slo_goodput_tokens_per_second", "vllm_slo_goodput_requests_per_second",
 		"vllm_slo_throughput_tokens_per_second", "vllm_slo_requests_per_second", "vllm_slo_concurrency_predicted",
 		"vllm_slo_concurrency_observed", "vllm_slo_burn_rate", "vllm_slo_error_budget_remaining_ratio",
-		"vllm_slo_cost_per_million_tokens", "vllm_slo_good_requests_total", "vllm_slo_target_metric_missing"} {
+		"vllm_slo_cost_per_million_tokens", "vllm_slo_good_requests_total", "vllm_slo_target_metric_missing",
+		"vllm_slo_aborted_requests"} {
 		if _, ok := mfs[name]; !ok {
 			t.Errorf("series %s missing", name)
 		}
@@ -395,5 +396,34 @@ func TestUnknownObjectiveAndNewSeries(t *testing.T) {
 	}
 	if body := get(t, srv.URL+"/", http.StatusOK); !strings.Contains(body, "unknown: the target exposes no tpot histogram") {
 		t.Error("the console does not say the SLO is unknown")
+	}
+}
+
+// TestCollectorAborted checks vllm_slo_aborted_requests: one series per
+// window whose report has the engine's aborted count, with that count, none
+// for a window without it, and a HELP that says 0 does not mean none.
+func TestCollectorAborted(t *testing.T) {
+	window := func(nominal time.Duration) slo.Window {
+		return slo.Window{Start: start, End: start.Add(nominal), Nominal: nominal}
+	}
+	withCount := slo.WindowReport{Window: window(time.Minute), Aborted: 7, HasAborted: true}
+	without := slo.WindowReport{Window: window(5 * time.Minute)}
+	rep := &pipeline.Report{Targets: []pipeline.TargetReport{{Name: "a", Tried: true, Up: true,
+		Models: []pipeline.ModelReport{{Name: "m", Windows: []slo.WindowReport{withCount, without}}}}}}
+	mf, ok := gather(t, rep)["vllm_slo_aborted_requests"]
+	if !ok {
+		t.Fatal("vllm_slo_aborted_requests not exposed")
+	}
+	if len(mf.GetMetric()) != 1 {
+		t.Fatalf("%d series, want one (the window with a count): %v", len(mf.GetMetric()), mf.GetMetric())
+	}
+	m := mf.GetMetric()[0]
+	if label(m, "window") != "1m" || label(m, "model_name") != "m" || value(m) != 7 {
+		t.Errorf("series %v = %v, want window 1m, model m, 7", m.GetLabel(), value(m))
+	}
+	for _, want := range []string{"not a bound", "does not count client cancellations", "0 does not mean none", "before their first token"} {
+		if !strings.Contains(mf.GetHelp(), want) {
+			t.Errorf("HELP lacks %q: %s", want, mf.GetHelp())
+		}
 	}
 }

@@ -123,6 +123,7 @@ func (h *History) Window(model string, end time.Time, length time.Duration, opts
 		w.PromptTokensTotal, w.GenerationTokensTotal, w.HasTokenCounters = prompt, gen, true
 	}
 	w.RequestSuccess, w.HasRequestSuccess = inc.counters[scrape.RequestSuccess]
+	w.RequestAborted, w.HasRequestAborted = inc.counters[scrape.RequestAborted]
 
 	w.Restarts = len(pieces) - 1
 	// Every piece but the last ends at the last point of a segment that a

@@ -37,6 +37,10 @@ const (
 //     since it carries no data. For each family the first of its Names that is
 //     present is used (Snapshot.Found); the others are ignored, errors in them
 //     included.
+//   - A name with a label matcher (see FamilySpec.Names) reads only the
+//     series carrying that label value, and is present only when one of
+//     them is; the same series may also belong to a family that reads the
+//     name whole.
 //   - A name whose `# TYPE` contradicts the profile's kind (a gauge where a
 //     histogram is expected) is not used, so the family may end up Missing.
 //   - Series without a model_name label are kept under model_name "".
@@ -192,9 +196,10 @@ func (c *collector) run(p textparse.Parser) error {
 		switch et {
 		case textparse.EntryType:
 			name, typ := p.Type()
-			ref, ok := c.plan.types[string(name)]
-			if ok && !typeCompatible(typ, ref.want) {
-				c.state(sampleRef{fam: ref.fam, name: ref.name}).wrongType = string(typ)
+			for _, ref := range c.plan.types[string(name)] {
+				if !typeCompatible(typ, ref.want) {
+					c.state(sampleRef{fam: ref.fam, name: ref.name}).wrongType = string(typ)
+				}
 			}
 		case textparse.EntrySeries:
 			_, _, v := p.Series()
@@ -226,25 +231,35 @@ func entryText(p textparse.Parser, et textparse.Entry) []byte {
 }
 
 // sample handles one float sample: a sample of a name the profile does not
-// want is skipped, a wanted one goes to its child, and one that cannot be
-// used rejects its model for its name.
+// want is skipped, a wanted one goes to its child in every family that reads
+// it, and one that cannot be used rejects its model for that family's name.
 func (c *collector) sample(p textparse.Parser, v float64, line int) {
 	p.Labels(&c.lset)
-	ref, ok := c.plan.samples[c.lset.Get(model.MetricNameLabel)]
-	if !ok {
+	refs := c.plan.samples[c.lset.Get(model.MetricNameLabel)]
+	if len(refs) == 0 {
 		return
 	}
+	modelName := c.lset.Get(labelModel)
+	// A child's identity is every label but the name and le, in the label
+	// set's own length-prefixed encoding, which no label value can forge.
+	c.key = c.lset.BytesWithoutLabels(c.key, model.MetricNameLabel, labelLE)
+	for _, ref := range refs {
+		if ref.label != "" && c.lset.Get(ref.label) != ref.value {
+			continue
+		}
+		c.add(ref, modelName, v, line)
+	}
+}
+
+// add records one sample that belongs to ref's family.
+func (c *collector) add(ref sampleRef, modelName string, v float64, line int) {
 	st := c.state(ref)
 	if ref.role != roleCreated {
 		st.present = true
 	}
-	modelName := c.lset.Get(labelModel)
 	if _, bad := st.rejected[modelName]; bad {
 		return
 	}
-	// A child's identity is every label but the name and le, in the label
-	// set's own length-prefixed encoding, which no label value can forge.
-	c.key = c.lset.BytesWithoutLabels(c.key, model.MetricNameLabel, labelLE)
 	var reason string
 	var err error
 	switch ref.role {

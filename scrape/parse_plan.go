@@ -24,6 +24,9 @@ type sampleRef struct {
 	name   int    // index into that family's Names
 	role   role   // what the sample is
 	sample string // the sample name, for messages
+	// label and value, when label is set, are the name's label matcher:
+	// only samples carrying that label value belong to the family.
+	label, value string
 }
 
 // typeRef is a family name that may appear in a `# TYPE` line, with the type
@@ -34,12 +37,14 @@ type typeRef struct {
 }
 
 // plan is a profile compiled for lookups by sample name and by declared family
-// name. Plans of the built-in profiles are compiled once (builtinPlans); any
-// other profile's per Parse. A plan is never modified once built.
+// name. One sample name may belong to several families (each through its own
+// label matcher). Plans of the built-in profiles are compiled once
+// (builtinPlans); any other profile's per Parse. A plan is never modified
+// once built.
 type plan struct {
 	profile Profile
-	samples map[string]sampleRef
-	types   map[string]typeRef
+	samples map[string][]sampleRef
+	types   map[string][]typeRef
 }
 
 // builtinPlans are the plans of the built-in profiles, compiled once at
@@ -82,28 +87,32 @@ func sameProfile(a, b Profile) bool {
 	return true
 }
 
-// newPlan compiles p. When two profile names would claim the same sample name,
-// the first one (in profile order) keeps it.
+// newPlan compiles p. When two names of one family would claim the same
+// sample name, the first one keeps it; different families each read it.
 func newPlan(p Profile) *plan {
 	pl := &plan{
 		profile: p,
-		samples: make(map[string]sampleRef, 4*len(p.Families)),
-		types:   make(map[string]typeRef, 2*len(p.Families)),
+		samples: make(map[string][]sampleRef, 4*len(p.Families)),
+		types:   make(map[string][]typeRef, 2*len(p.Families)),
 	}
 	add := func(sample string, ref sampleRef) {
-		if _, taken := pl.samples[sample]; !taken {
-			ref.sample = sample
-			pl.samples[sample] = ref
+		if slices.ContainsFunc(pl.samples[sample], func(r sampleRef) bool { return r.fam == ref.fam }) {
+			return
 		}
+		ref.sample = sample
+		pl.samples[sample] = append(pl.samples[sample], ref)
 	}
 	addType := func(name string, ref typeRef) {
-		if _, taken := pl.types[name]; !taken {
-			pl.types[name] = ref
+		if !slices.ContainsFunc(pl.types[name], func(r typeRef) bool { return r.fam == ref.fam }) {
+			pl.types[name] = append(pl.types[name], ref)
 		}
 	}
 	for fi, spec := range p.Families {
-		for ni, name := range spec.Names {
-			ref := func(r role) sampleRef { return sampleRef{fam: fi, name: ni, role: r} }
+		for ni, full := range spec.Names {
+			name, label, value := SplitName(full)
+			ref := func(r role) sampleRef {
+				return sampleRef{fam: fi, name: ni, role: r, label: label, value: value}
+			}
 			switch spec.Kind {
 			case KindHistogram:
 				add(name+"_bucket", ref(roleBucket))

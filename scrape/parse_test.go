@@ -147,8 +147,9 @@ func TestParseSingleProcess(t *testing.T) {
 	if m == nil {
 		t.Fatalf("no model %q", qwen)
 	}
-	// Engines 0 and 1 are summed; request_success over every finished_reason.
-	wantCounters := map[Family]float64{PromptTokens: 1000 + 1234, GenerationTokens: 2000 + 2234, RequestSuccess: 45}
+	// Engines 0 and 1 are summed; request_success over every finished_reason,
+	// request_aborted over the abort series only.
+	wantCounters := map[Family]float64{PromptTokens: 1000 + 1234, GenerationTokens: 2000 + 2234, RequestSuccess: 45, RequestAborted: 4 + 5}
 	if !reflect.DeepEqual(m.Counters, wantCounters) {
 		t.Errorf("Counters = %v, want %v", m.Counters, wantCounters)
 	}

@@ -3,6 +3,7 @@ package scrape
 import (
 	"fmt"
 	"sort"
+	"strconv"
 	"strings"
 )
 
@@ -13,7 +14,36 @@ type FamilySpec struct {
 	// Names are the exposed family names (histograms and gauges as in `# TYPE`,
 	// counters with their `_total` suffix), newest generation first. The first
 	// name present in a scrape is used.
+	//
+	// A name may end in one label matcher, as in PromQL:
+	// `vllm:request_success_total{finished_reason="abort"}` reads only the
+	// series of that name whose label has that value, and is present only when
+	// such a series is. Several families may read one exposed name this way
+	// (the total over every finish reason and the aborted ones alone).
 	Names []string
+}
+
+// SplitName splits a profile name into the exposed metric name and its
+// optional label matcher: `foo_total{reason="abort"}` gives "foo_total",
+// "reason", "abort"; a plain name gives itself and two empty strings. A
+// malformed matcher leaves the whole name as the metric name, which no
+// exposed series can carry, so the family reads as missing instead of
+// reading the wrong series.
+func SplitName(name string) (metric, label, value string) {
+	open := strings.IndexByte(name, '{')
+	if open < 0 || !strings.HasSuffix(name, "}") {
+		return name, "", ""
+	}
+	inner := name[open+1 : len(name)-1]
+	eq := strings.IndexByte(inner, '=')
+	if eq <= 0 {
+		return name, "", ""
+	}
+	v, err := strconv.Unquote(inner[eq+1:])
+	if err != nil {
+		return name, "", ""
+	}
+	return name[:open], inner[:eq], v
 }
 
 // Profile is an engine's metric-name mapping: metric names are data, chosen per
@@ -55,6 +85,12 @@ func (p Profile) Measures(f Family) bool {
 //     vllm:inter_token_latency_seconds only from 0.15.
 //   - The KV-cache gauge was vllm:gpu_cache_usage_perc until 0.9.1, both in
 //     0.9.2 to 0.11, vllm:kv_cache_usage_perc only from 0.12.
+//   - request_success_total carries finished_reason. V1 creates the series
+//     of every reason at start-up (abort included, at 0); V0 creates one at
+//     the first request that finishes for that reason, so its abort series
+//     (and the aborted family) is absent until then. Released vLLM does not
+//     count client cancellations there, only requests the engine itself
+//     finishes as aborted.
 //
 // Bucket edges are never assumed: each scrape carries its own (vLLM widened
 // TTFT to 2560 s and request latencies to 7680 s in 0.8.4), and a layout that
@@ -73,6 +109,7 @@ var vllmFamilies = []FamilySpec{
 	{PromptTokens, KindCounter, []string{"@prompt_tokens_total"}},
 	{GenerationTokens, KindCounter, []string{"@generation_tokens_total"}},
 	{RequestSuccess, KindCounter, []string{"@request_success_total"}},
+	{RequestAborted, KindCounter, []string{`@request_success_total{finished_reason="abort"}`}},
 	{Running, KindGauge, []string{"@num_requests_running"}},
 	{Waiting, KindGauge, []string{"@num_requests_waiting"}},
 	{KVCacheUsage, KindGauge, []string{"@kv_cache_usage_perc", "@gpu_cache_usage_perc"}},
@@ -123,7 +160,9 @@ var RayVLLM = Profile{Name: "ray-vllm", Families: prefixed(vllmFamilies, "ray_vl
 // one observation per token, and its token-count histograms exist only with
 // --collect-tokens-histogram. The tp_rank label is summed over like vLLM's
 // engine: by default only rank 0 of each scheduler reports, and with metrics
-// for every scheduler each reports its own requests.
+// for every scheduler each reports its own requests. Its aborted-request
+// counter has no series until the first abort, so that family reads as
+// missing until then.
 var SGLang = Profile{
 	Name: "sglang",
 	Families: []FamilySpec{
@@ -136,6 +175,7 @@ var SGLang = Profile{
 		{PromptTokens, KindCounter, []string{"sglang:prompt_tokens_total"}},
 		{GenerationTokens, KindCounter, []string{"sglang:generation_tokens_total"}},
 		{RequestSuccess, KindCounter, []string{"sglang:num_requests_total"}},
+		{RequestAborted, KindCounter, []string{"sglang:num_aborted_requests_total"}},
 		{Running, KindGauge, []string{"sglang:num_running_reqs"}},
 		{Waiting, KindGauge, []string{"sglang:num_queue_reqs"}},
 		{KVCacheUsage, KindGauge, []string{"sglang:token_usage"}},

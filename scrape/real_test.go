@@ -39,6 +39,9 @@ type realCapture struct {
 	// children is how many series (engines, finish reasons, ranks) each
 	// family has per model; a bump adds to every one of them.
 	children map[scrape.Family]float64
+	// counters are values the capture's counters must read as, per model
+	// (each capture here serves one model), as written in the file.
+	counters map[scrape.Family]float64
 }
 
 var realCaptures = []realCapture{
@@ -60,11 +63,13 @@ var realCaptures = []realCapture{
 			scrape.PromptTokens:         "vllm:prompt_tokens_total",
 			scrape.GenerationTokens:     "vllm:generation_tokens_total",
 			scrape.RequestSuccess:       "vllm:request_success_total",
+			scrape.RequestAborted:       abortSeries,
 			scrape.Running:              "vllm:num_requests_running",
 			scrape.Waiting:              "vllm:num_requests_waiting",
 			scrape.KVCacheUsage:         "vllm:kv_cache_usage_perc",
 		},
 		children: map[scrape.Family]float64{scrape.RequestSuccess: 3}, // stop, length, abort
+		counters: map[scrape.Family]float64{scrape.RequestSuccess: 0, scrape.RequestAborted: 0},
 	},
 	{
 		// vLLM 0.10 served the same but had no per-request TPOT histogram.
@@ -85,12 +90,14 @@ var realCaptures = []realCapture{
 			scrape.PromptTokens:         "vllm:prompt_tokens_total",
 			scrape.GenerationTokens:     "vllm:generation_tokens_total",
 			scrape.RequestSuccess:       "vllm:request_success_total",
+			scrape.RequestAborted:       abortSeries,
 			scrape.Running:              "vllm:num_requests_running",
 			scrape.Waiting:              "vllm:num_requests_waiting",
 			scrape.KVCacheUsage:         "vllm:kv_cache_usage_perc",
 		},
 		missing:  []scrape.Family{scrape.TPOT},
 		children: map[scrape.Family]float64{scrape.RequestSuccess: 3},
+		counters: map[scrape.Family]float64{scrape.RequestSuccess: 0, scrape.RequestAborted: 0},
 	},
 	{
 		file:    "02-datadog-vllm-v0mixed.prom",
@@ -114,6 +121,10 @@ var realCaptures = []realCapture{
 			scrape.Waiting:              "vllm:num_requests_waiting",
 			scrape.KVCacheUsage:         "vllm:kv_cache_usage_perc", // gpu_cache_usage_perc is beside it
 		},
+		// V0 creates a finish reason's series at its first request: this
+		// server finished one by length and none by abort.
+		missing:  []scrape.Family{scrape.RequestAborted},
+		counters: map[scrape.Family]float64{scrape.RequestSuccess: 1},
 	},
 	{
 		file:    "06-datadog-sglang-0.5.10.prom",
@@ -133,8 +144,14 @@ var realCaptures = []realCapture{
 			scrape.Waiting:              "sglang:num_queue_reqs",
 			scrape.KVCacheUsage:         "sglang:token_usage",
 		},
+		// SGLang's aborted-request counter has no series before its first abort.
+		missing:  []scrape.Family{scrape.RequestAborted},
+		counters: map[scrape.Family]float64{scrape.RequestSuccess: 1},
 	},
 }
+
+// abortSeries is the profile name of vLLM's aborted requests.
+const abortSeries = `vllm:request_success_total{finished_reason="abort"}`
 
 var captureTime = time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
 
@@ -195,6 +212,13 @@ func checkFamilies(t *testing.T, c realCapture, snap *scrape.Snapshot) {
 	}
 	if got := slices.Sorted(maps.Keys(snap.Models)); !slices.Equal(got, c.models) {
 		t.Errorf("models %v, want %v", got, c.models)
+	}
+	for _, ms := range snap.Models {
+		for f, want := range c.counters {
+			if got, ok := ms.Counters[f]; !ok || got != want {
+				t.Errorf("counter %s = %v (present %v), want %v as in the file", f, got, ok, want)
+			}
+		}
 	}
 }
 
@@ -423,6 +447,11 @@ func checkBumpedWindow(t *testing.T, c realCapture, b bumpSpec, w slo.Window) {
 			if want := b.k * b.requestInc * children(f); !w.HasRequestSuccess || w.RequestSuccess != want {
 				t.Errorf("finished requests: increase %v (present %v), want %v", w.RequestSuccess, w.HasRequestSuccess, want)
 			}
+		case scrape.RequestAborted:
+			// The bump grows every finish reason's series, abort's among them.
+			if want := b.k * b.requestInc; !w.HasRequestAborted || w.RequestAborted != want {
+				t.Errorf("aborted requests: increase %v (present %v), want %v", w.RequestAborted, w.HasRequestAborted, want)
+			}
 		case scrape.Running, scrape.Waiting, scrape.KVCacheUsage:
 		default:
 			checkBumpedHistogram(t, string(f), w.Latency[slo.Metric(f)], b.k*children(f), b.latency)
@@ -523,7 +552,8 @@ func TestRayServeReexport(t *testing.T) {
 	bumped := bump(t, body, scrape.VLLM, b)
 	for _, sep := range []string{"_", ":"} {
 		t.Run("ray_vllm"+sep, func(t *testing.T) {
-			ray := realCapture{file: c.file, profile: scrape.RayVLLM, models: c.models, found: map[scrape.Family]string{}, children: c.children}
+			ray := realCapture{file: c.file, profile: scrape.RayVLLM, models: c.models, found: map[scrape.Family]string{}, children: c.children,
+				counters: map[scrape.Family]float64{scrape.RequestSuccess: 0, scrape.RequestAborted: 0}}
 			for f, name := range c.found {
 				ray.found[f] = strings.Replace(name, "vllm:", "ray_vllm"+sep, 1)
 			}

@@ -51,6 +51,7 @@ const (
 	PromptTokens         Family = "prompt_tokens"                 // counter
 	GenerationTokens     Family = "generation_tokens"             // counter
 	RequestSuccess       Family = "request_success"               // counter, summed over finished_reason
+	RequestAborted       Family = "request_aborted"               // counter, the engine's own count of aborted requests
 	Running              Family = "running"                       // gauge
 	Waiting              Family = "waiting"                       // gauge
 	KVCacheUsage         Family = "kv_cache_usage"                // gauge, 0..1

@@ -121,6 +121,23 @@ type WindowReport struct {
 	// RequestsPerSecond is the rate of finished requests.
 	RequestsPerSecond float64
 	HasRequestRate    bool
+	// Aborted is what the engine itself counted as aborted in the window
+	// (Window.RequestAborted); HasAborted is false when the target lacks that
+	// counter. It is an observed count, not a bound, and it never narrows the
+	// abandoned requests (SLOResult.Abandoned), because it can miss some of
+	// them and count others:
+	//   - released vLLM counts no client cancellation there (a cancelled
+	//     stream reaches no finish), so 0 does not mean that no client left,
+	//     and the count is no lower bound of the abandoned requests;
+	//   - it counts requests aborted before their first token, which the
+	//     abandoned requests (those past their first token) leave out, and
+	//     requests the engine finished as aborted, which went through its
+	//     finish histograms and are finished requests; so it is no upper
+	//     bound either.
+	// A count above the abandoned upper bound therefore contradicts nothing:
+	// the difference may be such requests, and nothing is concluded from it.
+	Aborted    float64
+	HasAborted bool
 	// Concurrency per stage whose latency histogram is exposed.
 	Concurrency map[Stage]Concurrency
 	// SLOs holds one result per SLO, in order; an SLO is absent when the
@@ -165,6 +182,9 @@ func EvaluateWindow(w Window, slos []SLO, opts Options) WindowReport {
 		}
 	}
 	rep.throughput(w, secs)
+	if w.HasRequestAborted && finite(w.RequestAborted) {
+		rep.Aborted, rep.HasAborted = math.Max(0, w.RequestAborted), true
+	}
 	rep.concurrency(w, secs)
 	nB, ok := finished(w)
 	if !ok || nB <= 0 {

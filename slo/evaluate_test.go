@@ -235,3 +235,38 @@ func TestITLOnlySLOWithoutITLHistogram(t *testing.T) {
 		t.Errorf("ITL-only SLO without ITL data: all=%v burn=%v (has %v), want absent", r.Objectives[AllKey], r.BurnRate, r.HasBurnRate)
 	}
 }
+
+// TestEvaluateWindowAborted checks that the engine's own aborted count is
+// reported as scraped, only when the target has it, never negative or NaN,
+// and that it touches no SLO number.
+func TestEvaluateWindowAborted(t *testing.T) {
+	base := EvaluateWindow(busyWindow(), []SLO{interactive}, Options{})
+	if base.HasAborted || base.Aborted != 0 {
+		t.Errorf("aborted %v (has %v) without the counter", base.Aborted, base.HasAborted)
+	}
+	tests := []struct {
+		name    string
+		v       float64
+		want    float64
+		wantHas bool
+	}{
+		{"counted", 7, 7, true},
+		{"zero is a count", 0, 0, true},
+		{"negative float noise clamps to 0", -1e-12, 0, true},
+		{"NaN is unknown", math.NaN(), 0, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			w := busyWindow()
+			w.RequestAborted, w.HasRequestAborted = tt.v, true
+			rep := EvaluateWindow(w, []SLO{interactive}, Options{})
+			checkReport(t, rep)
+			if rep.Aborted != tt.want || rep.HasAborted != tt.wantHas {
+				t.Errorf("aborted %v (has %v), want %v (has %v)", rep.Aborted, rep.HasAborted, tt.want, tt.wantHas)
+			}
+			if got, want := rep.SLOs[0], base.SLOs[0]; !nearB(got.Objectives[AllKey], want.Objectives[AllKey]) || got.Requests != want.Requests {
+				t.Errorf("the aborted count changed the SLO: %+v, was %+v", got, want)
+			}
+		})
+	}
+}

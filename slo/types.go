@@ -103,6 +103,12 @@ type Window struct {
 	// RequestSuccess is the increase of the finished-request counter, all reasons.
 	RequestSuccess    float64
 	HasRequestSuccess bool
+	// RequestAborted is the increase of the engine's own count of aborted
+	// requests (vLLM's finished-request counter for the reason "abort",
+	// SGLang's aborted-request counter); HasRequestAborted is false when the
+	// target lacks it.
+	RequestAborted    float64
+	HasRequestAborted bool
 	// Running and Waiting are vLLM's in-flight gauges over the window.
 	Running, Waiting Gauge
 	// InFlightAtRestarts is the sum of running + waiting at the last scrape

@@ -109,6 +109,12 @@ type Series struct {
 	// histogram, so both count the requests that finished in the window).
 	Goodput    Band    `json:"goodput"`
 	Throughput []Value `json:"throughput"`
+	// Abandoned bounds the requests that got a first token and left without
+	// a finish over Window; Aborted is what the engine itself counted as
+	// aborted there (null where the target lacks that counter), drawn beside
+	// it as an observation, never as a bound of it.
+	Abandoned Band    `json:"abandoned"`
+	Aborted   []Value `json:"aborted"`
 	// Concurrency is Little's Law per stage over Window.
 	Concurrency []StageSeries `json:"concurrency"`
 	// Histograms of the newest window, one per latency metric drawn.
@@ -356,6 +362,7 @@ func fill(out *Series, spec pipeline.Spec, s slo.SLO, window time.Duration, repo
 	out.Times = make([]float64, n)
 	out.Budget, out.Covered = newBand(n), gaps(n)
 	out.Goodput, out.Throughput = newBand(n), gaps(n)
+	out.Abandoned, out.Aborted = newBand(n), gaps(n)
 	for _, a := range spec.Alerts {
 		if a.SLO == s.Name {
 			out.Burns = append(out.Burns, BurnSeries{Severity: a.Severity, Long: formatWindow(a.Long), Short: formatWindow(a.Short),
@@ -438,6 +445,12 @@ func fillWindow(i int, s slo.SLO, w *slo.WindowReport, attainment, latency map[s
 		if r.HasGoodputTokens {
 			out.Goodput.set(i, r.GoodputTokensPerSecond)
 		}
+		if r.HasAbandoned {
+			out.Abandoned.set(i, r.Abandoned)
+		}
+	}
+	if w.HasAborted {
+		out.Aborted[i] = Value(w.Aborted)
 	}
 	if gen := w.Window.GenerationTokens; gen.Valid() && w.Window.Seconds() > 0 {
 		out.Throughput[i] = Value(gen.Sum / w.Window.Seconds())

@@ -104,6 +104,19 @@ func checkSeriesShapesAndBands(t *testing.T, r *rig) {
 			t.Errorf("point %d: goodput upper %v above throughput %v", i, g, tp)
 		}
 	}
+	if checkBand(t, "abandoned", s.Abandoned, n) < n/2 {
+		t.Error("abandoned bound mostly missing")
+	}
+	if len(s.Aborted) != n {
+		t.Fatalf("%d aborted values, want %d", len(s.Aborted), n)
+	}
+	for i, v := range s.Aborted {
+		// The simulator serves vLLM's abort series and, like released
+		// vLLM, counts no client cancellation in it.
+		if known := !math.IsNaN(float64(s.Abandoned.Estimate[i])); known && v != 0 {
+			t.Errorf("point %d: vLLM's aborted count %v, want the 0 it exposes", i, v)
+		}
+	}
 	if len(s.Concurrency) != 3 {
 		t.Errorf("%d stages", len(s.Concurrency))
 	}

@@ -12,8 +12,8 @@ import (
 // checkSeriesHoldTheTruth: at every point of a 30-minute series (20 minutes
 // healthy, 10 overloaded), the simulator's ground truth over the window
 // (the requests that finished between its two scrapes) lies inside the
-// drawn bands of joint attainment, goodput and the e2e quantiles, with no
-// tolerance.
+// drawn bands of joint attainment, goodput, abandoned requests and the e2e
+// quantiles, with no tolerance.
 func checkSeriesHoldTheTruth(t *testing.T, r *rig) {
 	s := series(t, r.console(), seriesURL(hostile, "all", "1m"))
 	truth := r.sim.Truth().ForModel(hostile)
@@ -49,6 +49,16 @@ func checkSeriesHoldTheTruth(t *testing.T, r *rig) {
 		}
 		if gt := float64(goodTokens) / to.Sub(from).Seconds(); gt < float64(s.Goodput.Lower[i]) || gt > float64(s.Goodput.Upper[i]) {
 			t.Errorf("point %d (%v): true goodput %v tok/s outside the band [%v, %v]", i, to, gt, s.Goodput.Lower[i], s.Goodput.Upper[i])
+		}
+		// Abandoned: a first token, no finish seen (cancelled or lost).
+		left := 0
+		for _, req := range append(truth.AbandonedIn(from, to), truth.LostIn(from, to)...) {
+			if !req.FirstToken.IsZero() {
+				left++
+			}
+		}
+		if a := float64(left); a < float64(s.Abandoned.Lower[i]) || a > float64(s.Abandoned.Upper[i]) {
+			t.Errorf("point %d (%v): true abandoned %v outside the band [%v, %v]", i, to, a, s.Abandoned.Lower[i], s.Abandoned.Upper[i])
 		}
 		slices.Sort(e2e)
 		for _, l := range s.Latency {

@@ -79,6 +79,7 @@ type consoleSeries struct {
 		chartBand
 	} `json:"latency"`
 	Goodput    chartBand `json:"goodput"`
+	Abandoned  chartBand `json:"abandoned"`
 	Histograms []struct {
 		Metric    string `json:"metric"`
 		Quantiles []struct {
@@ -173,6 +174,7 @@ func TestConsoleChromium(t *testing.T) {
 		bandHolds(t, "latency "+l.Metric+" "+strconv.FormatFloat(l.Quantile, 'g', -1, 64), l.chartBand, n)
 	}
 	bandHolds(t, "goodput", series.Goodput, n)
+	bandHolds(t, "abandoned", series.Abandoned, n)
 	for _, h := range series.Histograms {
 		for _, m := range h.Quantiles {
 			if m.Estimate != nil && (m.Lower == nil || *m.Lower > *m.Estimate || (m.Upper != nil && *m.Estimate > *m.Upper)) {
@@ -189,7 +191,7 @@ func TestConsoleChromium(t *testing.T) {
 		t.Fatalf("the detail view did not finish drawing:\n%s", tail(dom, 3000))
 	}
 	figures := figureTag.FindAllString(dom, -1)
-	want := 1 + len(series.Burns) + 1 + 3 + 2 + len(series.Histograms)
+	want := 1 + len(series.Burns) + 1 + 3 + 3 + len(series.Histograms)
 	if len(figures) != want || len(series.Histograms) == 0 {
 		t.Errorf("%d charts drawn, want %d (with %d histograms)", len(figures), want, len(series.Histograms))
 	}

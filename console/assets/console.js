@@ -203,6 +203,12 @@
     gp.caption = "Generated tokens of the finished requests that met every objective, against the generated tokens of all finished requests (one population: goodput never exceeds it).";
     charts.push(gp);
 
+    const ab = new Chart("Abandoned requests beside vLLM's aborted count" + win, "requests");
+    ab.band("abandoned", PALETTE[3], s.abandoned);
+    ab.line("vLLM aborted", PALETTE[6], s.aborted, { width: 2 });
+    ab.caption = "The band bounds the requests that got a first token and left without a finish (client cancellations, restarts). The line is what vLLM itself counted as aborted, not a bound: released vLLM does not count client cancellations (0 does not mean none), and it counts requests aborted before their first token.";
+    charts.push(ab);
+
     const ll = new Chart("Little's Law: predicted λ·W against observed concurrency" + win, "requests");
     s.concurrency.forEach(function (c, i) {
       const color = PALETTE[i % PALETTE.length];

@@ -48,6 +48,11 @@ type interval struct {
 	// interval's finishers were found to meet (for the window totals).
 	counted bool
 	judged  []judged
+	// reachStart is the start (Unix ns) of the earliest kept interval that
+	// can hold the first token of one of this interval's finishers;
+	// reachOlder says they can reach back beyond the kept intervals.
+	reachStart int64
+	reachOlder bool
 }
 
 // judged is one SLO's per-interval bounds kept for the window totals:
@@ -222,6 +227,7 @@ func (l *ledger) judge(cp *checkpoint, w slo.Window, fin slo.Finishers, counted 
 		_, hasTTFT := slo.TTFTThreshold(s)
 		if hasTTFT {
 			sources = l.sourcesFor(i, fin)
+			l.noteReach(sources)
 		}
 		res := slo.EvaluateInterval(s, sources, fin, w.Latency, w.GenerationTokens, slo.DefaultEstimator)
 		if hasTTFT {
@@ -255,6 +261,22 @@ func (l *ledger) judge(cp *checkpoint, w slo.Window, fin slo.Finishers, counted 
 		sums.tokHi += res.Tokens.Upper
 		sums.tokEst += res.Tokens.Estimate
 	}
+}
+
+// noteReach records on the newest interval how far back its finishers' first
+// tokens can lie: sources is what sourcesFor found (the same for every SLO).
+func (l *ledger) noteReach(sources []slo.Source) {
+	cur := &l.intervals[len(l.intervals)-1]
+	if len(sources) == 0 {
+		cur.reachStart = cur.start.UnixNano()
+		return
+	}
+	cur.reachOlder = sources[0].Start.IsZero()
+	first := sources[0]
+	if cur.reachOlder && len(sources) > 1 {
+		first = sources[1]
+	}
+	cur.reachStart = first.Start.UnixNano()
 }
 
 // carrySplit sets the newest interval's bounds on the TTFT-good and TTFT-bad
@@ -486,6 +508,9 @@ func (l *ledger) window(i int, start, end time.Time) (ledgerWindow, bool) {
 	w.good = nonNeg(slo.Bounded{Lower: b.lo - a.lo, Upper: b.hi - a.hi, Estimate: b.est - a.est})
 	if t, ok := l.totals(i, p0.t, p1.t); ok {
 		w.good = slo.TightenWindow(w.good, t)
+		if ivs, pre, ok := l.coupled(i, p0.t, p1.t); ok {
+			w.good = intersect(w.good, slo.CoupleWindow(ivs, pre, t.BadAtStart, t.GoodAtStart))
+		}
 	}
 	w.hasTokens = b.tokensUnknown == a.tokensUnknown
 	w.tokens = nonNeg(slo.Bounded{Lower: b.tokLo - a.tokLo, Upper: b.tokHi - a.tokHi, Estimate: b.tokEst - a.tokEst})
@@ -575,4 +600,47 @@ func (l *ledger) totals(i int, from, to int64) (slo.WindowTotals, bool) {
 		t.TTFTGood.Upper += j.ttftHi
 	}
 	return t, true
+}
+
+// coupled lists SLO i's kept intervals for slo.CoupleWindow: those of
+// (from, to] (Unix ns), after pre intervals before the window that its
+// finishers can reach; ok is false unless the kept intervals cover the
+// window (totals checks the same).
+func (l *ledger) coupled(i int, from, to int64) (ivs []slo.CoupledInterval, pre int, ok bool) {
+	first := sort.Search(len(l.intervals), func(k int) bool { return l.intervals[k].end.UnixNano() > from })
+	if first >= len(l.intervals) || l.intervals[first].start.UnixNano() != from {
+		return nil, 0, false
+	}
+	last := first
+	reach := first
+	for last < len(l.intervals) && l.intervals[last].end.UnixNano() <= to {
+		reach = min(reach, l.reachIndex(last))
+		last++
+	}
+	head := max(reach, 0)
+	for k := head; k < last; k++ {
+		iv := l.intervals[k]
+		j, src := iv.judged[i], iv.sources[i]
+		from := l.reachIndex(k)
+		if from >= 0 {
+			from -= head
+		}
+		ivs = append(ivs, slo.CoupledInterval{
+			Bad: src.Bad, Good: src.Good, Counted: k >= first && iv.counted && !j.unknown,
+			N: j.n, FinishLo: j.finLo, FinishHi: j.finHi, TTFTLo: j.ttftLo, TTFTHi: j.ttftHi,
+			From: from,
+		})
+	}
+	return ivs, first - head, last > first
+}
+
+// reachIndex is the index of the earliest kept interval that can hold the
+// first token of one of interval k's finishers, -1 when they reach beyond
+// the kept intervals.
+func (l *ledger) reachIndex(k int) int {
+	iv := l.intervals[k]
+	if iv.reachOlder {
+		return -1
+	}
+	return sort.Search(len(l.intervals), func(m int) bool { return l.intervals[m].start.UnixNano() >= iv.reachStart })
 }

@@ -27,6 +27,11 @@ type (
 		Sources       []sourceState
 		Counted       bool
 		Judged        []judgedState
+		// ReachStart and ReachOlder are how far back the interval's
+		// finishers can reach; a state without them (zero) reaches back
+		// beyond every kept interval, which only loosens a bound.
+		ReachStart int64
+		ReachOlder bool
 	}
 	judgedState struct {
 		N, FinLo, FinHi, TTFTLo, TTFTHi float64
@@ -82,7 +87,7 @@ func timeOf(ns int64) time.Time {
 func (l *ledger) state() ledgerState {
 	st := ledgerState{SLOs: sloTexts(l.slos), Seg: l.seg}
 	for _, iv := range l.intervals {
-		is := intervalState{Start: nanos(iv.start), End: nanos(iv.end), Seg: iv.seg, Restarted: iv.restarted, InFlightStart: iv.inFlightStart, Counted: iv.counted}
+		is := intervalState{Start: nanos(iv.start), End: nanos(iv.end), Seg: iv.seg, Restarted: iv.restarted, InFlightStart: iv.inFlightStart, Counted: iv.counted, ReachStart: iv.reachStart, ReachOlder: iv.reachOlder}
 		for _, j := range iv.judged {
 			is.Judged = append(is.Judged, judgedState{N: j.n, FinLo: j.finLo, FinHi: j.finHi, TTFTLo: j.ttftLo, TTFTHi: j.ttftHi, Unknown: j.unknown})
 		}
@@ -124,7 +129,7 @@ func restoreLedger(st ledgerState, slos []slo.SLO) (*ledger, error) {
 		if len(is.Sources) != len(slos) || len(is.Judged) != len(slos) {
 			return nil, fmt.Errorf("interval with %d sources and %d results for %d SLOs", len(is.Sources), len(is.Judged), len(slos))
 		}
-		iv := interval{start: timeOf(is.Start), end: timeOf(is.End), seg: is.Seg, restarted: is.Restarted, inFlightStart: is.InFlightStart, counted: is.Counted}
+		iv := interval{start: timeOf(is.Start), end: timeOf(is.End), seg: is.Seg, restarted: is.Restarted, inFlightStart: is.InFlightStart, counted: is.Counted, reachStart: is.ReachStart, reachOlder: is.ReachOlder || is.ReachStart == 0}
 		for _, j := range is.Judged {
 			iv.judged = append(iv.judged, judged{n: j.N, finLo: j.FinLo, finHi: j.FinHi, ttftLo: j.TTFTLo, ttftHi: j.TTFTHi, unknown: j.Unknown})
 		}

@@ -307,12 +307,7 @@ func TestMissingTPOTFamilyIsUnknown(t *testing.T) {
 // program over (first-token, finish) intervals included, is at least this
 // wide: the true G_j is one of the values it must allow.
 func frechetFloor(p *Pipeline, truth sim.Truth, from, to time.Time, gaps []lostGap) float64 {
-	var l *ledger
-	for _, tg := range p.targets {
-		for _, lg := range tg.ledgers {
-			l = lg
-		}
-	}
+	l := onlyLedger(p)
 	width := 0.0
 	for _, iv := range l.intervals {
 		if !iv.counted || iv.start.Before(from) || iv.end.After(to) {
@@ -329,4 +324,77 @@ func frechetFloor(p *Pipeline, truth sim.Truth, from, to time.Time, gaps []lostG
 		width += math.Max(0, math.Min(g, j.finHi)-math.Max(0, g+j.finLo-j.n))
 	}
 	return width
+}
+
+// TestLongWindowJointAgainstTruth runs workloads for three hours and checks
+// the 2h window, longer than the intervals the ledger keeps, against the
+// simulator's truth: "all"'s good requests must lie inside the published
+// bounds, which the ledger builds from its closed blocks' coupled bounds.
+// The log compares their mean width with the per-interval sums alone.
+func TestLongWindowJointAgainstTruth(t *testing.T) {
+	if testing.Short() {
+		t.Skip("three simulated hours per workload")
+	}
+	meets := func(r sim.Request) bool { return r.TTFT() <= 0.5+1e-9 && r.TPOT() <= 0.05+1e-9 }
+	var table strings.Builder
+	fmt.Fprintf(&table, "%-12s %4s | %-9s %-9s\n", "workload", "win", "blocks", "intervals")
+	for _, name := range []string{"one-engine", "cancel15", "restart"} {
+		cfg, err := sim.Preset(name, 5, start)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cfg.DiscardTokenTimes = true
+		s, err := sim.New(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		spec := testSpec(t)
+		spec.SLOs = []slo.SLO{interactive}
+		spec.Windows = []time.Duration{2 * time.Hour}
+		p := New(spec)
+		step := 15 * time.Second
+		var gaps []lostGap
+		for _, r := range cfg.Restarts {
+			gaps = append(gaps, lostGap{from: start.Add(r.At.Truncate(step)), to: start.Add(r.At)})
+		}
+		var n, published, perInterval float64
+		for at := start.Add(step); !at.After(start.Add(3 * time.Hour)); at = at.Add(step) {
+			s.AdvanceTo(at)
+			if !s.Serving() {
+				continue
+			}
+			scrapeInto(t, p, s, at)
+			if at.Sub(start) < 2*time.Hour || at.Sub(start)%(7*time.Minute) != 0 {
+				continue
+			}
+			truth := s.Truth()
+			for _, w := range p.Evaluate(at).Targets[0].Models[0].Windows {
+				good := w.SLOs[0].GoodRequests[slo.AllKey]
+				wt := truthOf(truth, w.Window.Start, w.Window.End, gaps, meets)
+				if wt.good < good.Lower || wt.good > good.Upper {
+					t.Errorf("%s at %v: %v good requests outside [%v, %v]", name, at.Sub(start), wt.good, good.Lower, good.Upper)
+				}
+				l := onlyLedger(p)
+				a, b := l.points[max(l.at(w.Window.Start), 0)].sum(0), l.points[l.at(w.Window.End)].sum(0)
+				n++
+				published += (good.Upper - good.Lower) / wt.finished
+				perInterval += ((b.hi - a.hi) - (b.lo - a.lo)) / wt.finished
+			}
+		}
+		if n == 0 {
+			t.Fatalf("%s: no window judged", name)
+		}
+		fmt.Fprintf(&table, "%-12s %4.0f | %9.4f %9.4f\n", name, n, published/n, perInterval/n)
+	}
+	t.Logf("mean width of all's good requests over 2h windows (share of finished):\n%s", table.String())
+}
+
+// onlyLedger is the ledger of a pipeline's only model.
+func onlyLedger(p *Pipeline) *ledger {
+	for _, tg := range p.targets {
+		for _, l := range tg.ledgers {
+			return l
+		}
+	}
+	return nil
 }

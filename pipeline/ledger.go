@@ -76,6 +76,10 @@ type checkpoint struct {
 	// qLo and qHi bound the requests past their first token in flight at t;
 	// qLittle is the mean number in decode over the interval ending at t.
 	qLo, qHi, qLittle float64
+	// boundary marks the first checkpoint of each blockLen of time: the
+	// sums cLo and cHi add, at each boundary, the coupled bound of the block
+	// of intervals since the previous one.
+	boundary bool
 	// first holds the first SLO's sums and more the others' (most configs
 	// have one SLO; inline, it costs no allocation per checkpoint).
 	first sloSums
@@ -101,10 +105,15 @@ func (c *checkpoint) sum(i int) *sloSums {
 
 // sloSums are one SLO's cumulative sums over the counted intervals.
 type sloSums struct {
-	finished      float64
-	lo, hi, est   float64 // met every objective
-	tokLo, tokHi  float64 // their generation tokens
-	tokEst        float64
+	finished     float64
+	lo, hi, est  float64 // met every objective
+	tokLo, tokHi float64 // their generation tokens
+	tokEst       float64
+	// cLo and cHi are running sums, from one boundary checkpoint to the
+	// next, of the blocks' coupled bounds on those meeting every objective
+	// (see closeBlock); only their differences between boundaries mean
+	// anything.
+	cLo, cHi      float64
 	unknown       uint32 // counted intervals with finishes that could not be judged
 	tokensUnknown uint32 // counted intervals with finishes and no token histogram
 	// unknownMask has bit i set when objective metric slo.Metrics[i] was
@@ -202,6 +211,7 @@ func (l *ledger) append(w slo.Window, counted bool, ret history.Retention) {
 		}
 		first := newCheckpoint(w.Start.UnixNano(), l.seg, len(l.slos))
 		first.qHi = prevHi
+		first.boundary = true
 		l.points = append(l.points, first)
 	}
 	cp.qHi = slo.InFlightQueue(prevHi, ft, fin.N, rEnd)
@@ -212,6 +222,7 @@ func (l *ledger) append(w slo.Window, counted bool, ret history.Retention) {
 		}
 	}
 	l.judge(&cp, w, fin, counted)
+	l.closeBlock(&cp)
 	l.raiseQueueLower(fin)
 	l.points = append(l.points, cp)
 	l.compact(w.End, ret)
@@ -261,6 +272,71 @@ func (l *ledger) judge(cp *checkpoint, w slo.Window, fin slo.Finishers, counted 
 		sums.tokHi += res.Tokens.Upper
 		sums.tokEst += res.Tokens.Estimate
 	}
+}
+
+// blockLen is the span of the blocks of intervals that the ledger couples
+// as they close, so that windows longer than the kept intervals (the error
+// budget's, the long burn windows) are bounded block by block instead of
+// interval by interval. Tier steps that are multiples of it keep every
+// boundary a window needs.
+const blockLen = 5 * time.Minute
+
+// closeBlock makes cp, the checkpoint of the interval just judged, a
+// boundary when it is the first in a new blockLen of time, and adds to its
+// cLo and cHi the bound on the block since the previous boundary: the sum
+// of the block's per-interval bounds, tightened by its totals and
+// intersected with slo.CoupleWindow over its intervals. Each step keeps a
+// valid bound on the block, so the difference of the sums between two
+// boundaries bounds the blocks between them.
+func (l *ledger) closeBlock(cp *checkpoint) {
+	if len(l.points) == 0 || cp.t/int64(blockLen) == l.points[len(l.points)-1].t/int64(blockLen) {
+		return
+	}
+	cp.boundary = true
+	k := len(l.points) - 1
+	for k >= 0 && !l.points[k].boundary {
+		k--
+	}
+	for i := range l.slos {
+		sums := cp.sum(i)
+		if k < 0 { // the first boundary (a state kept before boundaries)
+			sums.cLo, sums.cHi = sums.lo, sums.hi
+			continue
+		}
+		pb := l.points[k]
+		prev := pb.sum(i)
+		block := slo.Bounded{Lower: sums.lo - prev.lo, Upper: sums.hi - prev.hi}
+		if t, ok := l.totals(i, pb.t, cp.t); ok && sums.unknown == prev.unknown {
+			block = slo.TightenWindow(block, t)
+			if ivs, pre, ok := l.coupled(i, pb.t, cp.t); ok {
+				block = intersect(block, slo.CoupleWindow(ivs, pre, t.BadAtStart, t.GoodAtStart))
+			}
+		}
+		sums.cLo, sums.cHi = prev.cLo+block.Lower, prev.cHi+block.Upper
+	}
+}
+
+// blocked bounds SLO i's good requests between checkpoints i0 and i1 by
+// the whole blocks between the first and the last boundary among them and
+// the per-interval sums outside; ok is false without a whole block.
+func (l *ledger) blocked(i, i0, i1 int) (slo.Bounded, bool) {
+	b0, b1 := -1, -1
+	for k := i0; k <= i1; k++ {
+		if l.points[k].boundary {
+			if b0 < 0 {
+				b0 = k
+			}
+			b1 = k
+		}
+	}
+	if b0 < 0 || b0 == b1 {
+		return slo.Bounded{}, false
+	}
+	a, s0, s1, b := l.points[i0].sum(i), l.points[b0].sum(i), l.points[b1].sum(i), l.points[i1].sum(i)
+	return nonNeg(slo.Bounded{
+		Lower: (s0.lo - a.lo) + (s1.cLo - s0.cLo) + (b.lo - s1.lo),
+		Upper: (s0.hi - a.hi) + (s1.cHi - s0.cHi) + (b.hi - s1.hi),
+	}), true
 }
 
 // noteReach records on the newest interval how far back its finishers' first
@@ -511,6 +587,9 @@ func (l *ledger) window(i int, start, end time.Time) (ledgerWindow, bool) {
 		if ivs, pre, ok := l.coupled(i, p0.t, p1.t); ok {
 			w.good = intersect(w.good, slo.CoupleWindow(ivs, pre, t.BadAtStart, t.GoodAtStart))
 		}
+	}
+	if bl, ok := l.blocked(i, i0, i1); ok {
+		w.good = intersect(w.good, bl)
 	}
 	w.hasTokens = b.tokensUnknown == a.tokensUnknown
 	w.tokens = nonNeg(slo.Bounded{Lower: b.tokLo - a.tokLo, Upper: b.tokHi - a.tokHi, Estimate: b.tokEst - a.tokEst})

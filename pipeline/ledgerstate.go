@@ -48,10 +48,12 @@ type (
 		Seg                                   int
 		FirstTokens, Finished, FinishedTokens float64
 		QLo, QHi, QLittle                     float64
+		Boundary                              bool
 		SLOs                                  []sloSumsState
 	}
 	sloSumsState struct {
 		Finished, Lo, Hi, Est, TokLo, TokHi, TokEst float64
+		CLo, CHi                                    float64
 		Unknown, TokensUnknown                      uint32
 		UnknownMask                                 uint8
 	}
@@ -100,10 +102,10 @@ func (l *ledger) state() ledgerState {
 		st.Intervals = append(st.Intervals, is)
 	}
 	for _, p := range l.points {
-		ps := checkpointState{T: p.t, Seg: int(p.seg), FirstTokens: p.firstTokens, Finished: p.finished, FinishedTokens: p.finishedTokens, QLo: p.qLo, QHi: p.qHi, QLittle: p.qLittle}
+		ps := checkpointState{T: p.t, Seg: int(p.seg), FirstTokens: p.firstTokens, Finished: p.finished, FinishedTokens: p.finishedTokens, QLo: p.qLo, QHi: p.qHi, QLittle: p.qLittle, Boundary: p.boundary}
 		for i := range l.slos {
 			s := p.sum(i)
-			ss := sloSumsState{Finished: s.finished, Lo: s.lo, Hi: s.hi, Est: s.est, TokLo: s.tokLo, TokHi: s.tokHi, TokEst: s.tokEst, Unknown: s.unknown, TokensUnknown: s.tokensUnknown, UnknownMask: s.unknownMask}
+			ss := sloSumsState{Finished: s.finished, Lo: s.lo, Hi: s.hi, Est: s.est, TokLo: s.tokLo, TokHi: s.tokHi, TokEst: s.tokEst, CLo: s.cLo, CHi: s.cHi, Unknown: s.unknown, TokensUnknown: s.tokensUnknown, UnknownMask: s.unknownMask}
 			ps.SLOs = append(ps.SLOs, ss)
 		}
 		st.Points = append(st.Points, ps)
@@ -149,8 +151,9 @@ func restoreLedger(st ledgerState, slos []slo.SLO) (*ledger, error) {
 		last = ps.T
 		p := newCheckpoint(ps.T, ps.Seg, len(slos))
 		p.firstTokens, p.finished, p.finishedTokens, p.qLo, p.qHi, p.qLittle = ps.FirstTokens, ps.Finished, ps.FinishedTokens, ps.QLo, ps.QHi, ps.QLittle
+		p.boundary = ps.Boundary
 		for k, ss := range ps.SLOs {
-			s := sloSums{finished: ss.Finished, lo: ss.Lo, hi: ss.Hi, est: ss.Est, tokLo: ss.TokLo, tokHi: ss.TokHi, tokEst: ss.TokEst, unknown: ss.Unknown, tokensUnknown: ss.TokensUnknown, unknownMask: ss.UnknownMask}
+			s := sloSums{finished: ss.Finished, lo: ss.Lo, hi: ss.Hi, est: ss.Est, tokLo: ss.TokLo, tokHi: ss.TokHi, tokEst: ss.TokEst, cLo: ss.CLo, cHi: ss.CHi, unknown: ss.Unknown, tokensUnknown: ss.TokensUnknown, unknownMask: ss.UnknownMask}
 			*p.sum(k) = s
 		}
 		l.points = append(l.points, p)

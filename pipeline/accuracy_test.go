@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/vllm-slo-exporter/vllm-slo-exporter/history"
 	"github.com/vllm-slo-exporter/vllm-slo-exporter/sim"
 	"github.com/vllm-slo-exporter/vllm-slo-exporter/slo"
 )
@@ -120,7 +121,7 @@ func truthOf(truth sim.Truth, from, to time.Time, gaps []lostGap, meets func(sim
 func TestJointAccuracyAgainstTruth(t *testing.T) {
 	var table strings.Builder
 	fmt.Fprintf(&table, "%-16s %4s | %-20s | %-20s | %-20s | %-20s | %-20s | %s\n", "workload", "win",
-		"good   width worst err", "att(bad) w worst err", "att(excl) w worst err", "goodput tok w wst err", "abandoned w worst err", "floor")
+		"good   width worst err", "att(bad) w worst err", "att(excl) w worst err", "goodput tok w wst err", "abandoned w worst err", "floor: good tokens")
 	var all [5]accuracy
 	// burnSpread is the largest upper burn rate minus its estimate over the
 	// steady workload's 1m windows, with abandoned requests bad and excluded.
@@ -150,13 +151,17 @@ func TestJointAccuracyAgainstTruth(t *testing.T) {
 			gaps = append(gaps, lostGap{from: start.Add(r.At.Truncate(step)), to: crash})
 		}
 		var acc [5]accuracy
-		var floor [2]float64
+		var floor [3]float64
+		var tokens []intervalTokens
+		prev := start
 		for at := start.Add(step); !at.After(start.Add(30 * time.Minute)); at = at.Add(step) {
 			s.AdvanceTo(at)
 			if !s.Serving() {
 				continue
 			}
 			scrapeInto(t, p, s, at)
+			tokens = append(tokens, tokensOf(p, at, at.Sub(prev)))
+			prev = at
 			if at.Sub(start) < 5*time.Minute || at.Sub(start)%time.Minute != 0 {
 				continue
 			}
@@ -171,7 +176,8 @@ func TestJointAccuracyAgainstTruth(t *testing.T) {
 				checkWindow(t, where, w.SLOs[0], wt, secs, &acc, true)
 				if wt.finished > 0 {
 					floor[0] += frechetFloor(p, truth, w.Window.Start, w.Window.End, gaps) / wt.finished
-					floor[1]++
+					floor[1] += tokensFloor(tokens, truth, w.Window.Start, w.Window.End, gaps, meets) / wt.tokens
+					floor[2]++
 				}
 				checkWindow(t, where+" (excluded)", w.SLOs[1], wt, secs, &acc, false)
 				if name == "steady" && w.Window.Nominal == time.Minute {
@@ -181,7 +187,7 @@ func TestJointAccuracyAgainstTruth(t *testing.T) {
 				}
 			}
 		}
-		fmt.Fprintf(&table, "%-16s %4.0f | %s | %s | %s | %s | %s | %6.4f\n", name, acc[0].n, acc[0], acc[1], acc[2], acc[3], acc[4], floor[0]/floor[1])
+		fmt.Fprintf(&table, "%-16s %4.0f | %s | %s | %s | %s | %s | %6.4f %6.4f\n", name, acc[0].n, acc[0], acc[1], acc[2], acc[3], acc[4], floor[0]/floor[2], floor[1]/floor[2])
 		for i := range all {
 			all[i].merge(acc[i])
 		}
@@ -387,6 +393,45 @@ func TestLongWindowJointAgainstTruth(t *testing.T) {
 		fmt.Fprintf(&table, "%-12s %4.0f | %9.4f %9.4f\n", name, n, published/n, perInterval/n)
 	}
 	t.Logf("mean width of all's good requests over 2h windows (share of finished):\n%s", table.String())
+}
+
+// intervalTokens is one scrape interval's generation-token histogram.
+type intervalTokens struct {
+	start, end time.Time
+	hist       slo.Histogram
+}
+
+// tokensOf reads the generation-token histogram of the interval of length
+// that ends at at.
+func tokensOf(p *Pipeline, at time.Time, length time.Duration) intervalTokens {
+	for _, tg := range p.targets {
+		for _, model := range tg.hist.Models() {
+			if w, ok := tg.hist.Window(model, at, length, history.Options{}); ok {
+				return intervalTokens{start: w.Start, end: w.End, hist: w.GenerationTokens}
+			}
+		}
+	}
+	return intervalTokens{}
+}
+
+// tokensFloor (the table's last column, as a share of the finished
+// requests' tokens) is the width the goodput tokens of the window (from, to]
+// would have if each interval's count of requests meeting every objective
+// were known exactly: vLLM's histograms still do not say which of an
+// interval's requests those are, so their tokens lie anywhere between the
+// fewest and the most the token histogram allows for that many requests.
+func tokensFloor(ivs []intervalTokens, truth sim.Truth, from, to time.Time, gaps []lostGap, meets func(sim.Request) bool) float64 {
+	width := 0.0
+	for _, iv := range ivs {
+		if iv.start.Before(from) || iv.end.After(to) || !iv.hist.Valid() {
+			continue
+		}
+		wt := truthOf(truth, iv.start, iv.end, gaps, meets)
+		if b, ok := slo.GoodputTokens(slo.Exact(wt.good), iv.hist); ok {
+			width += b.Upper - b.Lower
+		}
+	}
+	return width
 }
 
 // onlyLedger is the ledger of a pipeline's only model.

@@ -69,6 +69,10 @@ type judged struct {
 type checkpoint struct {
 	t   int64 // Unix ns
 	seg int32
+	// boundary marks the first checkpoint of each blockLen of time: the
+	// sums cLo and cHi add, at each boundary, the coupled bound of the block
+	// of intervals since the previous one. (Beside seg, it costs no space.)
+	boundary bool
 	// firstTokens and finished sum every interval (warm-up included).
 	firstTokens, finished float64
 	// finishedTokens sums the generation tokens of the finished requests.
@@ -76,10 +80,6 @@ type checkpoint struct {
 	// qLo and qHi bound the requests past their first token in flight at t;
 	// qLittle is the mean number in decode over the interval ending at t.
 	qLo, qHi, qLittle float64
-	// boundary marks the first checkpoint of each blockLen of time: the
-	// sums cLo and cHi add, at each boundary, the coupled bound of the block
-	// of intervals since the previous one.
-	boundary bool
 	// first holds the first SLO's sums and more the others' (most configs
 	// have one SLO; inline, it costs no allocation per checkpoint).
 	first sloSums
@@ -697,6 +697,7 @@ func (l *ledger) coupled(i int, from, to int64) (ivs []slo.CoupledInterval, pre 
 		last++
 	}
 	head := max(reach, 0)
+	ivs = make([]slo.CoupledInterval, 0, last-head)
 	for k := head; k < last; k++ {
 		iv := l.intervals[k]
 		j, src := iv.judged[i], iv.sources[i]

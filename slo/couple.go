@@ -55,8 +55,8 @@ type CoupledInterval struct {
 // only raises the optimum, so the bounds stay valid.
 func CoupleWindow(ivs []CoupledInterval, pre int, badAtStart, goodAtStart float64) Bounded {
 	finLo, finHi := 0.0, 0.0
-	badCaps := make([]float64, len(ivs))
-	goodCaps := make([]float64, len(ivs))
+	buf := make([]float64, 3*len(ivs))
+	badCaps, goodCaps, left := buf[:len(ivs)], buf[len(ivs):2*len(ivs)], buf[2*len(ivs):]
 	for j, iv := range ivs {
 		if j < pre || !iv.Counted || !(iv.N > 0) {
 			continue
@@ -68,29 +68,30 @@ func CoupleWindow(ivs []CoupledInterval, pre int, badAtStart, goodAtStart float6
 	}
 	badOf := func(iv CoupledInterval) float64 { return iv.Bad }
 	goodOf := func(iv CoupledInterval) float64 { return iv.Good }
-	bad := math.Min(maxFlowConvex(ivs, badCaps, badAtStart, badOf), maxFlowWindow(ivs, pre, badCaps, badAtStart, badOf))
-	good := math.Min(maxFlowConvex(ivs, goodCaps, goodAtStart, goodOf), maxFlowWindow(ivs, pre, goodCaps, goodAtStart, goodOf))
+	bad := math.Min(maxFlowConvex(ivs, 0, badCaps, left, badAtStart, badOf), maxFlowConvex(ivs, pre, badCaps, left, badAtStart, badOf))
+	good := math.Min(maxFlowConvex(ivs, 0, goodCaps, left, goodAtStart, goodOf), maxFlowConvex(ivs, pre, goodCaps, left, goodAtStart, goodOf))
 	res := Bounded{Lower: math.Max(0, finLo-bad), Upper: math.Min(good, finHi)}
 	res.Upper = math.Max(res.Lower, res.Upper) // only inconsistent inputs cross them
 	return res
 }
 
-// maxFlowConvex is the most the sinks (caps[j] each, drawing from sources
-// From_j..j, where source −1 is the window's start holding atStart) can take
-// from the sources (supply(iv) each). Glover's rule solves it exactly: give
-// each source, in time order, to the open sinks that can draw on it, the one
-// whose range ends first first (here the earliest sink, as each range ends at
-// its own interval); an exchange argument shows some optimum agrees with
-// every choice.
-func maxFlowConvex(ivs []CoupledInterval, caps []float64, atStart float64, supply func(CoupledInterval) float64) float64 {
-	left := append([]float64(nil), caps...)
+// maxFlowConvex is the most the sinks ivs[first:] (caps[j] each, drawing
+// from sources From_j..j, where a From_j before first stands for the
+// window's start holding atStart) can take from the sources ivs[first:]
+// (supply(iv) each); left is scratch of len(ivs). Glover's rule solves it
+// exactly: give each source, in time order, to the open sinks that can draw
+// on it, the one whose range ends first first (here the earliest sink, as
+// each range ends at its own interval); an exchange argument shows some
+// optimum agrees with every choice.
+func maxFlowConvex(ivs []CoupledInterval, first int, caps, left []float64, atStart float64, supply func(CoupledInterval) float64) float64 {
+	copy(left, caps)
 	total := 0.0
 	give := func(i int, s float64) {
 		if math.IsNaN(s) || s <= 0 {
 			return
 		}
-		for j := max(i, 0); j < len(ivs) && s > 0; j++ {
-			if left[j] <= 0 || ivs[j].From > i {
+		for j := max(i, first); j < len(ivs) && s > 0; j++ {
+			if left[j] <= 0 || max(ivs[j].From, first-1) > i {
 				continue
 			}
 			take := math.Min(s, left[j])
@@ -99,20 +100,9 @@ func maxFlowConvex(ivs []CoupledInterval, caps []float64, atStart float64, suppl
 			total += take
 		}
 	}
-	give(-1, atStart)
-	for i, iv := range ivs {
-		give(i, supply(iv))
+	give(first-1, atStart)
+	for i := first; i < len(ivs); i++ {
+		give(i, supply(ivs[i]))
 	}
 	return total
-}
-
-// maxFlowWindow is maxFlowConvex with everything before ivs[pre] as one
-// source holding atStart.
-func maxFlowWindow(ivs []CoupledInterval, pre int, caps []float64, atStart float64, supply func(CoupledInterval) float64) float64 {
-	win := make([]CoupledInterval, len(ivs)-pre)
-	for j, iv := range ivs[pre:] {
-		iv.From = max(iv.From-pre, -1)
-		win[j] = iv
-	}
-	return maxFlowConvex(win, caps[pre:], atStart, supply)
 }

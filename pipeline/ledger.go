@@ -61,6 +61,11 @@ type interval struct {
 type judged struct {
 	n, finLo, finHi, ttftLo, ttftHi float64
 	unknown                         bool
+	// tokens bounds the generation tokens of the finishers meeting every
+	// objective by their number, for slo.CoupleTokens (not saved in the
+	// state file: hasTokens is false after a restore).
+	tokens    slo.TokenCurve
+	hasTokens bool
 }
 
 // checkpoint holds the cumulative sums from the ledger's first interval to
@@ -81,16 +86,18 @@ type checkpoint struct {
 	// qLittle is the mean number in decode over the interval ending at t.
 	qLo, qHi, qLittle float64
 	// first holds the first SLO's sums and more the others' (most configs
-	// have one SLO; inline, it costs no allocation per checkpoint).
+	// have one SLO; inline, it costs no allocation per checkpoint, and a
+	// pointer costs a third of a slice header on every one).
 	first sloSums
-	more  []sloSums
+	more  *[]sloSums
 }
 
 // newCheckpoint returns a checkpoint with zero sums for n SLOs.
 func newCheckpoint(t int64, seg int, n int) checkpoint {
 	c := checkpoint{t: t, seg: int32(seg)}
 	if n > 1 {
-		c.more = make([]sloSums, n-1)
+		more := make([]sloSums, n-1)
+		c.more = &more
 	}
 	return c
 }
@@ -100,7 +107,7 @@ func (c *checkpoint) sum(i int) *sloSums {
 	if i == 0 {
 		return &c.first
 	}
-	return &c.more[i-1]
+	return &(*c.more)[i-1]
 }
 
 // sloSums are one SLO's cumulative sums over the counted intervals.
@@ -247,6 +254,10 @@ func (l *ledger) judge(cp *checkpoint, w slo.Window, fin slo.Finishers, counted 
 		l.intervals[len(l.intervals)-1].judged[i] = judged{
 			n: fin.N, finLo: res.FinishGood.Lower, finHi: res.FinishGood.Upper,
 			ttftLo: res.TTFTGood.Lower, ttftHi: res.TTFTGood.Upper, unknown: len(res.Unknown) > 0,
+		}
+		if res.HasTokens && w.GenerationTokens.Total() == fin.N {
+			j := &l.intervals[len(l.intervals)-1].judged[i]
+			j.tokens, j.hasTokens = slo.NewTokenCurve(res.Good, w.GenerationTokens)
 		}
 		if !counted {
 			continue
@@ -597,6 +608,9 @@ func (l *ledger) window(i int, start, end time.Time) (ledgerWindow, bool) {
 	// part of the finished requests' tokens.
 	w.tokens.Upper = math.Min(w.tokens.Upper, w.finishedTokens)
 	w.tokens = nonNeg(w.tokens)
+	if curves, ok := l.tokenCurves(i, p0.t, p1.t); ok {
+		w.tokens = intersect(w.tokens, slo.CoupleTokens(curves, w.good))
+	}
 	w.abandoned = slo.Abandoned(queueAt(p0), queueAt(p1), p1.firstTokens-p0.firstTokens, p1.finished-p0.finished)
 	w.good, w.tokens, w.abandoned = wholeCounts(w.good), wholeCounts(w.tokens), wholeCounts(w.abandoned)
 	return w, true
@@ -723,4 +737,31 @@ func (l *ledger) reachIndex(k int) int {
 		return -1
 	}
 	return sort.Search(len(l.intervals), func(m int) bool { return l.intervals[m].start.UnixNano() >= iv.reachStart })
+}
+
+// tokenCurves lists SLO i's token curves of the counted intervals of
+// (from, to] (Unix ns) for slo.CoupleTokens; ok is false unless the kept
+// intervals cover the window and each has its curve.
+func (l *ledger) tokenCurves(i int, from, to int64) ([]*slo.TokenCurve, bool) {
+	first := sort.Search(len(l.intervals), func(k int) bool { return l.intervals[k].end.UnixNano() > from })
+	if first >= len(l.intervals) || l.intervals[first].start.UnixNano() != from {
+		return nil, false
+	}
+	last := first
+	for last < len(l.intervals) && l.intervals[last].end.UnixNano() <= to {
+		last++
+	}
+	out := make([]*slo.TokenCurve, 0, last-first)
+	for k := first; k < last; k++ {
+		iv := &l.intervals[k]
+		if !iv.counted {
+			continue
+		}
+		j := &iv.judged[i]
+		if j.unknown || !j.hasTokens {
+			return nil, false
+		}
+		out = append(out, &j.tokens)
+	}
+	return out, len(out) > 0
 }

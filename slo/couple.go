@@ -1,6 +1,10 @@
 package slo
 
-import "math"
+import (
+	"container/heap"
+	"math"
+	"slices"
+)
 
 // CoupledInterval is one scrape interval of a window as the window-wide
 // coupling reads it: a source of first tokens and, when Counted, a finish
@@ -105,4 +109,159 @@ func maxFlowConvex(ivs []CoupledInterval, first int, caps, left []float64, atSta
 		give(i, supply(ivs[i]))
 	}
 	return total
+}
+
+// TokenCurve is one interval's bounds on the generation tokens of its good
+// requests (those meeting every objective) as a function of how many they
+// are, kept as the steps of a convex minorant and a concave majorant so
+// that CoupleTokens can share a window's bound on their count among its
+// intervals. Build it once per interval with NewTokenCurve.
+type TokenCurve struct {
+	// from and to are the least and most good requests the interval's
+	// bounds allow; lowAt is the least tokens at from, highAt the most at to.
+	from, to      int
+	lowAt, highAt float64
+	// lowUp are the minorant's steps upward from from; highDn the
+	// majorant's steps downward from to.
+	lowUp, highDn []float64
+}
+
+// NewTokenCurve tabulates, for every whole count g in good, GoodputTokens'
+// bounds on the tokens of g good requests among the finishers whose token
+// histogram is tokens; ok is false when the histogram is invalid.
+func NewTokenCurve(good Bounded, tokens Histogram) (TokenCurve, bool) {
+	b, ok := prepare(tokens)
+	if !ok || math.IsNaN(b.sum) {
+		return TokenCurve{}, false
+	}
+	total := math.Max(b.sum, 0)
+	from := int(math.Max(0, math.Ceil(good.Lower-wholeNoise)))
+	to := max(from, int(math.Min(b.n, math.Floor(good.Upper+wholeNoise))))
+	lo := make([]float64, to-from+1)
+	hi := make([]float64, to-from+1)
+	for g := from; g <= to; g++ {
+		lo[g-from], hi[g-from] = b.goodTokens(float64(g), float64(g), total)
+	}
+	c := TokenCurve{from: from, to: to, lowAt: lo[0], highAt: hi[len(hi)-1]}
+	if to > from {
+		c.lowUp = hullSteps(lo, true)
+		c.highDn = hullSteps(hi, false)
+		slices.Reverse(c.highDn) // removing from the top costs the last steps first
+	}
+	return c, true
+}
+
+// CoupleTokens bounds the generation tokens of a window's good requests
+// from each counted interval's curve and good, the window's bound on their
+// total count (tighter than the sum of the intervals' when CoupleWindow
+// shared first tokens among them).
+//
+// Proof. Let g_j be interval j's true good count: a whole number between
+// its curve's from and to, and Σ g_j lies in good. For any whole g,
+// GoodputTokens' proof bounds the tokens of g good requests among j's
+// finishers by [L_j(g), U_j(g)] (goodTokens with gLo = gHi = g), so the
+// window's good tokens are at least the minimum of Σ L_j(g_j) and at most
+// the maximum of Σ U_j(g_j) over every such vector. Replacing each L_j by
+// its greatest convex minorant (and U_j by its least concave majorant) only
+// lowers the minimum (raises the maximum). A separable convex sum under box
+// constraints and Σ g_j >= good.Lower is minimised exactly by starting
+// every g_j at its least value and adding, unit by unit, the cheapest next
+// step (the steps of a convex function only grow); the concave maximum
+// under Σ g_j <= good.Upper likewise by removing the cheapest steps from
+// the top. Where the boxes cannot meet the sum, stopping at their corner is
+// the optimum over fewer constraints, still a bound.
+func CoupleTokens(curves []*TokenCurve, good Bounded) Bounded {
+	lower := allocate(curves, math.Ceil(good.Lower-wholeNoise), true)
+	upper := allocate(curves, math.Floor(good.Upper+wholeNoise), false)
+	return Bounded{Lower: lower, Upper: math.Max(lower, upper)}
+}
+
+// wholeNoise absorbs the float noise of sums of whole counts.
+const wholeNoise = 1e-6
+
+// hullSteps returns the unit steps of the greatest convex minorant (convex)
+// or the least concave majorant (!convex) of v over 0..len(v)−1.
+func hullSteps(v []float64, convex bool) []float64 {
+	hull := []int{}
+	for x := range v {
+		for len(hull) >= 2 {
+			a, b := hull[len(hull)-2], hull[len(hull)-1]
+			// Cross product of (b−a, x−a): drop b when it lies on the wrong
+			// side of the chord from a to x.
+			cross := float64(b-a)*(v[x]-v[a]) - float64(x-a)*(v[b]-v[a])
+			if (convex && cross <= 0) || (!convex && cross >= 0) {
+				hull = hull[:len(hull)-1]
+				continue
+			}
+			break
+		}
+		hull = append(hull, x)
+	}
+	steps := make([]float64, 0, len(v))
+	for k := 1; k < len(hull); k++ {
+		a, b := hull[k-1], hull[k]
+		slope := (v[b] - v[a]) / float64(b-a)
+		for range b - a {
+			steps = append(steps, slope)
+		}
+	}
+	return steps
+}
+
+// allocate is the least Σ L_j (low) with Σ g_j >= need, or the greatest Σ
+// U_j (!low) with Σ g_j <= need, taking the cheapest steps first.
+func allocate(curves []*TokenCurve, need float64, low bool) float64 {
+	total, have := 0.0, 0.0
+	var h stepHeap
+	for j, c := range curves {
+		steps := c.highDn
+		if low {
+			total += c.lowAt
+			have += float64(c.from)
+			steps = c.lowUp
+		} else {
+			total += c.highAt
+			have += float64(c.to)
+		}
+		if len(steps) > 0 {
+			h = append(h, step{cost: steps[0], curve: j})
+		}
+	}
+	heap.Init(&h)
+	for h.Len() > 0 && ((low && have < need) || (!low && have > need)) {
+		s := heap.Pop(&h).(step)
+		steps := curves[s.curve].highDn
+		if low {
+			total += s.cost
+			have++
+			steps = curves[s.curve].lowUp
+		} else {
+			total -= s.cost
+			have--
+		}
+		if next := s.next + 1; next < len(steps) {
+			heap.Push(&h, step{cost: steps[next], curve: s.curve, next: next})
+		}
+	}
+	return total
+}
+
+// step is one unit step of a token curve, by its cost.
+type step struct {
+	cost        float64
+	curve, next int // next: the step's index in its curve
+}
+
+// stepHeap is a min-heap of steps by cost.
+type stepHeap []step
+
+func (h stepHeap) Len() int           { return len(h) }
+func (h stepHeap) Less(i, j int) bool { return h[i].cost < h[j].cost }
+func (h stepHeap) Swap(i, j int)      { h[i], h[j] = h[j], h[i] }
+func (h *stepHeap) Push(x any)        { *h = append(*h, x.(step)) }
+func (h *stepHeap) Pop() any {
+	old := *h
+	x := old[len(old)-1]
+	*h = old[:len(old)-1]
+	return x
 }

@@ -3,6 +3,7 @@ package slo
 import (
 	"math"
 	"math/rand/v2"
+	"slices"
 	"testing"
 )
 
@@ -186,5 +187,84 @@ func augmentingMaxFlow(ivs []CoupledInterval, caps []float64, atStart float64) f
 			capacity[v][prev[v]] += push
 		}
 		total += push
+	}
+}
+
+// TestCoupleTokensHoldsTheTruth draws windows of intervals whose requests
+// have known token counts and verdicts, builds each interval's curve from
+// its histogram and loosened count bounds, couples them under a loosened
+// bound on the true total, and checks the true good tokens lie inside, with
+// no tolerance; the result is never wider than the sum of the intervals' own
+// GoodputTokens bounds.
+func TestCoupleTokensHoldsTheTruth(t *testing.T) {
+	r := rand.New(rand.NewPCG(11, 17))
+	edges := []float64{1, 2, 5, 10, 20, 50, 100, 200, 500, math.Inf(1)}
+	narrower := 0
+	for trial := range 3000 {
+		k := 1 + r.IntN(5)
+		curves := make([]*TokenCurve, k)
+		truth, goodSum := 0.0, 0.0
+		sepLo, sepHi := 0.0, 0.0
+		for j := range curves {
+			n := r.IntN(12)
+			counts := make([]float64, len(edges))
+			sum, good, goodTok := 0.0, 0.0, 0.0
+			for range n {
+				tok := float64(1 + r.IntN(300))
+				sum += tok
+				for e := range edges {
+					if tok <= edges[e] {
+						counts[e]++
+					}
+				}
+				if r.Float64() < 0.7 {
+					good++
+					goodTok += tok
+				}
+			}
+			truth += goodTok
+			goodSum += good
+			b := Bounded{Lower: math.Max(0, good-float64(r.IntN(3))), Upper: math.Min(float64(n), good+float64(r.IntN(3)))}
+			h := Histogram{Edges: edges, Counts: counts, Sum: sum}
+			c, ok := NewTokenCurve(b, h)
+			if !ok {
+				t.Fatalf("trial %d: no curve", trial)
+			}
+			curves[j] = &c
+			if own, ok := GoodputTokens(b, h); ok {
+				sepLo += own.Lower
+				sepHi += own.Upper
+			}
+		}
+		window := Bounded{Lower: math.Max(0, goodSum-float64(r.IntN(2))), Upper: goodSum + float64(r.IntN(2))}
+		got := CoupleTokens(curves, window)
+		if truth < got.Lower || truth > got.Upper {
+			t.Fatalf("trial %d: good tokens %v outside [%v, %v]", trial, truth, got.Lower, got.Upper)
+		}
+		if got.Lower < sepLo-1e-9 || got.Upper > sepHi+1e-9 {
+			t.Fatalf("trial %d: [%v, %v] wider than the intervals' own [%v, %v]", trial, got.Lower, got.Upper, sepLo, sepHi)
+		}
+		if got.Upper-got.Lower < sepHi-sepLo-1e-9 {
+			narrower++
+		}
+	}
+	if narrower == 0 {
+		t.Error("the window's count never narrowed the token bounds")
+	}
+	t.Logf("narrower than the intervals' own bounds in %d of 3000 windows", narrower)
+}
+
+// TestHullSteps checks the minorant and majorant steps on small shapes.
+func TestHullSteps(t *testing.T) {
+	v := []float64{0, 5, 6, 20}
+	lo := hullSteps(v, true) // convex minorant: 0, 3, 6 (chord 0→6), then 14
+	if want := []float64{3, 3, 14}; !slices.Equal(lo, want) {
+		t.Errorf("convex steps %v, want %v", lo, want)
+	}
+	if hi := hullSteps(v, false); len(hi) != 3 || hi[0] != hi[1] || hi[1] != hi[2] || math.Abs(hi[0]-20.0/3) > 1e-12 {
+		t.Errorf("concave steps %v, want the chord's 20/3 three times", hi) // every point lies under it
+	}
+	if hi := hullSteps([]float64{0, 10, 12, 13}, false); !slices.Equal(hi, []float64{10, 2, 1}) {
+		t.Errorf("concave steps of a concave shape %v, want its own 10, 2, 1", hi)
 	}
 }

@@ -111,8 +111,19 @@ func GoodputTokens(joint Bounded, tokens Histogram) (Bounded, bool) {
 	}
 	total := math.Max(b.sum, 0)
 	n := b.n
-	kHi := math.Min(math.Max(n-joint.Lower, 0), n)
-	kLo := math.Min(math.Max(n-joint.Upper, 0), n)
+	var res Bounded
+	res.Lower, res.Upper = b.goodTokens(joint.Lower, joint.Upper, total)
+	res.Estimate = clampInto(total*math.Min(math.Max(joint.Estimate/n, 0), 1), res)
+	return res, true
+}
+
+// goodTokens bounds, as GoodputTokens proves, the tokens of the good
+// requests among b's n when they number between gLo and gHi and all n hold
+// total tokens.
+func (b buckets) goodTokens(gLo, gHi, total float64) (lo, hi float64) {
+	n := b.n
+	kHi := math.Min(math.Max(n-gLo, 0), n)
+	kLo := math.Min(math.Max(n-gHi, 0), n)
 	most := func(k float64) float64 {
 		v := math.Min(b.most(k, total), total-b.least(n-k))
 		return math.Max(v, 0)
@@ -121,13 +132,9 @@ func GoodputTokens(joint Bounded, tokens Histogram) (Bounded, bool) {
 		v := math.Max(b.least(k), total-b.most(n-k, total))
 		return math.Min(v, total)
 	}
-	res := Bounded{
-		Lower: math.Max(0, total-most(kHi)),
-		Upper: math.Min(total, total-least(kLo)),
-	}
-	res.Lower = math.Min(res.Lower, res.Upper)
-	res.Estimate = clampInto(total*math.Min(math.Max(joint.Estimate/n, 0), 1), res)
-	return res, true
+	lo = math.Max(0, total-most(kHi))
+	hi = math.Min(total, total-least(kLo))
+	return math.Min(lo, hi), hi
 }
 
 // least is the smallest possible sum of k observations: the k lowest

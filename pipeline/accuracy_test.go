@@ -109,6 +109,42 @@ func truthOf(truth sim.Truth, from, to time.Time, gaps []lostGap, meets func(sim
 	return wt
 }
 
+// meetsInteractive says whether a simulated request met the interactive
+// SLO's objectives (TTFT <= 0.5 s and TPOT <= 50 ms).
+func meetsInteractive(r sim.Request) bool { return r.TTFT() <= 0.5+1e-9 && r.TPOT() <= 0.05+1e-9 }
+
+// workload is one simulated preset scraped every 15 s into a pipeline.
+type workload struct {
+	sim  *sim.Sim
+	p    *Pipeline
+	gaps []lostGap // what each restart's crash hid from every scraper
+}
+
+// newWorkload builds preset name with seed, judged by slos over windows.
+func newWorkload(t *testing.T, name string, seed uint64, slos []slo.SLO, windows ...time.Duration) workload {
+	t.Helper()
+	cfg, err := sim.Preset(name, seed, start)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.DiscardTokenTimes = true
+	s, err := sim.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	spec := testSpec(t)
+	spec.SLOs = slos
+	spec.Windows = windows
+	w := workload{sim: s, p: New(spec)}
+	for _, r := range cfg.Restarts {
+		w.gaps = append(w.gaps, lostGap{from: start.Add(r.At.Truncate(scrapeStep)), to: start.Add(r.At)})
+	}
+	return w
+}
+
+// scrapeStep is the workloads' scrape interval.
+const scrapeStep = 15 * time.Second
+
 // TestJointAccuracyAgainstTruth runs every workload through the pipeline and
 // compares, over every evaluated window, each SLO series with the
 // simulator's per-request truth: the good requests ("all"), attainment with
@@ -126,30 +162,13 @@ func TestJointAccuracyAgainstTruth(t *testing.T) {
 	// burnSpread is the largest upper burn rate minus its estimate over the
 	// steady workload's 1m windows, with abandoned requests bad and excluded.
 	var burnSpread [2]float64
-	meets := func(r sim.Request) bool { return r.TTFT() <= 0.5+1e-9 && r.TPOT() <= 0.05+1e-9 }
+	meets := meetsInteractive
 	excluded := interactive
 	excluded.Name = "interactive-excluded"
 	excluded.Abandoned = slo.AbandonedExcluded
 	for _, name := range accuracyPresets {
-		cfg, err := sim.Preset(name, 11, start)
-		if err != nil {
-			t.Fatal(err)
-		}
-		cfg.DiscardTokenTimes = true
-		s, err := sim.New(cfg)
-		if err != nil {
-			t.Fatal(err)
-		}
-		spec := testSpec(t)
-		spec.SLOs = []slo.SLO{interactive, excluded}
-		spec.Windows = []time.Duration{time.Minute, 5 * time.Minute}
-		p := New(spec)
-		step := 15 * time.Second
-		var gaps []lostGap
-		for _, r := range cfg.Restarts {
-			crash := start.Add(r.At)
-			gaps = append(gaps, lostGap{from: start.Add(r.At.Truncate(step)), to: crash})
-		}
+		run := newWorkload(t, name, 11, []slo.SLO{interactive, excluded}, time.Minute, 5*time.Minute)
+		s, p, gaps, step := run.sim, run.p, run.gaps, scrapeStep
 		var acc [5]accuracy
 		var floor [3]float64
 		var tokens []intervalTokens
@@ -341,28 +360,11 @@ func TestLongWindowJointAgainstTruth(t *testing.T) {
 	if testing.Short() {
 		t.Skip("three simulated hours per workload")
 	}
-	meets := func(r sim.Request) bool { return r.TTFT() <= 0.5+1e-9 && r.TPOT() <= 0.05+1e-9 }
 	var table strings.Builder
 	fmt.Fprintf(&table, "%-12s %4s | %-9s %-9s\n", "workload", "win", "blocks", "intervals")
 	for _, name := range []string{"one-engine", "cancel15", "restart"} {
-		cfg, err := sim.Preset(name, 5, start)
-		if err != nil {
-			t.Fatal(err)
-		}
-		cfg.DiscardTokenTimes = true
-		s, err := sim.New(cfg)
-		if err != nil {
-			t.Fatal(err)
-		}
-		spec := testSpec(t)
-		spec.SLOs = []slo.SLO{interactive}
-		spec.Windows = []time.Duration{2 * time.Hour}
-		p := New(spec)
-		step := 15 * time.Second
-		var gaps []lostGap
-		for _, r := range cfg.Restarts {
-			gaps = append(gaps, lostGap{from: start.Add(r.At.Truncate(step)), to: start.Add(r.At)})
-		}
+		run := newWorkload(t, name, 5, []slo.SLO{interactive}, 2*time.Hour)
+		s, p, gaps, step, meets := run.sim, run.p, run.gaps, scrapeStep, meetsInteractive
 		var n, published, perInterval float64
 		for at := start.Add(step); !at.After(start.Add(3 * time.Hour)); at = at.Add(step) {
 			s.AdvanceTo(at)

@@ -16,7 +16,6 @@ import (
 	"time"
 
 	"github.com/vllm-slo-exporter/vllm-slo-exporter/history"
-	"github.com/vllm-slo-exporter/vllm-slo-exporter/sim"
 	"github.com/vllm-slo-exporter/vllm-slo-exporter/slo"
 )
 
@@ -371,25 +370,8 @@ func (c lpComparison) String() string {
 // published bound is more than twice the program's width plus two requests.
 func compareWithLP(t *testing.T, name string, span time.Duration, strict bool) lpComparison {
 	t.Helper()
-	meets := func(r sim.Request) bool { return r.TTFT() <= 0.5+1e-9 && r.TPOT() <= 0.05+1e-9 }
-	cfg, err := sim.Preset(name, 11, start)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg.DiscardTokenTimes = true
-	s, err := sim.New(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	spec := testSpec(t)
-	spec.SLOs = []slo.SLO{interactive}
-	spec.Windows = []time.Duration{time.Minute, 5 * time.Minute}
-	p := New(spec)
-	step := 15 * time.Second
-	var gaps []lostGap
-	for _, r := range cfg.Restarts {
-		gaps = append(gaps, lostGap{from: start.Add(r.At.Truncate(step)), to: start.Add(r.At)})
-	}
+	run := newWorkload(t, name, 11, []slo.SLO{interactive}, time.Minute, 5*time.Minute)
+	s, p, gaps, step, meets := run.sim, run.p, run.gaps, scrapeStep, meetsInteractive
 	var ivs []lpInterval
 	seg := 0
 	prev := start

@@ -83,8 +83,8 @@ type checkpoint struct {
 	// finishedTokens sums the generation tokens of the finished requests.
 	finishedTokens float64
 	// qLo and qHi bound the requests past their first token in flight at t;
-	// qLittle is the mean number in decode over the interval ending at t.
-	qLo, qHi, qLittle float64
+	// qEst estimates them (see queueEstimate).
+	qLo, qHi, qEst float64
 	// first holds the first SLO's sums and more the others' (most configs
 	// have one SLO; inline, it costs no allocation per checkpoint, and a
 	// pointer costs a third of a slice header on every one).
@@ -222,11 +222,9 @@ func (l *ledger) append(w slo.Window, counted bool, ret history.Retention) {
 		l.points = append(l.points, first)
 	}
 	cp.qHi = slo.InFlightQueue(prevHi, ft, fin.N, rEnd)
-	if d, ok := w.Latency[slo.Decode]; ok && d.Valid() && w.Seconds() > 0 {
-		cp.qLittle = math.Max(0, d.Sum) / w.Seconds()
-		if len(l.points) == 1 {
-			l.points[0].qLittle = cp.qLittle // the best guess for the first scrape
-		}
+	cp.qEst = queueEstimate(w, false)
+	if len(l.points) == 1 {
+		l.points[0].qEst = queueEstimate(w, true)
 	}
 	l.judge(&cp, w, fin, counted)
 	l.closeBlock(&cp)
@@ -631,12 +629,48 @@ func wholeCounts(b slo.Bounded) slo.Bounded {
 }
 
 // queueAt bounds the requests past their first token in flight at a
-// checkpoint; the estimate is the decode stage's mean occupancy (Little's
-// law) clamped into the bounds.
+// checkpoint; the estimate (queueEstimate) is clamped into the bounds.
 func queueAt(p checkpoint) slo.Bounded {
 	b := slo.Bounded{Lower: p.qLo, Upper: math.Max(p.qLo, p.qHi)}
-	b.Estimate = math.Min(math.Max(p.qLittle, b.Lower), b.Upper)
+	b.Estimate = math.Min(math.Max(p.qEst, b.Lower), b.Upper)
 	return b
+}
+
+// queueEstimate estimates the requests past their first token in flight at
+// w's end scrape (at its start when atStart), the Q whose difference between
+// two scrapes gives the abandoned requests.
+//
+// Q is a count at an instant, and vLLM's running gauge is one at the same
+// instant: a request joins the batch for the step that computes its prompt
+// and produces its first token, and stays in it until it finishes, is
+// cancelled or is preempted. So running counts Q, over by the prompts in
+// prefill at the scrape (at most a step's admissions, or a chunked prompt's
+// few steps) and under by the preempted requests waiting again; both are a
+// small part of a batch. Waiting requests have no first token (preempted ones
+// aside) and are left out.
+//
+// The alternative, the decode stage's mean occupancy over the interval by
+// Little's law (the decode-time histogram's sum over the interval's length),
+// estimates a different quantity: a mean over the whole interval, not the
+// count at its edge, so each edge's estimate errs by how the batch moved
+// within the interval and those errors do not cancel in a difference. It
+// also misses every cancelled stream, whose decode time no histogram
+// observes, exactly where abandoned requests matter. It remains the fallback
+// when the running gauge is unknown.
+func queueEstimate(w slo.Window, atStart bool) float64 {
+	if w.Running.Known {
+		r := w.Running.AtEnd
+		if atStart {
+			r = w.Running.AtStart
+		}
+		if !math.IsNaN(r) {
+			return math.Max(0, r)
+		}
+	}
+	if d, ok := w.Latency[slo.Decode]; ok && d.Valid() && w.Seconds() > 0 {
+		return math.Max(0, d.Sum) / w.Seconds()
+	}
+	return 0
 }
 
 // nonNeg rounds away the float noise of differences of sums: bounds below 0

@@ -47,9 +47,12 @@ type (
 		T                                     int64
 		Seg                                   int
 		FirstTokens, Finished, FinishedTokens float64
-		QLo, QHi, QLittle                     float64
-		Boundary                              bool
-		SLOs                                  []sloSumsState
+		// QLittle is the estimate of the requests past their first token
+		// in flight (checkpoint.qEst; the name is kept so that states that
+		// held the former Little's-law estimate still load).
+		QLo, QHi, QLittle float64
+		Boundary          bool
+		SLOs              []sloSumsState
 	}
 	sloSumsState struct {
 		Finished, Lo, Hi, Est, TokLo, TokHi, TokEst float64
@@ -102,7 +105,7 @@ func (l *ledger) state() ledgerState {
 		st.Intervals = append(st.Intervals, is)
 	}
 	for _, p := range l.points {
-		ps := checkpointState{T: p.t, Seg: int(p.seg), FirstTokens: p.firstTokens, Finished: p.finished, FinishedTokens: p.finishedTokens, QLo: p.qLo, QHi: p.qHi, QLittle: p.qLittle, Boundary: p.boundary}
+		ps := checkpointState{T: p.t, Seg: int(p.seg), FirstTokens: p.firstTokens, Finished: p.finished, FinishedTokens: p.finishedTokens, QLo: p.qLo, QHi: p.qHi, QLittle: p.qEst, Boundary: p.boundary}
 		for i := range l.slos {
 			s := p.sum(i)
 			ss := sloSumsState{Finished: s.finished, Lo: s.lo, Hi: s.hi, Est: s.est, TokLo: s.tokLo, TokHi: s.tokHi, TokEst: s.tokEst, CLo: s.cLo, CHi: s.cHi, Unknown: s.unknown, TokensUnknown: s.tokensUnknown, UnknownMask: s.unknownMask}
@@ -150,7 +153,7 @@ func restoreLedger(st ledgerState, slos []slo.SLO) (*ledger, error) {
 		}
 		last = ps.T
 		p := newCheckpoint(ps.T, ps.Seg, len(slos))
-		p.firstTokens, p.finished, p.finishedTokens, p.qLo, p.qHi, p.qLittle = ps.FirstTokens, ps.Finished, ps.FinishedTokens, ps.QLo, ps.QHi, ps.QLittle
+		p.firstTokens, p.finished, p.finishedTokens, p.qLo, p.qHi, p.qEst = ps.FirstTokens, ps.Finished, ps.FinishedTokens, ps.QLo, ps.QHi, ps.QLittle
 		p.boundary = ps.Boundary
 		for k, ss := range ps.SLOs {
 			s := sloSums{finished: ss.Finished, lo: ss.Lo, hi: ss.Hi, est: ss.Est, tokLo: ss.TokLo, tokHi: ss.TokHi, tokEst: ss.TokEst, cLo: ss.CLo, cHi: ss.CHi, unknown: ss.Unknown, tokensUnknown: ss.TokensUnknown, unknownMask: ss.UnknownMask}

@@ -169,3 +169,60 @@ func (b buckets) most(k, capAt float64) float64 {
 	}
 	return math.Min(s, capAt)
 }
+
+// tpotTokenShare estimates the share of n finished requests' generation
+// tokens (total) held by those meeting a TPOT objective of threshold th,
+// good of them by estimate, from the interval's TPOT and decode-time
+// histograms of the same requests.
+//
+// A request's TPOT is its decode time over its tokens after the first, so
+// the decode-time sum D is Σ (k_i − 1)·TPOT_i, and the TPOT sum S and the
+// tokens after the first, A = total − n, are known too. Split the requests
+// into the good (TPOT <= th, mean TPOT t_g) and the bad (mean t_b) and take
+// length and TPOT as unrelated within each class: their tokens after the
+// first, X and Y, then satisfy X + Y = A and t_g·X + t_b·Y = D, which fixes
+// Y = (D − t_g·A)/(t_b − t_g) (kept in [0, A]). When slow requests are the
+// short ones (a long request's TPOT averages over more of the batch's ups
+// and downs), Y is below the bad requests' share of A, and the good ones
+// hold more than their share of the tokens. The good class is the buckets
+// at or below th, t_g their middles weighted by their counts; t_b is the
+// rest of S over the bad requests. The good requests hold good + X tokens
+// (when the estimate good differs from the good class's count, the class's
+// tokens scale down with it, or the extra good ones, from a bucket that
+// straddles th, take the bad class's mean). The count share good/n is
+// returned when the histograms do not describe the same n requests or the
+// classes cannot be told apart. Only an estimate: the bounds of the goodput
+// tokens (GoodputTokens) do not depend on it.
+func tpotTokenShare(th float64, tpot, decode Histogram, good, n, total float64) float64 {
+	countShare := math.Min(math.Max(good/n, 0), 1)
+	tb, ok1 := prepare(tpot)
+	db, ok2 := prepare(decode)
+	same := func(m float64) bool { return math.Abs(m-n) <= 1e-9*math.Max(1, n) }
+	if !ok1 || !ok2 || !same(tb.n) || !same(db.n) || math.IsNaN(tb.sum) || math.IsNaN(db.sum) || !(total > n) {
+		return countShare
+	}
+	nGood, sGood := 0.0, 0.0
+	for i, c := range tb.count {
+		if c <= 0 || tb.upper[i] > th {
+			continue
+		}
+		nGood += c
+		sGood += c * (math.Max(tb.lower[i], 0) + tb.upper[i]) / 2
+	}
+	nBad := n - nGood
+	if !(nGood > 0) || !(nBad > 0) {
+		return countShare
+	}
+	tg, tBad := sGood/nGood, (tb.sum-sGood)/nBad
+	if !(tBad > tg) {
+		return countShare
+	}
+	a := total - n
+	y := math.Min(math.Max((db.sum-tg*a)/(tBad-tg), 0), a)
+	goodTokens := good + (a-y)*math.Max(good, 0)/nGood // fewer good than the good buckets hold
+	if extra := good - nGood; extra > 0 {
+		// Good ones in a bucket that straddles th: of the bad class's length.
+		goodTokens = good + (a - y) + extra*y/nBad
+	}
+	return math.Min(math.Max(goodTokens/total, 0), 1)
+}

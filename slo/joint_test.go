@@ -96,3 +96,36 @@ func TestInFlight(t *testing.T) {
 		t.Error("inFlight with a NaN gauge is ok")
 	}
 }
+
+func TestTPOTTokenShare(t *testing.T) {
+	// Two fast requests (TPOT 0.02, 101 tokens) and two slow ones (TPOT
+	// 0.1, 11 tokens): decode sum 2·100·0.02 + 2·10·0.1 = 6, TPOT sum 0.24.
+	// The good bucket's middle is the fast requests' TPOT, so the method of
+	// moments recovers their 2 + 200 tokens of 224 exactly, where the count
+	// share would give them half.
+	tpotEdges, decodeEdges := []float64{0.04, inf}, []float64{1, 3, inf}
+	tpot := hist(0.24, tpotEdges, 2, 4)
+	decode := hist(6, decodeEdges, 2, 4, 4)
+	tests := []struct {
+		name         string
+		tpot, decode Histogram
+		good, n      float64
+		total        float64
+		want         float64
+	}{
+		{"slow requests are the short ones", tpot, decode, 2, 4, 224, 202.0 / 224},
+		{"one token each: count share", tpot, decode, 2, 4, 4, 0.5},
+		{"decode over other requests: count share", tpot, hist(6, decodeEdges, 2, 3, 3), 2, 4, 224, 0.5},
+		{"no decode histogram: count share", tpot, Histogram{}, 2, 4, 224, 0.5},
+		{"all good: count share", hist(0.08, tpotEdges, 4, 4), decode, 4, 4, 224, 1},
+		// TPOT sum too small for the bad bucket to be slower than the good.
+		{"classes not apart: count share", hist(0.05, tpotEdges, 2, 4), decode, 2, 4, 224, 0.5},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := tpotTokenShare(0.04, tt.tpot, tt.decode, tt.good, tt.n, tt.total); math.Abs(got-tt.want) > 1e-12 {
+				t.Errorf("tpotTokenShare = %v, want %v", got, tt.want)
+			}
+		})
+	}
+}

@@ -523,10 +523,14 @@ func TTFTThreshold(s SLO) (float64, bool) {
 // meeting them all (Fréchet: at least Σ good.lo − (m−1)·N, at most the least
 // good.hi), which is a bound on this interval alone. ITL objectives are over
 // token gaps and take no part. An objective whose histogram is absent makes
-// the result Unknown: nothing says the requests met it.
+// the result Unknown: nothing says the requests met it. The goodput tokens
+// are bounded by GoodputTokens; their estimate is the tokens times the
+// product of the objectives' good shares of the tokens (a TPOT objective's
+// from tpotTokenShare, the others' their good share of the requests).
 func EvaluateInterval(s SLO, sources []Source, fin Finishers, latency map[Metric]Histogram, tokens Histogram, e Estimator) IntervalResult {
 	res := IntervalResult{TTFTGood: Bounded{Upper: math.Max(fin.N, 0)}}
 	var goods []Bounded
+	var judgedBy []Objective // the objective of each of goods
 	hasTTFT := false
 	for _, o := range s.Objectives {
 		h, present := latency[o.Metric]
@@ -543,6 +547,7 @@ func EvaluateInterval(s SLO, sources []Source, fin Finishers, latency map[Metric
 		default:
 			g := e.GoodCount(o.Threshold, h)
 			goods = append(goods, CarryGood(g, b.n, fin.N, math.Max(0, b.n-fin.N), math.Max(0, fin.N-b.n)))
+			judgedBy = append(judgedBy, o)
 		}
 	}
 	if len(res.Unknown) > 0 {
@@ -572,6 +577,24 @@ func EvaluateInterval(s SLO, sources []Source, fin Finishers, latency map[Metric
 		return res
 	}
 	res.Tokens, res.HasTokens = GoodputTokens(res.Good, tokens)
+	if res.HasTokens {
+		// Bad requests need not be of average length: a TPOT objective's
+		// share of the tokens comes from the TPOT and decode-time sums
+		// (see tpotTokenShare); the other shares are taken as they are.
+		total := math.Max(tokens.Sum, 0)
+		share := 1.0
+		for k, o := range judgedBy {
+			if o.Metric == TPOT {
+				share *= tpotTokenShare(o.Threshold, latency[TPOT], latency[Decode], goods[k].Estimate, fin.N, total)
+				continue
+			}
+			share *= math.Min(math.Max(goods[k].Estimate/fin.N, 0), 1)
+		}
+		if hasTTFT {
+			share *= math.Min(math.Max(res.TTFTGood.Estimate/fin.N, 0), 1)
+		}
+		res.Tokens.Estimate = clampInto(total*share, res.Tokens)
+	}
 	return res
 }
 

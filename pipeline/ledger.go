@@ -62,8 +62,8 @@ type judged struct {
 	n, finLo, finHi, ttftLo, ttftHi float64
 	unknown                         bool
 	// tokens bounds the generation tokens of the finishers meeting every
-	// objective by their number, for slo.CoupleTokens (not saved in the
-	// state file: hasTokens is false after a restore).
+	// objective by their number, for slo.CoupleTokens; hasTokens is false
+	// without a token histogram over the same finishers.
 	tokens    slo.TokenCurve
 	hasTokens bool
 }

@@ -36,6 +36,8 @@ type (
 	judgedState struct {
 		N, FinLo, FinHi, TTFTLo, TTFTHi float64
 		Unknown                         bool
+		Tokens                          slo.TokenCurve
+		HasTokens                       bool
 	}
 	sourceState struct {
 		Start, End                             int64
@@ -94,7 +96,7 @@ func (l *ledger) state() ledgerState {
 	for _, iv := range l.intervals {
 		is := intervalState{Start: nanos(iv.start), End: nanos(iv.end), Seg: iv.seg, Restarted: iv.restarted, InFlightStart: iv.inFlightStart, Counted: iv.counted, ReachStart: iv.reachStart, ReachOlder: iv.reachOlder}
 		for _, j := range iv.judged {
-			is.Judged = append(is.Judged, judgedState{N: j.n, FinLo: j.finLo, FinHi: j.finHi, TTFTLo: j.ttftLo, TTFTHi: j.ttftHi, Unknown: j.unknown})
+			is.Judged = append(is.Judged, judgedState{N: j.n, FinLo: j.finLo, FinHi: j.finHi, TTFTLo: j.ttftLo, TTFTHi: j.ttftHi, Unknown: j.unknown, Tokens: j.tokens, HasTokens: j.hasTokens})
 		}
 		for _, s := range iv.sources {
 			is.Sources = append(is.Sources, sourceState{
@@ -136,7 +138,7 @@ func restoreLedger(st ledgerState, slos []slo.SLO) (*ledger, error) {
 		}
 		iv := interval{start: timeOf(is.Start), end: timeOf(is.End), seg: is.Seg, restarted: is.Restarted, inFlightStart: is.InFlightStart, counted: is.Counted, reachStart: is.ReachStart, reachOlder: is.ReachOlder || is.ReachStart == 0}
 		for _, j := range is.Judged {
-			iv.judged = append(iv.judged, judged{n: j.N, finLo: j.FinLo, finHi: j.FinHi, ttftLo: j.TTFTLo, ttftHi: j.TTFTHi, unknown: j.Unknown})
+			iv.judged = append(iv.judged, judged{n: j.N, finLo: j.FinLo, finHi: j.FinHi, ttftLo: j.TTFTLo, ttftHi: j.TTFTHi, unknown: j.Unknown, tokens: j.Tokens, hasTokens: j.HasTokens})
 		}
 		for _, s := range is.Sources {
 			iv.sources = append(iv.sources, slo.Source{

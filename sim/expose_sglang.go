@@ -56,6 +56,10 @@ func (w *expWriter) sglangFamilies() {
 		}
 		return float64(n)
 	})
+	// SGLang creates this series at its first abort; the simulator writes
+	// it from the start, with what the config lets it count.
+	value("sglang:num_aborted_requests_total", "Number of requests aborted.", "counter",
+		func(c child) float64 { return float64(c.e.met.success[abortReason]) })
 	for _, h := range []struct {
 		name, help string
 		id         histID

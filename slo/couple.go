@@ -115,15 +115,16 @@ func maxFlowConvex(ivs []CoupledInterval, first int, caps, left []float64, atSta
 // requests (those meeting every objective) as a function of how many they
 // are, kept as the steps of a convex minorant and a concave majorant so
 // that CoupleTokens can share a window's bound on their count among its
-// intervals. Build it once per interval with NewTokenCurve.
+// intervals. Build it once per interval with NewTokenCurve; its fields are
+// exported only so that a state file can keep it.
 type TokenCurve struct {
-	// from and to are the least and most good requests the interval's
-	// bounds allow; lowAt is the least tokens at from, highAt the most at to.
-	from, to      int
-	lowAt, highAt float64
-	// lowUp are the minorant's steps upward from from; highDn the
-	// majorant's steps downward from to.
-	lowUp, highDn []float64
+	// From and To are the least and most good requests the interval's
+	// bounds allow; LowAt is the least tokens at From, HighAt the most at To.
+	From, To      int
+	LowAt, HighAt float64
+	// LowUp are the minorant's steps upward from From; HighDn the
+	// majorant's steps downward from To.
+	LowUp, HighDn []float64
 }
 
 // NewTokenCurve tabulates, for every whole count g in good, GoodputTokens'
@@ -142,11 +143,11 @@ func NewTokenCurve(good Bounded, tokens Histogram) (TokenCurve, bool) {
 	for g := from; g <= to; g++ {
 		lo[g-from], hi[g-from] = b.goodTokens(float64(g), float64(g), total)
 	}
-	c := TokenCurve{from: from, to: to, lowAt: lo[0], highAt: hi[len(hi)-1]}
+	c := TokenCurve{From: from, To: to, LowAt: lo[0], HighAt: hi[len(hi)-1]}
 	if to > from {
-		c.lowUp = hullSteps(lo, true)
-		c.highDn = hullSteps(hi, false)
-		slices.Reverse(c.highDn) // removing from the top costs the last steps first
+		c.LowUp = hullSteps(lo, true)
+		c.HighDn = hullSteps(hi, false)
+		slices.Reverse(c.HighDn) // removing from the top costs the last steps first
 	}
 	return c, true
 }
@@ -214,14 +215,14 @@ func allocate(curves []*TokenCurve, need float64, low bool) float64 {
 	total, have := 0.0, 0.0
 	var h stepHeap
 	for j, c := range curves {
-		steps := c.highDn
+		steps := c.HighDn
 		if low {
-			total += c.lowAt
-			have += float64(c.from)
-			steps = c.lowUp
+			total += c.LowAt
+			have += float64(c.From)
+			steps = c.LowUp
 		} else {
-			total += c.highAt
-			have += float64(c.to)
+			total += c.HighAt
+			have += float64(c.To)
 		}
 		if len(steps) > 0 {
 			h = append(h, step{cost: steps[0], curve: j})
@@ -230,11 +231,11 @@ func allocate(curves []*TokenCurve, need float64, low bool) float64 {
 	heap.Init(&h)
 	for h.Len() > 0 && ((low && have < need) || (!low && have > need)) {
 		s := heap.Pop(&h).(step)
-		steps := curves[s.curve].highDn
+		steps := curves[s.curve].HighDn
 		if low {
 			total += s.cost
 			have++
-			steps = curves[s.curve].lowUp
+			steps = curves[s.curve].LowUp
 		} else {
 			total -= s.cost
 			have--

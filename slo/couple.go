@@ -50,13 +50,10 @@ type CoupledInterval struct {
 // both, sink j takes at most min(n_j − TTFTLo_j, FinishLo_j) and only from
 // [From_j, j]. Σ min(B_j, FinishLo_j) is at most the lesser optimum, which
 // bounds the lower side; the same with Good, goodAtStart and min(TTFTHi_j,
-// FinishHi_j) bounds the upper side.
-// Σ min(B_j, FinishLo_j) is at most that problem's optimum, which bounds the
-// lower side; the same with Good, goodAtStart and min(TTFTHi_j, FinishHi_j)
-// bounds the upper side. Each sink draws from consecutive sources, so the
-// problem is a b-matching in a convex bipartite graph, which maxFlowConvex
-// solves exactly. Dropping constraints (the in-flight caps between scrapes)
-// only raises the optimum, so the bounds stay valid.
+// FinishHi_j) bounds the upper side. Each sink draws from consecutive
+// sources, so each problem is a b-matching in a convex bipartite graph,
+// which maxFlowConvex solves exactly. Dropping constraints (the in-flight
+// caps between scrapes) only raises an optimum, so the bounds stay valid.
 func CoupleWindow(ivs []CoupledInterval, pre int, badAtStart, goodAtStart float64) Bounded {
 	finLo, finHi := 0.0, 0.0
 	buf := make([]float64, 3*len(ivs))

@@ -24,7 +24,7 @@ var interactive = slo.SLO{
 // fastPage is a burn-rate alert scaled down so a test sees it within minutes.
 var fastPage = BurnAlert{SLO: "interactive", Severity: "page", Long: 10 * time.Minute, Short: 2 * time.Minute, Factor: 5, For: time.Minute}
 
-func testSpec(t *testing.T) Spec {
+func testSpec(t testing.TB) Spec {
 	t.Helper()
 	return Spec{
 		Targets:   []TargetSpec{{Name: "gpu0", URL: "http://127.0.0.1:8000/metrics", Profile: scrape.VLLM, Interval: 15 * time.Second, HourlyCost: 2}},
@@ -39,7 +39,7 @@ func testSpec(t *testing.T) Spec {
 }
 
 // phased builds a demo-like simulator whose workload runs the given phases once.
-func phased(t *testing.T, phases ...sim.Phase) *sim.Sim {
+func phased(t testing.TB, phases ...sim.Phase) *sim.Sim {
 	t.Helper()
 	cfg := sim.DemoConfig(7, start)
 	cfg.Models[0].Workload.Phases = phases
@@ -52,7 +52,7 @@ func phased(t *testing.T, phases ...sim.Phase) *sim.Sim {
 }
 
 // scrapeInto advances the simulator to at, parses its exposition and ingests it.
-func scrapeInto(t *testing.T, p *Pipeline, s *sim.Sim, at time.Time) {
+func scrapeInto(t testing.TB, p *Pipeline, s *sim.Sim, at time.Time) {
 	t.Helper()
 	s.AdvanceTo(at)
 	body, ct := s.Exposition()

@@ -500,7 +500,7 @@ func (t *target) overlay(spec Spec, model string, i int, r *slo.SLOResult, w slo
 	r.Requests = lw.finished
 	r.Abandoned, r.HasAbandoned = lw.abandoned, true
 	r.GoodRequests[slo.AllKey] = lw.good
-	r.GoodputRequestsPerSecond = per(lw.good, secs)
+	r.GoodputRequestsPerSecond = slo.Divide(lw.good, secs)
 	if lw.hasTokens {
 		tokens := lw.tokens
 		// Only over the same finishers: a warm-up can leave the ledger and
@@ -508,7 +508,7 @@ func (t *target) overlay(spec Spec, model string, i int, r *slo.SLOResult, w slo
 		if whole, ok := slo.GoodputTokens(lw.good, w.GenerationTokens); ok && w.GenerationTokens.Total() == lw.finished {
 			tokens = intersect(tokens, whole)
 		}
-		r.GoodputTokensPerSecond, r.HasGoodputTokens = per(tokens, secs), true
+		r.GoodputTokensPerSecond, r.HasGoodputTokens = slo.Divide(tokens, secs), true
 	}
 	r.FinishedTokensPerSecond, r.HasFinishedTokens = lw.finishedTokens/secs, true
 	all, ok := slo.AttainmentOver(lw.good, lw.finished, lw.abandoned, s.Abandoned)
@@ -533,11 +533,6 @@ func intersect(a, b slo.Bounded) slo.Bounded {
 	return slo.Bounded{Lower: lo, Upper: hi, Estimate: math.Min(math.Max(a.Estimate, lo), hi)}
 }
 
-// per divides every part of b by secs (a division, so that a rate of an
-// exact count rounds as the count over the seconds does).
-func per(b slo.Bounded, secs float64) slo.Bounded {
-	return slo.Bounded{Estimate: b.Estimate / secs, Lower: b.Lower / secs, Upper: b.Upper / secs}
-}
 
 func (t *target) addGood(model, sloName, objective string, v float64) {
 	if !(v > 0) {

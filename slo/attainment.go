@@ -80,7 +80,15 @@ func (e Estimator) Attainment(threshold float64, h Histogram) (Bounded, bool) {
 		return Bounded{}, false
 	}
 	g := e.GoodCount(threshold, h)
-	return scale(g, 1/b.n), true
+	return Divide(g, b.n), true
+}
+
+// Divide divides every part of b by d. It divides rather than multiplying
+// by 1/d, which can differ in the last bit: a share or a rate of an exact
+// count then equals, bit for bit, the same ratio computed from the requests
+// themselves (exact mode's calibration compares them without tolerance).
+func Divide(b Bounded, d float64) Bounded {
+	return Bounded{Estimate: b.Estimate / d, Lower: b.Lower / d, Upper: b.Upper / d}
 }
 
 // scale multiplies a Bounded by a non-negative factor.

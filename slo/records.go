@@ -163,12 +163,12 @@ func evaluateMeasuredSLO(s SLO, reqs []Measured, seconds float64) SLOResult {
 	for i, o := range perRequest {
 		key := string(o.Metric)
 		res.GoodRequests[key] = good[i]
-		res.Objectives[key] = scale(good[i], 1/n)
+		res.Objectives[key] = Divide(good[i], n)
 	}
 	res.GoodRequests[AllKey] = all
-	res.Objectives[AllKey] = scale(all, 1/n)
-	res.GoodputRequestsPerSecond = scale(all, 1/seconds)
-	res.GoodputTokensPerSecond = scale(allTokens, 1/seconds)
+	res.Objectives[AllKey] = Divide(all, n)
+	res.GoodputRequestsPerSecond = Divide(all, seconds)
+	res.GoodputTokensPerSecond = Divide(allTokens, seconds)
 	res.HasGoodputTokens = true
 	res.BurnRate, res.HasBurnRate = BurnRate(res.Objectives[AllKey], s.Goal)
 	return res

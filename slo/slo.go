@@ -41,7 +41,7 @@ func evaluateSLO(w Window, s SLO, nB, secs float64, e Estimator) SLOResult {
 		}
 		good := e.GoodCount(o.Threshold, w.Latency[o.Metric])
 		if b.n > 0 {
-			res.Objectives[key] = scale(good, 1/b.n)
+			res.Objectives[key] = Divide(good, b.n)
 		}
 		switch {
 		case o.Metric == ITL:
@@ -86,10 +86,10 @@ func evaluateSLO(w Window, s SLO, nB, secs float64, e Estimator) SLOResult {
 		joint = JointGood(perRequest, nB)
 	}
 	res.GoodRequests[AllKey] = joint
-	res.Objectives[AllKey] = scale(joint, 1/nB)
-	res.GoodputRequestsPerSecond = scale(joint, 1/secs)
+	res.Objectives[AllKey] = Divide(joint, nB)
+	res.GoodputRequestsPerSecond = Divide(joint, secs)
 	if tok, ok := GoodputTokens(joint, w.GenerationTokens); ok {
-		res.GoodputTokensPerSecond = scale(tok, 1/secs)
+		res.GoodputTokensPerSecond = Divide(tok, secs)
 		res.HasGoodputTokens = true
 	}
 	res.BurnRate, res.HasBurnRate = BurnRate(res.Objectives[AllKey], s.Goal)

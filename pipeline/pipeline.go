@@ -533,7 +533,6 @@ func intersect(a, b slo.Bounded) slo.Bounded {
 	return slo.Bounded{Lower: lo, Upper: hi, Estimate: math.Min(math.Max(a.Estimate, lo), hi)}
 }
 
-
 func (t *target) addGood(model, sloName, objective string, v float64) {
 	if !(v > 0) {
 		return

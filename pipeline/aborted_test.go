@@ -15,13 +15,8 @@ import (
 // and those abandoned after their first token.
 func abortedRun(t *testing.T, cfg sim.Config, check func(where string, aborted float64, hasAborted bool, bound slo.Bounded, cancelled, abandoned float64)) {
 	t.Helper()
-	cfg.DiscardTokenTimes = true
-	s, err := sim.New(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	p := New(testSpec(t))
-	step := 15 * time.Second
+	run := newWorkloadOf(t, cfg, []slo.SLO{interactive}, time.Minute, 5*time.Minute)
+	s, p, step := run.sim, run.p, scrapeStep
 	for at := start.Add(step); !at.After(start.Add(20 * time.Minute)); at = at.Add(step) {
 		scrapeInto(t, p, s, at)
 		if at.Sub(start) < 5*time.Minute || at.Sub(start)%time.Minute != 0 {

@@ -50,7 +50,8 @@ type interval struct {
 	judged  []judged
 	// reachStart is the start (Unix ns) of the earliest kept interval that
 	// can hold the first token of one of this interval's finishers;
-	// reachOlder says they can reach back beyond the kept intervals.
+	// reachOlder says they can reach back beyond the kept intervals (so it
+	// is until noteReach says otherwise).
 	reachStart int64
 	reachOlder bool
 }
@@ -179,7 +180,7 @@ func (l *ledger) append(w slo.Window, counted bool, ret history.Retention) {
 		l.seg++
 	}
 	rStart, rEnd := inFlightOf(w)
-	iv := interval{start: w.Start, end: w.End, seg: l.seg, restarted: restarted, inFlightStart: rStart, counted: counted, judged: make([]judged, len(l.slos))}
+	iv := interval{start: w.Start, end: w.End, seg: l.seg, restarted: restarted, inFlightStart: rStart, counted: counted, judged: make([]judged, len(l.slos)), reachOlder: true}
 	capEnd := rEnd
 	if math.IsNaN(capEnd) {
 		capEnd = math.Inf(1)
@@ -237,13 +238,17 @@ func (l *ledger) append(w slo.Window, counted bool, ret history.Retention) {
 // bounds on the TTFT-good and TTFT-bad requests in flight to its end, and,
 // when counted, adds the results to the checkpoint's sums.
 func (l *ledger) judge(cp *checkpoint, w slo.Window, fin slo.Finishers, counted bool) {
+	noted := false
 	for i, s := range l.slos {
 		sums := cp.sum(i)
 		var sources []slo.Source
 		_, hasTTFT := slo.TTFTThreshold(s)
 		if hasTTFT {
 			sources = l.sourcesFor(i, fin)
-			l.noteReach(sources)
+			if !noted { // every SLO's sources span the same intervals
+				l.noteReach(sources)
+				noted = true
+			}
 		}
 		res := slo.EvaluateInterval(s, sources, fin, w.Latency, w.GenerationTokens, slo.DefaultEstimator)
 		if hasTTFT {
@@ -353,7 +358,7 @@ func (l *ledger) blocked(i, i0, i1 int) (slo.Bounded, bool) {
 func (l *ledger) noteReach(sources []slo.Source) {
 	cur := &l.intervals[len(l.intervals)-1]
 	if len(sources) == 0 {
-		cur.reachStart = cur.start.UnixNano()
+		cur.reachStart, cur.reachOlder = cur.start.UnixNano(), false
 		return
 	}
 	cur.reachOlder = sources[0].Start.IsZero()
@@ -689,8 +694,8 @@ func (l *ledger) totals(i int, from, to int64) (slo.WindowTotals, bool) {
 	if _, ok := slo.TTFTThreshold(l.slos[i]); !ok {
 		return slo.WindowTotals{}, false
 	}
-	first := sort.Search(len(l.intervals), func(k int) bool { return l.intervals[k].end.UnixNano() > from })
-	if first >= len(l.intervals) || l.intervals[first].start.UnixNano() != from {
+	first, last, ok := l.span(from, to)
+	if !ok {
 		return slo.WindowTotals{}, false
 	}
 	t := slo.WindowTotals{BadAtStart: math.Inf(1), GoodAtStart: math.Inf(1)}
@@ -706,7 +711,7 @@ func (l *ledger) totals(i int, from, to int64) (slo.WindowTotals, bool) {
 	if math.IsNaN(t.BadAtStart) || math.IsNaN(t.GoodAtStart) {
 		return slo.WindowTotals{}, false
 	}
-	for k := first; k < len(l.intervals) && l.intervals[k].end.UnixNano() <= to; k++ {
+	for k := first; k < last; k++ {
 		iv := l.intervals[k]
 		if len(iv.judged) <= i || len(iv.sources) <= i {
 			return slo.WindowTotals{}, false
@@ -734,15 +739,13 @@ func (l *ledger) totals(i int, from, to int64) (slo.WindowTotals, bool) {
 // finishers can reach; ok is false unless the kept intervals cover the
 // window (totals checks the same).
 func (l *ledger) coupled(i int, from, to int64) (ivs []slo.CoupledInterval, pre int, ok bool) {
-	first := sort.Search(len(l.intervals), func(k int) bool { return l.intervals[k].end.UnixNano() > from })
-	if first >= len(l.intervals) || l.intervals[first].start.UnixNano() != from {
+	first, last, ok := l.span(from, to)
+	if !ok {
 		return nil, 0, false
 	}
-	last := first
 	reach := first
-	for last < len(l.intervals) && l.intervals[last].end.UnixNano() <= to {
-		reach = min(reach, l.reachIndex(last))
-		last++
+	for k := first; k < last; k++ {
+		reach = min(reach, l.reachIndex(k))
 	}
 	head := max(reach, 0)
 	ivs = make([]slo.CoupledInterval, 0, last-head)
@@ -759,31 +762,49 @@ func (l *ledger) coupled(i int, from, to int64) (ivs []slo.CoupledInterval, pre 
 			From: from,
 		})
 	}
-	return ivs, first - head, last > first
+	return ivs, first - head, true
 }
 
 // reachIndex is the index of the earliest kept interval that can hold the
 // first token of one of interval k's finishers, -1 when they reach beyond
-// the kept intervals.
+// the kept intervals. The interval the reach started in may since have been
+// dropped (compact keeps an hour): the reach then extends beyond the kept
+// ones, and a reach that falls inside an interval (only an inconsistent
+// state) is widened to take that interval in.
 func (l *ledger) reachIndex(k int) int {
 	iv := l.intervals[k]
 	if iv.reachOlder {
 		return -1
 	}
-	return sort.Search(len(l.intervals), func(m int) bool { return l.intervals[m].start.UnixNano() >= iv.reachStart })
+	m := sort.Search(len(l.intervals), func(m int) bool { return l.intervals[m].start.UnixNano() >= iv.reachStart })
+	if m < len(l.intervals) && l.intervals[m].start.UnixNano() == iv.reachStart {
+		return m
+	}
+	return m - 1
+}
+
+// span returns the kept intervals of the window (from, to] (Unix ns) as
+// the range [first, last); ok is false unless they cover it from its start
+// and hold at least one.
+func (l *ledger) span(from, to int64) (first, last int, ok bool) {
+	first = sort.Search(len(l.intervals), func(k int) bool { return l.intervals[k].end.UnixNano() > from })
+	if first >= len(l.intervals) || l.intervals[first].start.UnixNano() != from {
+		return 0, 0, false
+	}
+	last = first
+	for last < len(l.intervals) && l.intervals[last].end.UnixNano() <= to {
+		last++
+	}
+	return first, last, last > first
 }
 
 // tokenCurves lists SLO i's token curves of the counted intervals of
 // (from, to] (Unix ns) for slo.CoupleTokens; ok is false unless the kept
 // intervals cover the window and each has its curve.
 func (l *ledger) tokenCurves(i int, from, to int64) ([]*slo.TokenCurve, bool) {
-	first := sort.Search(len(l.intervals), func(k int) bool { return l.intervals[k].end.UnixNano() > from })
-	if first >= len(l.intervals) || l.intervals[first].start.UnixNano() != from {
+	first, last, ok := l.span(from, to)
+	if !ok {
 		return nil, false
-	}
-	last := first
-	for last < len(l.intervals) && l.intervals[last].end.UnixNano() <= to {
-		last++
 	}
 	out := make([]*slo.TokenCurve, 0, last-first)
 	for k := first; k < last; k++ {

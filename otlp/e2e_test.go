@@ -24,11 +24,17 @@ var start = time.Date(2026, 11, 29, 0, 0, 0, 0, time.UTC)
 
 const target = "gpu0"
 
+// interactive judges the finished requests only (abandoned: excluded): the
+// spans are exact about those, which is what these tests check end to end.
+// Under the default policy a cancelled stream, which sends no span, counts
+// too, and "all" carries the histograms' bound on those (tested with
+// cancellations in pipeline).
 var interactive = slo.SLO{
 	Name:       "interactive",
 	Objectives: []slo.Objective{{Metric: slo.TTFT, Threshold: 0.5}, {Metric: slo.TPOT, Threshold: 0.05}, {Metric: slo.E2E, Threshold: 10}},
 	Goal:       0.99,
 	Period:     24 * time.Hour,
+	Abandoned:  slo.AbandonedExcluded,
 }
 
 // adapters are the LoRA adapters the first model's requests ask for.

@@ -106,11 +106,77 @@ func Evaluate(sel Selection, w slo.Window, hist slo.WindowReport, slos []slo.SLO
 	}
 	secs := w.Seconds()
 	res.Exact = slo.EvaluateMeasured(sel.All, secs, slos, quantiles)
+	judgeAbandoned(res.Exact.SLOs, hist.SLOs, slos, 1)
 	for _, name := range slices.Sorted(maps.Keys(sel.Adapters)) {
-		res.Adapters = append(res.Adapters, AdapterResult{Name: name, Report: slo.EvaluateMeasured(sel.Adapters[name], secs, slos, quantiles)})
+		rep := slo.EvaluateMeasured(sel.Adapters[name], secs, slos, quantiles)
+		judgeAbandoned(rep.SLOs, hist.SLOs, slos, float64(len(sel.Adapters[name]))/float64(len(sel.All)))
+		res.Adapters = append(res.Adapters, AdapterResult{Name: name, Report: rep})
 	}
 	res.Calibration = calibrate(hist, res.Exact)
 	return res
+}
+
+// judgeAbandoned puts each SLO's population into the exact results es, which
+// count the finished requests only: the spans describe exactly the requests
+// that finished, and vLLM sends no span for a stream its client cancelled.
+// The abandoned requests of the window come from the histograms' own
+// evaluation hist (the ledger's bound over the same scrapes), so that under
+// [slo.AbandonedBad]
+//
+//	all ∈ [good / (n + A_hi), good / (n + A_lo)]
+//
+// with good and n exact (slo.AttainmentOver): exact when A is, and otherwise
+// as wide as what is known of A, never the finished share alone. The burn
+// rate follows from it; goodput is the good requests' and is untouched.
+// Without an abandoned bound (the window was not judged interval by
+// interval) "all" and the burn rate are dropped under AbandonedBad, so the
+// histograms' answer (which has none either) stands.
+//
+// share is the part of the window's spans that es describes: 1 for the
+// whole window, an adapter's share of the spans for an adapter. An adapter's
+// abandoned requests are some part of the window's, anywhere in [0, A_hi]
+// (which adapter a cancelled stream asked for is not known), estimated as
+// its share of them.
+func judgeAbandoned(es, hist []slo.SLOResult, slos []slo.SLO, share float64) {
+	for i := range es {
+		r := &es[i]
+		good, ok := r.GoodRequests[slo.AllKey]
+		if !ok {
+			continue
+		}
+		def, _ := findDefinition(slos, r.Name)
+		h, found := findSLO(hist, r.Name)
+		if found && h.HasAbandoned && share == 1 {
+			r.Abandoned, r.HasAbandoned = h.Abandoned, true
+		}
+		if def.Abandoned == slo.AbandonedExcluded {
+			continue
+		}
+		all, ok := slo.Bounded{}, false
+		if found && h.HasAbandoned {
+			a := h.Abandoned
+			if share < 1 {
+				a = slo.Bounded{Lower: 0, Estimate: a.Estimate * share, Upper: a.Upper}
+			}
+			all, ok = slo.AttainmentOver(good, r.Requests, a, def.Abandoned)
+		}
+		if !ok {
+			delete(r.Objectives, slo.AllKey)
+			r.BurnRate, r.HasBurnRate = slo.Bounded{}, false
+			continue
+		}
+		r.Objectives[slo.AllKey] = all
+		r.BurnRate, r.HasBurnRate = slo.BurnRate(all, def.Goal)
+	}
+}
+
+func findDefinition(slos []slo.SLO, name string) (slo.SLO, bool) {
+	for _, s := range slos {
+		if s.Name == name {
+			return s, true
+		}
+	}
+	return slo.SLO{}, false
 }
 
 // calibrate compares every histogram bound whose population is the finished
@@ -161,6 +227,10 @@ func calibrate(hist slo.WindowReport, exact slo.MeasuredReport) Calibration {
 		if hs.HasGoodputTokens && es.GoodputTokensPerSecond.IsExact() {
 			c.check(hs.GoodputTokensPerSecond, es.GoodputTokensPerSecond.Estimate, fmt.Sprintf("SLO %q goodput tokens/s", hs.Name))
 		}
+		hg, okH := hs.GoodRequests[slo.AllKey]
+		if eg, ok := es.GoodRequests[slo.AllKey]; ok && okH && eg.IsExact() {
+			c.check(hg, eg.Estimate, fmt.Sprintf("SLO %q good requests", hs.Name))
+		}
 	}
 	return c
 }
@@ -199,15 +269,18 @@ func finite(v float64) bool { return !math.IsNaN(v) && !math.IsInf(v, 0) }
 
 // Apply puts the exact numbers of a covered result in place of the histogram
 // estimates of wr: the quantiles and counts of every metric the spans carry,
-// and every SLO's per-request objectives, "all", goodput and burn rate. ITL
+// and every SLO's per-request objectives, "all", goodput and burn rate ("all"
+// and the burn rate over the SLO's population: see judgeAbandoned). ITL
 // objectives, which no span measures, keep their histogram bounds; so does
 // everything when the result is not covered.
 func (r Result) Apply(wr *slo.WindowReport) {
 	if !r.Covered {
 		return
 	}
-	quantiles := maps.Clone(wr.Quantiles)
-	requests := maps.Clone(wr.Requests)
+	quantiles := make(map[slo.Metric][]slo.Quantile, len(wr.Quantiles))
+	maps.Copy(quantiles, wr.Quantiles)
+	requests := make(map[slo.Metric]float64, len(wr.Requests))
+	maps.Copy(requests, wr.Requests)
 	for m, qs := range r.Exact.Quantiles {
 		quantiles[m] = qs
 		requests[m] = float64(r.Exact.Counts[m])

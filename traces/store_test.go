@@ -95,7 +95,57 @@ func window(finished float64) slo.Window {
 	return slo.Window{Start: t0, End: t0.Add(time.Minute), Nominal: time.Minute, RequestSuccess: finished, HasRequestSuccess: true}
 }
 
-var fast = slo.SLO{Name: "fast", Objectives: []slo.Objective{{Metric: slo.E2E, Threshold: 1}}, Goal: 0.9}
+// fast judges the finished requests only; TestAbandonedPolicyInExactWindows
+// covers the default policy.
+var fast = slo.SLO{Name: "fast", Objectives: []slo.Objective{{Metric: slo.E2E, Threshold: 1}}, Goal: 0.9, Abandoned: slo.AbandonedExcluded}
+
+// TestAbandonedPolicyInExactWindows: 2 of 3 finished requests are good.
+// Under abandoned: bad the spans' "all" is over finished + abandoned, with
+// the histograms' abandoned bound carried into it; without such a bound it
+// is not published; under excluded it is exactly 2/3 whatever the bound.
+func TestAbandonedPolicyInExactWindows(t *testing.T) {
+	s := NewStore(Limits{Retain: time.Hour})
+	s.Add([]Span{span("a", 10*time.Second, 0.5), span("b", 20*time.Second, 2), span("c", 30*time.Second, 1)})
+	sel := s.Select("gpu0", "m", false, t0, t0.Add(time.Minute))
+	bad := fast
+	bad.Abandoned = slo.AbandonedBad
+	judged := func(a slo.Bounded) slo.WindowReport {
+		return slo.WindowReport{SLOs: []slo.SLOResult{{Name: "fast", Abandoned: a, HasAbandoned: true}}}
+	}
+	for _, tc := range []struct {
+		name    string
+		def     slo.SLO
+		hist    slo.WindowReport
+		want    slo.Bounded
+		present bool
+	}{
+		{"bad, one to three abandoned", bad, judged(slo.Bounded{Lower: 1, Estimate: 2, Upper: 3}), slo.Bounded{Lower: 2.0 / 6, Estimate: 2.0 / 5, Upper: 2.0 / 4}, true},
+		{"bad, none abandoned", bad, judged(slo.Exact(0)), slo.Exact(2.0 / 3), true},
+		{"bad, abandoned unknown", bad, slo.WindowReport{}, slo.Bounded{}, false},
+		{"excluded", fast, judged(slo.Bounded{Lower: 1, Estimate: 2, Upper: 3}), slo.Exact(2.0 / 3), true},
+	} {
+		res := Evaluate(sel, window(3), tc.hist, []slo.SLO{tc.def}, []float64{0.5})
+		r := res.Exact.SLOs[0]
+		got, ok := r.Objectives[slo.AllKey]
+		if ok != tc.present || got != tc.want {
+			t.Errorf("%s: all = %+v (present %v), want %+v (present %v)", tc.name, got, ok, tc.want, tc.present)
+		}
+		if r.HasBurnRate != tc.present {
+			t.Errorf("%s: burn rate present %v, want %v", tc.name, r.HasBurnRate, tc.present)
+		}
+		if g := r.GoodRequests[slo.AllKey]; g != slo.Exact(2) {
+			t.Errorf("%s: good requests %+v, want exactly 2 whatever the policy", tc.name, g)
+		}
+		wr := tc.hist
+		res.Apply(&wr)
+		if !tc.present {
+			continue
+		}
+		if all, ok := wr.SLOs[0].Objectives[slo.AllKey]; !ok || all != tc.want || !wr.SLOs[0].HasAbandoned {
+			t.Errorf("%s: applied all %+v (abandoned present %v), want %+v", tc.name, all, wr.SLOs[0].HasAbandoned, tc.want)
+		}
+	}
+}
 
 // TestPartialCoverageIsNeverExact: fewer spans than finished requests (lost
 // or sampled), or more (spans of another interval), leave the window to the

@@ -65,6 +65,12 @@ type Global struct {
 	// HistoryTotalSizeLimit caps the histories of all targets together: each
 	// target then gets at most an equal share. 0 means no total cap.
 	HistoryTotalSizeLimit units.Base2Bytes `yaml:"history_total_size_limit"`
+	// HistogramBuckets are the latency bucket edges given to vLLM's
+	// --custom-histogram-buckets, per family (request_latency,
+	// time_to_first_token, inter_token_latency); a family left out has
+	// vLLM's defaults. The daemon reads edges from every scrape and never
+	// needs this; the generated rules cannot, and use it (see BucketEdges).
+	HistogramBuckets map[string][]float64 `yaml:"histogram_buckets,omitempty"`
 }
 
 // Target is one server to scrape.

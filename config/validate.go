@@ -36,6 +36,9 @@ func validate(c *Config) *fieldError {
 	if err := validateGlobal(&c.Global); err != nil {
 		return err
 	}
+	if err := validateHistogramBuckets(&c.Global); err != nil {
+		return err
+	}
 	if len(c.Targets) == 0 {
 		return errorf("targets", "at least one target is required")
 	}

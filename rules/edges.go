@@ -6,31 +6,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
-
-	"github.com/vllm-slo-exporter/vllm-slo-exporter/slo"
 )
-
-// Default bucket edges of vLLM's latency histograms in seconds (vLLM's
-// vllm/v1/metrics/loggers.py; docs/design.md lists them).
-// Rules cannot read a scrape's buckets, so a threshold that is not one of
-// these edges is rounded down to one of them.
-var (
-	ttftEdges     = []float64{0.001, 0.005, 0.01, 0.02, 0.04, 0.06, 0.08, 0.1, 0.25, 0.5, 0.75, 1, 2.5, 5, 7.5, 10, 20, 40, 80, 160, 640, 2560}
-	tokenGapEdges = []float64{0.01, 0.025, 0.05, 0.075, 0.1, 0.15, 0.2, 0.3, 0.4, 0.5, 0.75, 1, 2.5, 5, 7.5, 10, 20, 40, 80}
-	requestEdges  = []float64{0.3, 0.5, 0.8, 1, 1.5, 2, 2.5, 5, 10, 15, 20, 30, 40, 50, 60, 120, 240, 480, 960, 1920, 7680}
-)
-
-// defaultEdges returns vLLM's default bucket edges of a latency metric.
-func defaultEdges(m slo.Metric) []float64 {
-	switch m {
-	case slo.TTFT:
-		return ttftEdges
-	case slo.TPOT, slo.ITL:
-		return tokenGapEdges
-	default:
-		return requestEdges
-	}
-}
 
 // edgeChoice is the bucket edge whose cumulative count stands for the
 // requests meeting a threshold.

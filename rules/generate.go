@@ -54,6 +54,10 @@ func sloWindows(s config.SLO) []model.Duration {
 type objectivePlan struct {
 	obj   config.Objective
 	names []string
+	// edges are the histogram's finite edges on the servers
+	// (config.Global.BucketEdges): rules cannot read a scrape's buckets, so a
+	// threshold that is not one of them is rounded down to one (edge).
+	edges []float64
 	edge  edgeChoice
 }
 
@@ -75,7 +79,8 @@ func sloGroup(cfg *config.Config, s config.SLO) (Group, error) {
 		if err != nil {
 			return Group{}, fmt.Errorf("objective %s: %w", o.Metric, err)
 		}
-		plans = append(plans, objectivePlan{obj: o, names: names, edge: conservativeEdge(defaultEdges(o.Metric), o.Threshold)})
+		edges := cfg.Global.BucketEdges(o.Metric)
+		plans = append(plans, objectivePlan{obj: o, names: names, edges: edges, edge: conservativeEdge(edges, o.Threshold)})
 	}
 	g := Group{Name: "vllm-slo-" + s.Name, Comment: sloComment(s, plans)}
 	lp, useLedger, err := newLedgerPlan(cfg, s, plans)

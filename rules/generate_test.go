@@ -11,6 +11,7 @@ import (
 	"github.com/prometheus/prometheus/promql/parser"
 	"gopkg.in/yaml.v3"
 
+	"github.com/vllm-slo-exporter/vllm-slo-exporter/buckets"
 	"github.com/vllm-slo-exporter/vllm-slo-exporter/config"
 )
 
@@ -149,6 +150,9 @@ func checkLeMatcher(t *testing.T, m *labels.Matcher) {
 
 func TestConservativeEdge(t *testing.T) {
 	const ms = 1_000_000 // nanoseconds
+	ttftEdges := buckets.Default(buckets.TimeToFirstToken)
+	tokenGapEdges := buckets.Default(buckets.InterTokenLatency)
+	requestEdges := buckets.Default(buckets.RequestLatency)
 	tests := []struct {
 		name      string
 		edges     []float64

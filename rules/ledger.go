@@ -215,7 +215,7 @@ func goodDeltas(p objectivePlan, names []string, interval time.Duration) (lo, hi
 		lo = intervalDelta(names, "_bucket", leRegex(p.edge.Edge), interval)
 	}
 	hi = count
-	if e, ok := upperEdge(defaultEdges(p.obj.Metric), p.obj.Threshold); ok {
+	if e, ok := upperEdge(p.edges, p.obj.Threshold); ok {
 		hi = intervalDelta(names, "_bucket", leRegex(e), interval)
 	}
 	return lo, hi

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"math"
 	"time"
+
+	"github.com/vllm-slo-exporter/vllm-slo-exporter/buckets"
 )
 
 // Config describes a whole simulated vLLM server: the models it serves, their
@@ -166,26 +168,14 @@ type Buckets struct {
 	Tokens []float64
 }
 
-// vLLM's default bucket edges (vllm/v1/metrics/loggers.py).
-var (
-	defaultTTFT = []float64{0.001, 0.005, 0.01, 0.02, 0.04, 0.06, 0.08, 0.1, 0.25, 0.5, 0.75,
-		1.0, 2.5, 5.0, 7.5, 10.0, 20.0, 40.0, 80.0, 160.0, 640.0, 2560.0}
-	defaultITL = []float64{0.01, 0.025, 0.05, 0.075, 0.1, 0.15, 0.2, 0.3, 0.4, 0.5, 0.75,
-		1.0, 2.5, 5.0, 7.5, 10.0, 20.0, 40.0, 80.0}
-	defaultRequestLatency = []float64{0.3, 0.5, 0.8, 1.0, 1.5, 2.0, 2.5, 5.0, 10.0, 15.0, 20.0,
-		30.0, 40.0, 50.0, 60.0, 120.0, 240.0, 480.0, 960.0, 1920.0, 7680.0}
-)
-
 // DefaultTTFTBuckets returns vLLM's TTFT bucket edges.
-func DefaultTTFTBuckets() []float64 { return append([]float64(nil), defaultTTFT...) }
+func DefaultTTFTBuckets() []float64 { return buckets.Default(buckets.TimeToFirstToken) }
 
 // DefaultITLBuckets returns vLLM's ITL and per-request TPOT bucket edges.
-func DefaultITLBuckets() []float64 { return append([]float64(nil), defaultITL...) }
+func DefaultITLBuckets() []float64 { return buckets.Default(buckets.InterTokenLatency) }
 
 // DefaultRequestLatencyBuckets returns vLLM's e2e/queue/prefill/decode/inference edges.
-func DefaultRequestLatencyBuckets() []float64 {
-	return append([]float64(nil), defaultRequestLatency...)
-}
+func DefaultRequestLatencyBuckets() []float64 { return buckets.Default(buckets.RequestLatency) }
 
 // TokenBuckets returns vLLM's build_1_2_5_buckets(max): 1, 2, 5, 10, 20, 50, ...
 // while not above max (max itself is not appended).
@@ -215,9 +205,9 @@ func (b Buckets) resolve(maxModelLen int) layout {
 		return def
 	}
 	return layout{
-		ttft:    pick(b.TTFT, defaultTTFT),
-		itl:     pick(b.ITL, defaultITL),
-		latency: pick(b.RequestLatency, defaultRequestLatency),
+		ttft:    pick(b.TTFT, DefaultTTFTBuckets()),
+		itl:     pick(b.ITL, DefaultITLBuckets()),
+		latency: pick(b.RequestLatency, DefaultRequestLatencyBuckets()),
 		tokens:  pick(b.Tokens, TokenBuckets(maxModelLen)),
 	}
 }

@@ -68,6 +68,9 @@ func run(args []string) int {
 	reportCmd := app.Command("report", "Terminal report from vllm bench serve result files, a recording or a live target.")
 	reportOpts := addReportFlags(reportCmd)
 
+	bucketsCmd := app.Command("buckets", "Print bucket edges for vLLM's --custom-histogram-buckets: every SLO threshold on an edge, the rest where a recording's requests are.")
+	bucketsOpts := addBucketsFlags(bucketsCmd)
+
 	simCmd := app.Command("simulate", "Serve the built-in vLLM simulator.")
 	simListen := simCmd.Flag("web.listen-address", "Address to serve /metrics on.").Default("127.0.0.1:8000").String()
 	simTruth := simCmd.Flag("truth", "Write the per-request ground truth (JSON Lines) to this file.").String()
@@ -96,6 +99,8 @@ func run(args []string) int {
 		return runReplay(os.Stdout, logger, *replayConfig, *replayRecording, *replayStep)
 	case reportCmd.FullCommand():
 		return runReport(logger, reportOpts)
+	case bucketsCmd.FullCommand():
+		return runBuckets(os.Stdout, os.Stderr, bucketsOpts)
 	case simCmd.FullCommand():
 		return runSimulate(logger, *simListen, *simTruth, *simPreset, *simSeed)
 	}

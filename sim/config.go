@@ -58,6 +58,12 @@ type ModelConfig struct {
 	Engine EngineParams
 	// MaxModelLen limits prompt+output tokens and sets the token-count buckets.
 	MaxModelLen int
+	// MaxNumQueuedReqs is vLLM's --max-num-queued-reqs: an arrival that finds
+	// this many of the model's requests unfinished (waiting or running, over
+	// every engine) is turned away with HTTP 503 before it reaches an engine,
+	// and counted in vllm:admission_rejections_total{reason="max_num_queued_reqs"};
+	// it is in no histogram and no gauge. 0 admits everything (vLLM's default).
+	MaxNumQueuedReqs int
 }
 
 // Assignment is how a model's requests are spread over its engines.
@@ -264,6 +270,9 @@ func (m ModelConfig) validate() error {
 	}
 	if m.Engines < 1 {
 		return fmt.Errorf("engines %d, want >= 1", m.Engines)
+	}
+	if m.MaxNumQueuedReqs < 0 {
+		return fmt.Errorf("max num queued reqs %d, want >= 0", m.MaxNumQueuedReqs)
 	}
 	if m.MaxModelLen < 2 {
 		return fmt.Errorf("max model len %d, want >= 2", m.MaxModelLen)

@@ -17,6 +17,7 @@ type request struct {
 	reason                                 string
 	aborted                                bool // lost in a restart
 	cancelled                              bool // its client went away
+	rejected                               bool // turned away at admission
 	plan                                   clientPlan
 	stopAfter                              int   // token after which the client cancels; 0 if it does not
 	cancelAt                               int64 // pending client abort; never if none

@@ -189,6 +189,7 @@ func (w *expWriter) vllmFamilies() {
 	w.counter("vllm:generation_tokens", "Number of generation tokens processed.", cs,
 		func(c child) uint64 { return c.e.met.genTokens })
 	w.successCounter(cs)
+	w.admissionRejections()
 
 	w.histogram("vllm:request_prompt_tokens", "Number of prefill tokens processed.", cs, hPromptTokens)
 	w.histogram("vllm:request_generation_tokens", "Number of generation tokens processed.", cs, hGenerationTokens)
@@ -221,6 +222,35 @@ func (w *expWriter) counter(base, help string, cs []child, v func(c child) uint6
 	for i, c := range cs {
 		sets[i] = baseLabels(c)
 		w.line(base+"_total", sets[i], w.count(v(c)))
+	}
+	w.createdFamily(base, help, sets)
+}
+
+// admissionRejections writes vllm:admission_rejections_total, per model and
+// reason without an engine label (the front end counts a request it turns
+// away before any engine sees it), when some model has an admission limit:
+// servers without one (and vLLM before the limit existed) have no such
+// family. The simulator's only reason is the request cap.
+func (w *expWriter) admissionRejections() {
+	const base, help = "vllm:admission_rejections", "Number of admission attempts rejected."
+	var sets [][]label
+	for _, m := range w.s.models {
+		if m.cfg.MaxNumQueuedReqs > 0 {
+			sets = append(sets, []label{{"model_name", m.cfg.Name}, {"reason", "max_num_queued_reqs"}})
+		}
+	}
+	if len(sets) == 0 {
+		return
+	}
+	if w.py() {
+		w.header(base+"_total", help, "counter")
+	} else {
+		w.header(base, help, "counter")
+	}
+	for i, m := range w.s.models {
+		if m.cfg.MaxNumQueuedReqs > 0 {
+			w.line(base+"_total", []label{{"model_name", m.cfg.Name}, {"reason", "max_num_queued_reqs"}}, w.count(w.s.models[i].rejected))
+		}
 	}
 	w.createdFamily(base, help, sets)
 }

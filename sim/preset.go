@@ -151,6 +151,24 @@ var presets = map[string]func(seed uint64, start time.Time) Config{
 		}
 		c.Models[0].Workload.Repeat = false
 	}),
+	// admission: the overload preset on a server started with
+	// --max-num-queued-reqs 192 (twice the batch), whose clients also
+	// cancel 15% of the streams after their first token and, half of them,
+	// give up waiting for the first token after 8 s on average: what the
+	// newest vLLM does under overload, where some users are turned away
+	// (HTTP 503) and others leave the queue.
+	"admission": demoWith(func(c *Config) {
+		c.Models[0].Workload.Phases = []Phase{
+			{Duration: 5 * time.Minute, Kind: Poisson, Rate: DemoRate},
+			{Duration: 10 * time.Minute, Kind: Poisson, Rate: 4 * DemoRate},
+			{Kind: Poisson, Rate: DemoRate},
+		}
+		c.Models[0].Workload.Repeat = false
+		c.Models[0].MaxNumQueuedReqs = 2 * DemoEngine.MaxNumSeqs
+		cancel := Cancel15
+		cancel.BeforeFirstToken, cancel.Patience = 0.5, 8*time.Second
+		c.Models[0].Workload.Cancel = cancel
+	}),
 	// restart: twice the demo rate, vLLM restarts at PresetRestartAt.
 	"restart": demoWith(func(c *Config) {
 		onePhase(c, Phase{Kind: Poisson, Rate: 2 * DemoRate})
@@ -226,6 +244,8 @@ func PresetNames() []string {
 //     vLLM before v0.11.
 //   - no-tpot: steady without vllm:request_time_per_output_token_seconds.
 //   - one-engine, two-engines (random assignment), bimodal-prompts.
+//   - admission: overload against an admission limit, with clients that
+//     cancel streams and leave the queue.
 func Preset(name string, seed uint64, start time.Time) (Config, error) {
 	f, ok := presets[name]
 	if !ok {

@@ -39,6 +39,8 @@ type model struct {
 	rr      int
 	layout  layout
 	engines []*engine
+	// rejected counts the arrivals turned away by MaxNumQueuedReqs.
+	rejected uint64
 }
 
 // New validates the config and returns a sim at cfg.Start with no request yet.
@@ -166,7 +168,27 @@ func (s *Sim) arrive(m *model, t int64) {
 	}
 	m.seq++
 	s.reqs = append(s.reqs, r)
+	if m.cfg.MaxNumQueuedReqs > 0 && m.unfinishedBefore(t, s) >= m.cfg.MaxNumQueuedReqs {
+		r.rejected, r.finish = true, t
+		m.rejected++
+		s.done(r)
+		return
+	}
 	m.engines[e].enqueue(r)
+}
+
+// unfinishedBefore is the model's requests waiting or running on any engine
+// just before t: what vLLM's front end compares with --max-num-queued-reqs
+// when a request arrives at t. runTo queues a period's arrivals before it
+// advances the engines, so the engines are first brought to t − 1 ns (a step
+// starting at t itself still admits the arrival, as without a limit).
+func (m *model) unfinishedBefore(t int64, s *Sim) int {
+	n := 0
+	for _, e := range m.engines {
+		e.advance(t-1, s)
+		n += e.numWaiting() + len(e.running)
+	}
+	return n
 }
 
 // done hands a finished or lost request to the OnDone hook.

@@ -45,6 +45,9 @@ type Request struct {
 	// its generation tokens but reaches no finish histogram and no
 	// request_success_total; before it, it is observed nowhere.
 	Cancelled bool `json:"cancelled,omitempty"`
+	// Rejected marks a request turned away at admission (HTTP 503, at
+	// Finish = Arrival): counted only in vllm:admission_rejections_total.
+	Rejected bool `json:"rejected,omitempty"`
 	// TokenTimes holds when each output token was produced (empty when the sim
 	// discards token times).
 	TokenTimes []time.Time `json:"-"`
@@ -52,7 +55,9 @@ type Request struct {
 
 // Finished reports whether the request completed (neither lost nor
 // cancelled) by now: it is in every finish histogram.
-func (r Request) Finished() bool { return !r.Aborted && !r.Cancelled && !r.Finish.IsZero() }
+func (r Request) Finished() bool {
+	return !r.Aborted && !r.Cancelled && !r.Rejected && !r.Finish.IsZero()
+}
 
 // Abandoned reports whether the client cancelled the request after its first
 // token: counted in TTFT, never finished.
@@ -68,6 +73,7 @@ const (
 	OutcomeAbandoned Outcome = "abandoned" // cancelled by its client after its first token
 	OutcomeCancelled Outcome = "cancelled" // cancelled by its client before its first token
 	OutcomeLost      Outcome = "lost"      // lost in a restart (first token or not)
+	OutcomeRejected  Outcome = "rejected"  // turned away at admission
 )
 
 // Outcome returns how the request ended (or OutcomeInFlight).
@@ -77,6 +83,8 @@ func (r Request) Outcome() Outcome {
 		return OutcomeInFlight
 	case r.Aborted:
 		return OutcomeLost
+	case r.Rejected:
+		return OutcomeRejected
 	case r.Abandoned():
 		return OutcomeAbandoned
 	case r.Cancelled:
@@ -191,7 +199,7 @@ func (s *Sim) export(r *request) Request {
 		ID: r.id, Model: s.models[r.model].cfg.Name, Engine: r.engine,
 		Arrival: at(r.arrival), Scheduled: at(r.scheduled), FirstToken: at(r.firstToken), Finish: at(r.finish),
 		PromptTokens: r.prompt, OutputTokens: r.generated, FinishedReason: r.reason,
-		Aborted: r.aborted, Cancelled: r.cancelled,
+		Aborted: r.aborted, Cancelled: r.cancelled, Rejected: r.rejected,
 	}
 	if r.generated > 0 {
 		out.LastToken = at(r.last)
@@ -234,6 +242,11 @@ func (t Truth) AbandonedIn(from, to time.Time) Truth {
 // before or after its first token.
 func (t Truth) CancelledIn(from, to time.Time) Truth {
 	return t.endedIn(from, to, func(r Request) bool { return r.Cancelled })
+}
+
+// RejectedIn returns the requests turned away at admission in (from, to].
+func (t Truth) RejectedIn(from, to time.Time) Truth {
+	return t.endedIn(from, to, func(r Request) bool { return r.Rejected })
 }
 
 // LostIn returns the requests lost in a restart in (from, to].

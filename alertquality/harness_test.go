@@ -20,8 +20,8 @@ var full = flag.Bool("full", false, "run every scenario of the library, the slow
 // Prometheus. For every alert of both paths it checks the targets: no false
 // page, no missed page, firing within DetectGrace of the truth and resolving
 // within ResolveGrace of its end. With -v it prints the table of
-// docs/alert-quality.md and
-// the candidate policies the daemon's was chosen against.
+// docs/alert-quality.md and the candidate policies the daemon's was chosen
+// against.
 func TestAlertQuality(t *testing.T) {
 	var runs []*Run
 	for _, sc := range Library() {

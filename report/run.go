@@ -25,7 +25,9 @@ type Options struct {
 	Duration, Interval time.Duration
 	// Window limits the histogram window (0: all scrapes).
 	Window time.Duration
-	// Goodput are vLLM --goodput items ("ttft:500", "tpot:50", "e2el:…").
+	// Goodput are vLLM --goodput items ("ttft:500", "tpot:50", "e2el:…"),
+	// in milliseconds; one under 1 ms is used, and warned about
+	// (GoodputWarnings).
 	Goodput []string
 	// Percentiles in percent; empty means DefaultPercentiles.
 	Percentiles []float64

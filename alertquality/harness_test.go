@@ -19,8 +19,9 @@ var full = flag.Bool("full", false, "run every scenario of the library, the slow
 // and promtool, replays the same scrapes through the generated rules in
 // Prometheus. For every alert of both paths it checks the targets: no false
 // page, no missed page, firing within DetectGrace of the truth and resolving
-// within ResolveGrace of its end. With -v it prints the README's table and
-// the candidate policies the daemon's was chosen against.
+// within ResolveGrace of its end. With -v it prints the table of
+// docs/alert-quality.md and the candidate policies the daemon's was chosen
+// against.
 func TestAlertQuality(t *testing.T) {
 	var runs []*Run
 	for _, sc := range Library() {

@@ -120,53 +120,13 @@ func Play(sc Scenario) (*Run, error) {
 	firing := map[Key][]bool{}
 	var down []bool
 	for off := time.Duration(0); off <= sc.Length; off += Interval {
-		real := first.Add(off)
-		at := real
-		if sc.StepBy != 0 && off >= sc.StepAt {
-			at = at.Add(sc.StepBy)
+		at, err := run.scrapeOnce(p, s, off, first)
+		if err != nil {
+			return nil, err
 		}
-		s.AdvanceTo(real)
-		sample := Scrape{Offset: off, At: at}
-		if !s.Serving() || (sc.Failed != nil && sc.Failed(off)) {
-			p.RecordFailure(targetName, "timeout", errDown, at, 0)
-		} else {
-			sample.Body, sample.ContentType = s.Exposition()
-			snap, err := scrape.Parse(sample.Body, sample.ContentType, scrape.VLLM, at)
-			if err != nil {
-				return nil, fmt.Errorf("scenario %s: parse at %v: %w", sc.Name, off, err)
-			}
-			// A refused snapshot (the clock stepped back) counts as a failure
-			// inside Ingest, as in the daemon.
-			_ = p.Ingest(targetName, snap, 0)
-		}
-		run.Scrapes = append(run.Scrapes, sample)
-		rep := p.Evaluate(at)
-		fired := map[Key]bool{}
-		isDown := false
-		for _, a := range rep.Firing() {
-			switch a.Name() {
-			case pipeline.AlertBurnRate:
-				k := keyOf(a.Labels)
-				fired[k] = true
-				if run.DaemonLabels[k] == nil {
-					run.DaemonLabels[k] = map[string]bool{}
-				}
-				run.DaemonLabels[k][labelText(a.Labels)] = true
-			case pipeline.AlertTargetDown:
-				isDown = true
-			}
-		}
-		checks := map[Key]pipeline.BurnCheck{}
-		for _, t := range rep.Targets {
-			for _, m := range t.Models {
-				for _, c := range m.Burns {
-					checks[Key{c.Alert.Severity, c.Alert.Long, c.Alert.Short}] = c
-				}
-			}
-		}
+		fired, isDown := run.noteEvaluation(p.Evaluate(at))
 		for _, k := range run.Keys {
 			firing[k] = append(firing[k], fired[k])
-			run.Checks[k] = append(run.Checks[k], checks[k])
 		}
 		down = append(down, isDown)
 	}
@@ -180,6 +140,67 @@ func Play(sc Scenario) (*Run, error) {
 		run.Truth[run.Keys[i]] = trueEpisodes(newTrueLedger(truth, sp.SLOs[0]), a, first, sc.Length)
 	}
 	return run, nil
+}
+
+// scrapeOnce advances the simulator to the scrape at offset off from first
+// and feeds the pipeline that scrape (or, while vLLM is down or the
+// scenario fails it, a failure), at the exporter's clock, which a scenario
+// may step; it keeps the scrape in run and returns the exporter's time.
+func (run *Run) scrapeOnce(p *pipeline.Pipeline, s *sim.Sim, off time.Duration, first time.Time) (time.Time, error) {
+	sc := run.Scenario
+	real := first.Add(off)
+	at := real
+	if sc.StepBy != 0 && off >= sc.StepAt {
+		at = at.Add(sc.StepBy)
+	}
+	s.AdvanceTo(real)
+	sample := Scrape{Offset: off, At: at}
+	if !s.Serving() || (sc.Failed != nil && sc.Failed(off)) {
+		p.RecordFailure(targetName, "timeout", errDown, at, 0)
+	} else {
+		sample.Body, sample.ContentType = s.Exposition()
+		snap, err := scrape.Parse(sample.Body, sample.ContentType, scrape.VLLM, at)
+		if err != nil {
+			return at, fmt.Errorf("scenario %s: parse at %v: %w", sc.Name, off, err)
+		}
+		// A refused snapshot (the clock stepped back) counts as a failure
+		// inside Ingest, as in the daemon.
+		_ = p.Ingest(targetName, snap, 0)
+	}
+	run.Scrapes = append(run.Scrapes, sample)
+	return at, nil
+}
+
+// noteEvaluation reads one evaluation: which burn-rate alerts fire (their
+// label sets kept in run.DaemonLabels), whether the target-down alert does,
+// and each alert's burn check, appended to run.Checks.
+func (run *Run) noteEvaluation(rep *pipeline.Report) (fired map[Key]bool, isDown bool) {
+	fired = map[Key]bool{}
+	for _, a := range rep.Firing() {
+		switch a.Name() {
+		case pipeline.AlertBurnRate:
+			k := keyOf(a.Labels)
+			fired[k] = true
+			if run.DaemonLabels[k] == nil {
+				run.DaemonLabels[k] = map[string]bool{}
+			}
+			run.DaemonLabels[k][labelText(a.Labels)] = true
+		case pipeline.AlertTargetDown:
+			isDown = true
+		}
+	}
+	checks := map[Key]pipeline.BurnCheck{}
+	for _, t := range rep.Targets {
+		for _, m := range t.Models {
+			for _, c := range m.Burns {
+				checks[Key{c.Alert.Severity, c.Alert.Long, c.Alert.Short}] = c
+			}
+		}
+	}
+	for _, k := range run.Keys {
+		run.Checks[k] = append(run.Checks[k], checks[k])
+	}
+	return fired, isDown
 }
 
 // keyOf reads an alert's key from its labels.

@@ -244,7 +244,7 @@ func TestKubernetesManifests(t *testing.T) {
 			t.Errorf("sidecar %s probe %+v, want GET %s on port probes", p.name, p.probe, p.path)
 		}
 	}
-	// The README says POST /-/reload applies a changed ConfigMap.
+	// docs/deploy.md says POST /-/reload applies a changed ConfigMap.
 	if !slices.Contains(side.Args, "--web.enable-lifecycle") {
 		t.Errorf("sidecar args %v lack --web.enable-lifecycle", side.Args)
 	}

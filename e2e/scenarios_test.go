@@ -72,7 +72,11 @@ func steady(mod func(*sim.Config)) func() (sim.Config, error) {
 	}
 }
 
-// scenarios are the replay goldens of issue 2.
+// scenarios are the replay goldens: the exposition styles real vLLM servers
+// show (one process or several, OpenMetrics, two engines, two models, old
+// metric names, integer le labels) and what happens to them (a restart, a
+// restart with new buckets), each recorded on a virtual clock and replayed
+// through the binary against its golden.
 var scenarios = []scenario{
 	{name: "single-process", config: steady(func(c *sim.Config) { c.Models[0].Engines = 1 })},
 	{name: "multi-process", config: steady(func(c *sim.Config) { c.Style = sim.Style{Format: sim.MultiProcess, APIServers: 3} })},

@@ -1,5 +1,5 @@
 // Package reliability holds the fault-injection, security, soak and
-// concurrency tests of the whole scrape → pipeline → exporter path (issue 7):
+// concurrency tests of the whole scrape → pipeline → exporter path:
 // a hostile target on 127.0.0.1 under each test's control is scraped beside a
 // healthy simulated vLLM, and every case checks that our endpoint keeps
 // answering, that the healthy target's numbers do not move, that target_up and

@@ -59,7 +59,9 @@ func gzipped(b []byte) []byte {
 	return buf.Bytes()
 }
 
-// faults are the transport and exposition faults of issue 7.
+// faults are the transport and exposition faults a target can show, from a
+// refused connection to a malformed body, each with the failure reason it
+// must be counted under.
 var faults = []fault{
 	{name: "connection refused", serve: nil, reason: scrape.ReasonConnection},
 	{name: "accepts and never answers", reason: scrape.ReasonTimeout, serve: func(r *rig) behaviour {

@@ -87,6 +87,27 @@ type rawBench struct {
 // reportedKeys are the summary numbers kept in BenchFile.Reported.
 var reportedKeys = []string{"completed", "failed", "total_input_tokens", "total_output_tokens", "request_throughput", "request_goodput", "output_throughput", "total_token_throughput"}
 
+// benchKeys are keys every `vllm bench serve` result has (the first six
+// named in the error for a file with none of them); a JSON object with
+// none of these is some other file, not a result saved without details.
+var benchKeys = []string{"duration", "completed", "request_rate", "ttfts", "backend", "model_id",
+	"date", "failed", "total_input_tokens", "total_output_tokens", "request_throughput", "output_throughput",
+	"input_lens", "output_lens", "itls", "num_prompts"}
+
+// hasBenchKey reports whether data, a JSON object, has any of benchKeys.
+func hasBenchKey(data []byte) bool {
+	var keys map[string]json.RawMessage
+	if json.Unmarshal(data, &keys) != nil {
+		return true // not an object: let the typed decoding say what is wrong
+	}
+	for _, k := range benchKeys {
+		if _, ok := keys[k]; ok {
+			return true
+		}
+	}
+	return false
+}
+
 // ReadBench reads a `vllm bench serve` result file saved with --save-result
 // --save-detailed.
 func ReadBench(path string) (*BenchFile, error) {
@@ -110,8 +131,12 @@ func ParseBench(data []byte, name string) (*BenchFile, error) {
 		}
 		return nil, fmt.Errorf("bench file %s: not a vllm bench serve result%s: %w", name, hint, err)
 	}
+	if !hasBenchKey(data) {
+		return nil, fmt.Errorf("bench file %s: not a vllm bench serve result: it has none of its keys (%s); save one with vllm bench serve --save-result --save-detailed",
+			name, strings.Join(benchKeys[:6], ", "))
+	}
 	f := &BenchFile{Name: name, Date: raw.Date, Backend: raw.Backend, ModelID: raw.ModelID,
-		Completed: -1, Failed: -1, Burstiness: 1, Reported: map[string]float64{}}
+		Completed: -1, Failed: -1, Burstiness: 1}
 	errf := func(format string, args ...any) error {
 		return fmt.Errorf("bench file %s: "+format, append([]any{name}, args...)...)
 	}
@@ -145,19 +170,25 @@ func ParseBench(data []byte, name string) (*BenchFile, error) {
 	if err := f.readRequests(raw); err != nil {
 		return nil, errf("%w", err)
 	}
+	f.Reported = reportedNumbers(data)
+	return f, nil
+}
+
+// reportedNumbers returns vLLM's own summary numbers in a result: the
+// reportedKeys and every number whose key ends in _ms.
+func reportedNumbers(data []byte) map[string]float64 {
+	out := map[string]float64{}
 	var all map[string]any
-	if json.Unmarshal(data, &all) == nil {
-		for k, v := range all {
-			x, ok := v.(float64)
-			if !ok {
-				continue
-			}
-			if strings.HasSuffix(k, "_ms") || slices.Contains(reportedKeys, k) {
-				f.Reported[k] = x
-			}
+	if json.Unmarshal(data, &all) != nil {
+		return out
+	}
+	for k, v := range all {
+		x, ok := v.(float64)
+		if ok && (strings.HasSuffix(k, "_ms") || slices.Contains(reportedKeys, k)) {
+			out[k] = x
 		}
 	}
-	return f, nil
+	return out
 }
 
 // readRequests checks the per-request lists and builds Requests.
@@ -165,6 +196,24 @@ func (f *BenchFile) readRequests(raw rawBench) error {
 	if raw.TTFTs == nil || raw.ITLs == nil || raw.OutputLens == nil || raw.InputLens == nil {
 		return errors.New("no per-request data (ttfts, itls, input_lens, output_lens): save the result with vllm bench serve --save-result --save-detailed")
 	}
+	if err := checkListLengths(raw); err != nil {
+		return err
+	}
+	f.HasStartTimes, f.HasLatencies = raw.StartTimes != nil, raw.Latencies != nil
+	f.Requests = make([]BenchRequest, len(raw.TTFTs))
+	for i := range f.Requests {
+		r, err := readRequest(raw, i)
+		if err != nil {
+			return fmt.Errorf("request %d: %w", i, err)
+		}
+		f.Requests[i] = r
+	}
+	return nil
+}
+
+// checkListLengths checks that every per-request list present has one entry
+// per request (as many as ttfts).
+func checkListLengths(raw rawBench) error {
 	n := len(raw.TTFTs)
 	lists := []struct {
 		key     string
@@ -183,43 +232,46 @@ func (f *BenchFile) readRequests(raw rawBench) error {
 			return fmt.Errorf("%s has %d entries, ttfts has %d: the lists must have one entry per request", l.key, l.n, n)
 		}
 	}
-	f.HasStartTimes, f.HasLatencies = raw.StartTimes != nil, raw.Latencies != nil
-	f.Requests = make([]BenchRequest, n)
-	for i := range n {
-		r := BenchRequest{PromptLen: raw.InputLens[i], OutputLen: raw.OutputLens[i], TTFT: raw.TTFTs[i], ITLs: raw.ITLs[i]}
-		if r.PromptLen < 0 || r.OutputLen < 0 {
-			return fmt.Errorf("request %d: negative token count (input %d, output %d)", i, r.PromptLen, r.OutputLen)
-		}
-		if !nonNegative(r.TTFT) {
-			return fmt.Errorf("request %d: ttft %v is not a non-negative number of seconds", i, r.TTFT)
-		}
-		sum := 0.0
-		for j, g := range r.ITLs {
-			if !nonNegative(g) {
-				return fmt.Errorf("request %d: itl %d is %v, not a non-negative number of seconds", i, j, g)
-			}
-			sum += g
-		}
-		r.Latency = r.TTFT + sum
-		if raw.Latencies != nil {
-			r.Latency = raw.Latencies[i]
-		}
-		if !nonNegative(r.Latency) || math.IsInf(r.Latency, 0) {
-			return fmt.Errorf("request %d: latency %v is not a non-negative number of seconds", i, r.Latency)
-		}
-		if raw.StartTimes != nil {
-			r.Start = raw.StartTimes[i]
-			if math.IsNaN(r.Start) || math.IsInf(r.Start, 0) {
-				return fmt.Errorf("request %d: start time %v is not a number", i, r.Start)
-			}
-		}
-		if raw.Errors != nil {
-			r.Error = raw.Errors[i]
-		}
-		r.OK = r.Error == "" && !(r.OutputLen == 0 && r.TTFT == 0)
-		f.Requests[i] = r
-	}
 	return nil
+}
+
+// readRequest reads request i from the per-request lists (whose lengths
+// checkListLengths has checked) and checks its values: token counts and
+// times non-negative, times finite. Without vLLM's latencies, the latency
+// is TTFT plus the sum of the gaps.
+func readRequest(raw rawBench, i int) (BenchRequest, error) {
+	r := BenchRequest{PromptLen: raw.InputLens[i], OutputLen: raw.OutputLens[i], TTFT: raw.TTFTs[i], ITLs: raw.ITLs[i]}
+	if r.PromptLen < 0 || r.OutputLen < 0 {
+		return r, fmt.Errorf("negative token count (input %d, output %d)", r.PromptLen, r.OutputLen)
+	}
+	if !nonNegative(r.TTFT) {
+		return r, fmt.Errorf("ttft %v is not a non-negative number of seconds", r.TTFT)
+	}
+	sum := 0.0
+	for j, g := range r.ITLs {
+		if !nonNegative(g) {
+			return r, fmt.Errorf("itl %d is %v, not a non-negative number of seconds", j, g)
+		}
+		sum += g
+	}
+	r.Latency = r.TTFT + sum
+	if raw.Latencies != nil {
+		r.Latency = raw.Latencies[i]
+	}
+	if !nonNegative(r.Latency) || math.IsInf(r.Latency, 0) {
+		return r, fmt.Errorf("latency %v is not a non-negative number of seconds", r.Latency)
+	}
+	if raw.StartTimes != nil {
+		r.Start = raw.StartTimes[i]
+		if math.IsNaN(r.Start) || math.IsInf(r.Start, 0) {
+			return r, fmt.Errorf("start time %v is not a number", r.Start)
+		}
+	}
+	if raw.Errors != nil {
+		r.Error = raw.Errors[i]
+	}
+	r.OK = r.Error == "" && !(r.OutputLen == 0 && r.TTFT == 0)
+	return r, nil
 }
 
 // parseRate reads request_rate: a number, or the string "inf" vLLM writes

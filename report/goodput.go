@@ -87,3 +87,30 @@ func SLOOf(objs []Objective) []slo.SLO {
 	}
 	return []slo.SLO{s}
 }
+
+// implausibleMs is the threshold below which a goodput objective is taken
+// to be a mistake: no vLLM server delivers a first token, an output token
+// or a whole request in under a millisecond, so a value like ttft:0.5 is
+// almost surely seconds written where vLLM's --goodput takes milliseconds,
+// and it would silently count every request bad.
+const implausibleMs = 1.0
+
+// GoodputWarnings returns one warning per objective whose threshold is below
+// implausibleMs, saying that the value is read as milliseconds and what the
+// same number in seconds would be written as. The objectives are still
+// used as given: vLLM would read them the same way.
+func GoodputWarnings(objs []Objective) []string {
+	var out []string
+	for _, o := range objs {
+		if o.Ms >= implausibleMs {
+			continue
+		}
+		w := fmt.Sprintf("goodput %s:%s is %s ms (vLLM's --goodput takes milliseconds), below the %s ms that hardly any request meets",
+			o.Metric, fmtG(o.Ms), fmtG(o.Ms), fmtG(implausibleMs))
+		if o.Ms > 0 {
+			w += fmt.Sprintf("; for %s s write %s:%s", fmtG(o.Ms), o.Metric, fmtG(o.Ms*1000))
+		}
+		out = append(out, w)
+	}
+	return out
+}

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/vllm-slo-exporter/vllm-slo-exporter/recording"
@@ -24,7 +25,9 @@ type Options struct {
 	Duration, Interval time.Duration
 	// Window limits the histogram window (0: all scrapes).
 	Window time.Duration
-	// Goodput are vLLM --goodput items ("ttft:500", "tpot:50", "e2el:…").
+	// Goodput are vLLM --goodput items ("ttft:500", "tpot:50", "e2el:…"),
+	// in milliseconds; one under 1 ms is used, and warned about
+	// (GoodputWarnings).
 	Goodput []string
 	// Percentiles in percent; empty means DefaultPercentiles.
 	Percentiles []float64
@@ -50,6 +53,9 @@ type Output struct {
 	Server      []ServerModel `json:"server,omitempty"`
 	Comparisons []Comparison  `json:"comparison,omitempty"`
 	Notes       []string      `json:"notes,omitempty"`
+	// Warnings are about the options themselves (a goodput threshold that
+	// looks like seconds given as milliseconds); they come before the tables.
+	Warnings []string `json:"warnings,omitempty"`
 
 	// scrapes and server are what the HTML page is drawn from.
 	scrapes []recording.Entry
@@ -79,9 +85,43 @@ func Run(ctx context.Context, opts Options, stdout io.Writer) error {
 
 // Build computes the report without writing it.
 func Build(ctx context.Context, opts Options) (*Output, error) {
-	objs, err := ParseGoodput(opts.Goodput)
+	objs, pcts, err := checkComputation(opts)
 	if err != nil {
 		return nil, fmt.Errorf("report: %w", err)
+	}
+	if err := checkSources(opts, objs); err != nil {
+		return nil, fmt.Errorf("report: %w", err)
+	}
+	out := &Output{Warnings: GoodputWarnings(objs)}
+	bopts := BenchOptions{Percentiles: pcts, Nearest: opts.Rank == "nearest", Goodput: objs, GPUHourlyCost: opts.GPUHourlyCost}
+	results, err := evaluateBenchFiles(opts.Bench, bopts)
+	if err != nil {
+		return nil, fmt.Errorf("report: %w", err)
+	}
+	if len(results) > 0 {
+		s := NewSweep(results)
+		out.Sweep = &s
+	}
+	entries, err := readScrapes(ctx, opts)
+	if err != nil {
+		return nil, fmt.Errorf("report: %w", err)
+	}
+	if entries != nil {
+		sopts := ServerOptions{Window: opts.Window, Quantiles: fractions(pcts), Goodput: objs, GPUHourlyCost: opts.GPUHourlyCost}
+		if err := out.addServer(entries, sopts, results); err != nil {
+			return nil, fmt.Errorf("report: %w", err)
+		}
+	}
+	return out, nil
+}
+
+// checkComputation checks the options that say how to compute (goodput
+// objectives, percentiles, rank rule, GPU cost) and returns the parsed
+// objectives and the percentiles to report (DefaultPercentiles when none).
+func checkComputation(opts Options) ([]Objective, []float64, error) {
+	objs, err := ParseGoodput(opts.Goodput)
+	if err != nil {
+		return nil, nil, err
 	}
 	pcts := opts.Percentiles
 	if len(pcts) == 0 {
@@ -89,72 +129,88 @@ func Build(ctx context.Context, opts Options) (*Output, error) {
 	}
 	for _, p := range pcts {
 		if !(p >= 0 && p <= 100) {
-			return nil, fmt.Errorf("report: percentile %v is not in [0, 100]", p)
+			return nil, nil, fmt.Errorf("percentile %v is not in [0, 100]", p)
 		}
 	}
 	if opts.Rank != "" && opts.Rank != "linear" && opts.Rank != "nearest" {
-		return nil, fmt.Errorf("report: rank %q: want linear or nearest", opts.Rank)
+		return nil, nil, fmt.Errorf("rank %q: want linear or nearest", opts.Rank)
 	}
 	if !(opts.GPUHourlyCost >= 0) {
-		return nil, fmt.Errorf("report: gpu hourly cost %v is negative", opts.GPUHourlyCost)
+		return nil, nil, fmt.Errorf("gpu hourly cost %v is negative", opts.GPUHourlyCost)
 	}
+	return objs, pcts, nil
+}
+
+// checkSources checks that the options name something to read, and that
+// the outputs asked for have the inputs they are drawn from.
+func checkSources(opts Options, objs []Objective) error {
 	if len(opts.Bench) == 0 && opts.Recording == "" && opts.URL == "" {
-		return nil, errors.New("report: nothing to report: give --bench files, --recording or --url")
+		return errors.New("nothing to report: give --bench files, --recording or --url")
 	}
 	if opts.Plot != "" && len(opts.Bench) == 0 {
-		return nil, errors.New("report: --plot needs --bench files")
+		return errors.New("--plot needs --bench files")
 	}
 	if opts.Recording != "" && opts.URL != "" {
-		return nil, errors.New("report: --recording and --url exclude each other")
+		return errors.New("--recording and --url exclude each other")
 	}
 	if opts.HTML != "" && (opts.Recording == "" && opts.URL == "" || len(objs) == 0) {
-		return nil, errors.New("report: --html needs --recording or --url, and --goodput objectives for its SLO")
+		return errors.New("--html needs --recording or --url, and --goodput objectives for its SLO")
 	}
-	out := &Output{}
-	bopts := BenchOptions{Percentiles: pcts, Nearest: opts.Rank == "nearest", Goodput: objs, GPUHourlyCost: opts.GPUHourlyCost}
+	return nil
+}
+
+// evaluateBenchFiles reads and evaluates each bench file, in order.
+func evaluateBenchFiles(paths []string, bopts BenchOptions) ([]BenchResult, error) {
 	var results []BenchResult
-	for _, path := range opts.Bench {
+	for _, path := range paths {
 		f, err := ReadBench(path)
 		if err != nil {
-			return nil, fmt.Errorf("report: %w", err)
+			return nil, err
 		}
 		results = append(results, Evaluate(f, bopts))
 	}
-	if len(results) > 0 {
-		s := NewSweep(results)
-		out.Sweep = &s
-	}
-	var entries []recording.Entry
+	return results, nil
+}
+
+// readScrapes returns the recording's scrapes, or a live target's, or nil
+// when the options name neither.
+func readScrapes(ctx context.Context, opts Options) ([]recording.Entry, error) {
 	switch {
 	case opts.Recording != "":
-		if entries, err = recording.ReadAll(opts.Recording); err != nil {
-			return nil, fmt.Errorf("report: %w", err)
-		}
+		return recording.ReadAll(opts.Recording)
 	case opts.URL != "":
-		if entries, err = recordLive(ctx, opts); err != nil {
-			return nil, fmt.Errorf("report: %w", err)
+		return recordLive(ctx, opts)
+	}
+	return nil, nil
+}
+
+// addServer evaluates the scrapes into the server table and its notes, and
+// puts each bench result beside the server models it can be compared with.
+// The notes are kept even when the evaluation fails.
+func (out *Output) addServer(entries []recording.Entry, sopts ServerOptions, results []BenchResult) error {
+	out.scrapes = entries
+	out.server = sopts
+	models, notes, err := EvaluateScrapes(entries, sopts)
+	out.Notes = append(out.Notes, notes...)
+	if err != nil {
+		return err
+	}
+	out.Server = models
+	for _, b := range results {
+		for _, s := range pairs(b, models) {
+			out.Comparisons = append(out.Comparisons, Compare(b, s))
 		}
 	}
-	if entries != nil {
-		qs := make([]float64, len(pcts))
-		for i, p := range pcts {
-			qs[i] = p / 100
-		}
-		out.scrapes = entries
-		out.server = ServerOptions{Window: opts.Window, Quantiles: qs, Goodput: objs, GPUHourlyCost: opts.GPUHourlyCost}
-		models, notes, err := EvaluateScrapes(entries, out.server)
-		out.Notes = append(out.Notes, notes...)
-		if err != nil {
-			return nil, fmt.Errorf("report: %w", err)
-		}
-		out.Server = models
-		for _, b := range results {
-			for _, s := range pairs(b, models) {
-				out.Comparisons = append(out.Comparisons, Compare(b, s))
-			}
-		}
+	return nil
+}
+
+// fractions turns percentiles into quantile levels (99 → 0.99).
+func fractions(pcts []float64) []float64 {
+	qs := make([]float64, len(pcts))
+	for i, p := range pcts {
+		qs[i] = p / 100
 	}
-	return out, nil
+	return qs
 }
 
 // liveTarget names the target of a live report in its scrapes.
@@ -203,6 +259,9 @@ func Write(w io.Writer, out *Output, format string) error {
 		}
 		return nil
 	}
+	if err := writeWarnings(w, out.Warnings, format); err != nil {
+		return fmt.Errorf("report: write: %w", err)
+	}
 	var tables []Table
 	var objs []Objective
 	if out.Sweep != nil {
@@ -236,6 +295,27 @@ func Write(w io.Writer, out *Output, format string) error {
 		}
 	}
 	return nil
+}
+
+// writeWarnings writes each warning on a line of its own, in bold in
+// markdown, followed by a blank line; nothing when there are none.
+func writeWarnings(w io.Writer, warnings []string, format string) error {
+	if len(warnings) == 0 {
+		return nil
+	}
+	var b strings.Builder
+	for _, s := range warnings {
+		if format == "markdown" {
+			b.WriteString("**warning:** " + mdEscape(s) + "\n\n")
+		} else {
+			b.WriteString("warning: " + s + "\n")
+		}
+	}
+	if format != "markdown" {
+		b.WriteString("\n")
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
 }
 
 // writePlotFile writes the sweep's SVG to path.

@@ -293,32 +293,15 @@ func (m ModelConfig) validate() error {
 	return m.Workload.validate()
 }
 
+// validate checks the phases, the stop probability and the length and
+// cancellation distributions, naming the first that is wrong.
 func (w Workload) validate() error {
 	if len(w.Phases) == 0 {
 		return errors.New("workload: no phases")
 	}
 	for i, p := range w.Phases {
-		last := i == len(w.Phases)-1
-		if p.Duration < 0 || (p.Duration == 0 && (!last || w.Repeat)) {
-			return fmt.Errorf("workload: phase %d duration %v (0 only for a final, non-repeating phase)", i, p.Duration)
-		}
-		for _, r := range []float64{p.Rate, p.RateEnd, p.RateOff} {
-			if r < 0 || math.IsNaN(r) || math.IsInf(r, 0) {
-				return fmt.Errorf("workload: phase %d rate %v, want finite >= 0", i, r)
-			}
-		}
-		switch p.Kind {
-		case Poisson:
-		case Bursty:
-			if p.On <= 0 || p.Off < 0 {
-				return fmt.Errorf("workload: phase %d bursty on %v off %v, want on > 0", i, p.On, p.Off)
-			}
-		case Ramp:
-			if p.Duration == 0 {
-				return fmt.Errorf("workload: phase %d: a ramp needs a duration", i)
-			}
-		default:
-			return fmt.Errorf("workload: phase %d unknown kind %d", i, p.Kind)
+		if err := p.validate(i, i == len(w.Phases)-1 && !w.Repeat); err != nil {
+			return err
 		}
 	}
 	if w.StopProbability < 0 || w.StopProbability > 1 {
@@ -332,6 +315,33 @@ func (w Workload) validate() error {
 	}
 	if err := w.Cancel.validate(); err != nil {
 		return fmt.Errorf("workload: %w", err)
+	}
+	return nil
+}
+
+// validate checks phase i of a workload; only the final phase of a workload
+// that does not repeat (final) may have duration 0, meaning it runs forever.
+func (p Phase) validate(i int, final bool) error {
+	if p.Duration < 0 || (p.Duration == 0 && !final) {
+		return fmt.Errorf("workload: phase %d duration %v (0 only for a final, non-repeating phase)", i, p.Duration)
+	}
+	for _, r := range []float64{p.Rate, p.RateEnd, p.RateOff} {
+		if r < 0 || math.IsNaN(r) || math.IsInf(r, 0) {
+			return fmt.Errorf("workload: phase %d rate %v, want finite >= 0", i, r)
+		}
+	}
+	switch p.Kind {
+	case Poisson:
+	case Bursty:
+		if p.On <= 0 || p.Off < 0 {
+			return fmt.Errorf("workload: phase %d bursty on %v off %v, want on > 0", i, p.On, p.Off)
+		}
+	case Ramp:
+		if p.Duration == 0 {
+			return fmt.Errorf("workload: phase %d: a ramp needs a duration", i)
+		}
+	default:
+		return fmt.Errorf("workload: phase %d unknown kind %d", i, p.Kind)
 	}
 	return nil
 }

@@ -105,53 +105,86 @@ func (e Estimator) fit(b buckets) shape {
 	if e != MeanFit && e != Density {
 		return s
 	}
-	last := len(b.upper) - 1
 	s.theta = make([]float64, len(b.upper))
 	if e == Density {
-		dens := func(i int) float64 {
-			if i < 0 || i >= last {
-				return math.NaN()
-			}
-			return b.count[i] / (b.upper[i] - b.lower[i])
+		densityTilts(b, s.theta)
+	}
+	if finiteSum, ok := finiteBucketSum(b); ok {
+		shiftToMean(b, s.theta, finiteSum)
+	}
+	return s
+}
+
+// densityTilts sets the base tilt of every finite bucket from its
+// neighbours' densities (count/width): θ_i = ½·ln(d_{i−1}/d_{i+1}), and for
+// the first bucket, whose left neighbour is unknown, ln(d_0/d_1). A bucket
+// whose neighbours are unknown (the last finite one borders +Inf) or both
+// empty keeps tilt 0. The 1e-9 keeps an empty neighbour's logarithm finite;
+// clampTilt bounds what it gives.
+func densityTilts(b buckets, theta []float64) {
+	last := len(b.upper) - 1
+	dens := func(i int) float64 {
+		if i < 0 || i >= last {
+			return math.NaN()
 		}
-		for i := 0; i < last; i++ {
-			lo, hi := dens(i-1), dens(i+1)
+		return b.count[i] / (b.upper[i] - b.lower[i])
+	}
+	for i := 0; i < last; i++ {
+		lo, hi := dens(i-1), dens(i+1)
+		if i == 0 {
+			lo = dens(0)
+		}
+		var th float64
+		switch {
+		case math.IsNaN(lo) || math.IsNaN(hi):
+		case lo == 0 && hi == 0:
+		default:
+			th = 0.5 * math.Log((lo+1e-9)/(hi+1e-9))
 			if i == 0 {
-				lo = dens(0)
+				th *= 2
 			}
-			var th float64
-			switch {
-			case math.IsNaN(lo) || math.IsNaN(hi):
-			case lo == 0 && hi == 0:
-			default:
-				th = 0.5 * math.Log((lo+1e-9)/(hi+1e-9))
-				if i == 0 {
-					th *= 2
-				}
-			}
-			s.theta[i] = clampTilt(th)
 		}
+		theta[i] = clampTilt(th)
 	}
+}
+
+// finiteBucketSum returns the sum of the finite buckets' observations, the
+// value the mean fit must reproduce: the histogram's sum minus the +Inf
+// bucket's observations counted at its lower edge (so an upper bound of the
+// finite sum, and the fit leans high). It is not usable (false) without a
+// sum, when every observation is in the +Inf bucket, or when a bucket with
+// observations has an infinite lower edge.
+func finiteBucketSum(b buckets) (float64, bool) {
 	if math.IsNaN(b.sum) {
-		return s
+		return 0, false
 	}
+	last := len(b.upper) - 1
 	finiteSum := b.sum
 	if c := b.count[last]; c > 0 {
 		if last == 0 {
-			return s
+			return 0, false
 		}
 		finiteSum -= c * b.lower[last]
 	}
 	for i := 0; i < last; i++ {
 		if b.count[i] > 0 && math.IsInf(b.lower[i], 0) {
-			return s
+			return 0, false
 		}
 	}
+	return finiteSum, true
+}
+
+// shiftToMean adds to every tilt the one δ for which the finite buckets'
+// implied sum equals finiteSum, found by 64 bisection steps over
+// [−2·maxTilt, 2·maxTilt] (the implied sum decreases in δ, so a sum outside
+// what any tilt implies gives the nearest end).
+func shiftToMean(b buckets, theta []float64, finiteSum float64) {
+	last := len(b.upper) - 1
 	implied := func(delta float64) float64 {
 		v := 0.0
 		for i := 0; i < last; i++ {
 			if c := b.count[i]; c > 0 {
-				v += c * (b.lower[i] + (b.upper[i]-b.lower[i])*tiltMean(clampTilt(s.theta[i]+delta)))
+				v += c * (b.lower[i] + (b.upper[i]-b.lower[i])*tiltMean(clampTilt(theta[i]+delta)))
 			}
 		}
 		return v
@@ -166,10 +199,9 @@ func (e Estimator) fit(b buckets) shape {
 		}
 	}
 	delta := (lo + hi) / 2
-	for i := range s.theta {
-		s.theta[i] = clampTilt(s.theta[i] + delta)
+	for i := range theta {
+		theta[i] = clampTilt(theta[i] + delta)
 	}
-	return s
 }
 
 // clampTilt limits a tilt to ±maxTilt.

@@ -5,7 +5,9 @@ import (
 	"testing"
 )
 
-// seedRequests is the seed example of the product brief.
+// seedRequests are three requests small enough to work out by hand: their
+// latencies, throughputs and attainments are checked below against numbers
+// computed on paper.
 func seedRequests() []Request {
 	return []Request{
 		{Arrival: 0.00, TokenTimes: []float64{0.20, 0.25, 0.30, 0.35, 0.40}, PromptTokens: 10},

@@ -29,13 +29,24 @@ func printRules(out io.Writer, logger *slog.Logger, file string) int {
 	return 0
 }
 
-// checkConfigFile is the check-config command.
-func checkConfigFile(stdout, stderr io.Writer, file string) int {
+// checkConfigFile is the check-config command. With probe or a recording it
+// also explains each objective on the servers (explainObjectives); an
+// objective no server can measure is an error (exit 1), as is a target
+// that cannot be read.
+func checkConfigFile(stdout, stderr io.Writer, file string, probe bool, recordingPath string) int {
 	cfg, err := config.Load(file)
 	if err != nil {
 		fmt.Fprintf(stderr, "%s\n", err)
 		return 1
 	}
 	fmt.Fprintf(stdout, "%s: OK (%d targets, %d SLOs)\n", file, len(cfg.Targets), len(cfg.SLOs))
+	if !probe && recordingPath == "" {
+		return 0
+	}
+	snaps := serverSnapshots(cfg, probe, recordingPath, stderr)
+	unknown := explainObjectives(stdout, cfg, snaps)
+	if unknown > 0 || (probe && len(snaps) < len(cfg.Targets)) || len(snaps) == 0 {
+		return 1
+	}
 	return 0
 }

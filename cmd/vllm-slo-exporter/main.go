@@ -48,6 +48,8 @@ func run(args []string) int {
 
 	checkCmd := app.Command("check-config", "Validate a configuration file.")
 	checkConfig := checkCmd.Flag("config.file", "Configuration file.").Default("config.yaml").String()
+	checkProbe := checkCmd.Flag("probe", "Also scrape every target once and say which objectives its histograms make exact, bracketed or unknown.").Bool()
+	checkRecording := checkCmd.Flag("recording", "Say the same of the last scrape of each target in this recording.").String()
 
 	rulesCmd := app.Command("rules", "Print Prometheus recording and alerting rules equivalent to the daemon's computation.")
 	rulesConfig := rulesCmd.Flag("config.file", "Configuration file.").Default("config.yaml").String()
@@ -89,7 +91,7 @@ func run(args []string) int {
 	case demoCmd.FullCommand():
 		return runDemo(logger, demoAddress{*demoWeb, !demoWebSet}, demoAddress{*demoSim, !demoSimSet}, demoAddress{*demoOTLP, !demoOTLPSet})
 	case checkCmd.FullCommand():
-		return checkConfigFile(os.Stdout, os.Stderr, *checkConfig)
+		return checkConfigFile(os.Stdout, os.Stderr, *checkConfig, *checkProbe, *checkRecording)
 	case rulesCmd.FullCommand():
 		return printRules(os.Stdout, logger, *rulesConfig)
 	case recordCmd.FullCommand():

@@ -33,7 +33,7 @@ func (rawCodec) Name() string                       { return "proto" }
 // it gets ResourceExhausted and a message that is not protobuf an error; all
 // are counted by outcome, and the receiver keeps serving.
 func TestGRPCLimitsAndGarbage(t *testing.T) {
-	store := traces.NewStore(traces.Limits{Retain: time.Hour})
+	store := traces.NewStore(traces.Limits{Retain: time.Hour, Now: testNow})
 	r, err := New(Options{GRPCAddress: "127.0.0.1:0", MaxBodyBytes: 4 << 10, Router: NewRouter(nil, "", []string{"gpu0"}, "")}, store)
 	if err != nil {
 		t.Fatal(err)

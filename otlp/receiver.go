@@ -234,8 +234,10 @@ func (r *Receiver) ingest(td ptrace.Traces) ptraceotlp.ExportResponse {
 	r.metrics.spans("stored", got.Added)
 	r.metrics.spans("duplicate", got.Duplicates)
 	r.metrics.spans("too_old", got.TooOld)
+	r.metrics.spans("too_new", got.TooNew)
+	r.metrics.spans(outcomeInvalidValue, got.Invalid)
 	r.metrics.spans("refused", got.Refused)
-	rejected := got.TooOld + got.Refused
+	rejected := got.TooOld + got.TooNew + got.Invalid + got.Refused
 	for reason, n := range d.skipped {
 		r.metrics.spans(reason, n)
 		if reason != outcomeOtherSpan {
@@ -268,6 +270,12 @@ func rejectionMessage(rejected int, skipped map[string]int, got traces.Outcome) 
 	}
 	if got.TooOld > 0 {
 		msg += fmt.Sprintf(" too_old %d (ended before the retention)", got.TooOld)
+	}
+	if got.TooNew > 0 {
+		msg += fmt.Sprintf(" too_new %d (ended more than the allowed clock skew after the receiver's clock)", got.TooNew)
+	}
+	if got.Invalid > 0 {
+		msg += fmt.Sprintf(" %s %d (a negative or infinite latency)", outcomeInvalidValue, got.Invalid)
 	}
 	if got.Refused > 0 {
 		msg += fmt.Sprintf(" refused %d (over the model or adapter cap)", got.Refused)

@@ -51,7 +51,7 @@ func TestSpanFromTheFuture(t *testing.T) {
 	r, store := newTestReceiver(t)
 	var first []testSpan
 	for i := range 100 {
-		first = append(first, testSpan{string(rune('a' + i%26)) + string(rune('a'+i/26)), time.Duration(i) * time.Second, 1})
+		first = append(first, testSpan{string(rune('a'+i%26)) + string(rune('a'+i/26)), time.Duration(i) * time.Second, 1})
 	}
 	body, _ := export(first...).MarshalProto()
 	post(t, r, contentProtobuf, body)

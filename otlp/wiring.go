@@ -63,7 +63,7 @@ func FromConfig(cfg *config.Config, logger *slog.Logger) (*ExactMode, error) {
 		maxModels = DefaultMaxModels
 	}
 	store := traces.NewStore(traces.Limits{
-		Retain: o.Retention(cfg.Global), MaxRecords: o.MaxRequestsPerModel,
+		Retain: o.Retention(cfg.Global), MaxRecords: o.MaxRequestsPerModel, MaxTargetRecords: o.MaxRequestsPerTarget,
 		MaxModels: maxModels, MaxAdapters: DefaultMaxAdapters,
 	})
 	var tlsConfig *tls.Config

@@ -55,16 +55,17 @@ const (
 // errInvalidValue marks a span refused for one of its values.
 var errInvalidValue = errors.New("invalid value")
 
-// decoded is the result of decoding one export request.
-type decoded struct {
-	spans []traces.Span
-	// skipped counts spans not stored, by reason.
-	skipped map[string]int
-}
+// decodeChunk is how many decoded spans go to the store at once: the
+// receiver's own memory per export stays this size, however many spans the
+// export holds.
+const decodeChunk = 1024
 
-// decode extracts the llm_request spans of an export and routes them.
-func decode(td ptrace.Traces, r *Router) decoded {
-	out := decoded{skipped: map[string]int{}}
+// decode extracts the llm_request spans of an export, routes them, and
+// hands them to emit in chunks of at most decodeChunk (the slice is reused
+// after emit returns). It returns the spans not emitted, by reason.
+func decode(td ptrace.Traces, r *Router, emit func([]traces.Span)) map[string]int {
+	skipped := map[string]int{}
+	chunk := make([]traces.Span, 0, decodeChunk)
 	rss := td.ResourceSpans()
 	for i := 0; i < rss.Len(); i++ {
 		rs := rss.At(i)
@@ -76,25 +77,31 @@ func decode(td ptrace.Traces, r *Router) decoded {
 				sp := spans.At(k)
 				switch {
 				case sp.Name() != SpanName:
-					out.skipped[outcomeOtherSpan]++
+					skipped[outcomeOtherSpan]++
 				case !ok:
-					out.skipped[outcomeUnknownTarget]++
+					skipped[outcomeUnknownTarget]++
 				default:
 					s, err := spanOf(sp, route, r.adapterAttribute)
 					switch {
 					case errors.Is(err, errInvalidValue):
-						out.skipped[outcomeInvalidValue]++
+						skipped[outcomeInvalidValue]++
 						continue
 					case err != nil:
-						out.skipped[outcomeNoEndTime]++
+						skipped[outcomeNoEndTime]++
 						continue
 					}
-					out.spans = append(out.spans, s)
+					if chunk = append(chunk, s); len(chunk) == decodeChunk {
+						emit(chunk)
+						chunk = chunk[:0]
+					}
 				}
 			}
 		}
 	}
-	return out
+	if len(chunk) > 0 {
+		emit(chunk)
+	}
+	return skipped
 }
 
 // spanOf reads one llm_request span. The end time is the span's end, or its

@@ -76,7 +76,7 @@ func shapes(n int) map[string]ptrace.Traces {
 // of it, so the budget is not wasted.
 func TestDecodeCostBoundsAllocation(t *testing.T) {
 	router := NewRouter(nil, "", []string{"gpu0"}, "")
-	for name, td := range shapes(20000) {
+	for name, td := range shapes(2000) {
 		for _, json := range []bool{false, true} {
 			req := ptraceotlp.NewExportRequestFromTraces(td)
 			var body []byte

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"flag"
-	"fmt"
 	"net/http"
 	"os"
 	"runtime"
@@ -125,38 +124,11 @@ func TestLoadConcurrentExports(t *testing.T) {
 	}
 	sendHTTP := func() {
 		resp, err := httpClient.Post("http://"+httpAddr+TracesPath, contentProtobuf, bytes.NewReader(body))
-		if err != nil {
-			count("http", "error: "+err.Error())
-			return
-		}
-		defer resp.Body.Close()
-		switch {
-		case resp.StatusCode == http.StatusOK:
-			count("http", "ok")
-		case resp.StatusCode == http.StatusServiceUnavailable && resp.Header.Get("Retry-After") != "":
-			count("http", "503 with Retry-After")
-		default:
-			count("http", fmt.Sprintf("not retryable: %s", resp.Status))
-		}
+		count("http", httpOutcome(resp, err))
 	}
 	sendGRPC := func() {
 		var reply []byte
-		err := conn.Invoke(ctx, exportMethod, &body, &reply, grpc.ForceCodec(bytesCodec{}))
-		st := status.Convert(err)
-		retryInfo := false
-		for _, d := range st.Details() {
-			if _, ok := d.(*errdetails.RetryInfo); ok {
-				retryInfo = true
-			}
-		}
-		switch {
-		case err == nil:
-			count("grpc", "ok")
-		case st.Code() == codes.Unavailable && retryInfo:
-			count("grpc", "UNAVAILABLE with RetryInfo")
-		default:
-			count("grpc", "not retryable: "+st.Code().String())
-		}
+		count("grpc", grpcOutcome(conn.Invoke(ctx, exportMethod, &body, &reply, grpc.ForceCodec(bytesCodec{}))))
 	}
 	for _, send := range []func(){sendHTTP, sendGRPC} {
 		for range waves {
@@ -191,6 +163,35 @@ func TestLoadConcurrentExports(t *testing.T) {
 	if err := <-done; err != nil {
 		t.Fatal(err)
 	}
+}
+
+// httpOutcome classifies an OTLP/HTTP answer: ok, retryable, or not.
+func httpOutcome(resp *http.Response, err error) string {
+	if err != nil {
+		return "error: " + err.Error()
+	}
+	defer resp.Body.Close()
+	switch {
+	case resp.StatusCode == http.StatusOK:
+		return "ok"
+	case resp.StatusCode == http.StatusServiceUnavailable && resp.Header.Get("Retry-After") != "":
+		return "503 with Retry-After"
+	}
+	return "not retryable: " + resp.Status
+}
+
+// grpcOutcome classifies an OTLP/gRPC answer: ok, retryable, or not.
+func grpcOutcome(err error) string {
+	if err == nil {
+		return "ok"
+	}
+	st := status.Convert(err)
+	for _, d := range st.Details() {
+		if _, ok := d.(*errdetails.RetryInfo); ok && st.Code() == codes.Unavailable {
+			return "UNAVAILABLE with RetryInfo"
+		}
+	}
+	return "not retryable: " + st.Code().String()
 }
 
 func mustScan(t *testing.T, body []byte) exportShape {

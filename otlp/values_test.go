@@ -73,3 +73,35 @@ func TestSpanFromTheFuture(t *testing.T) {
 		t.Errorf("%d records kept, want the 100 before the span from the future and the one after", n)
 	}
 }
+
+// TestForwardQueueBytesBounded: exports wait to be forwarded within
+// ForwardQueueBytes; beyond it they are dropped and counted, and the bytes
+// leave the count as the queue drains.
+func TestForwardQueueBytesBounded(t *testing.T) {
+	f := NewForwarder("http://127.0.0.1:1/v1/traces", nil, time.Second, 1000, nil)
+	dropped := 0
+	f.count = func(outcome string) {
+		if outcome == "dropped" {
+			dropped++
+		}
+	}
+	var spans []testSpan
+	for i := range 20000 {
+		spans = append(spans, testSpan{string(rune('a'+i%26)) + string(rune('a'+i/26%26)), time.Duration(i) * time.Millisecond, 1})
+	}
+	req := export(spans...)
+	body, _ := req.MarshalProto()
+	fits := ForwardQueueBytes / len(body)
+	for range fits + 3 {
+		f.Enqueue(req)
+	}
+	if dropped != 3 || len(f.queue) != fits {
+		t.Errorf("%d queued, %d dropped; want %d queued (%d bytes each within %d) and 3 dropped", len(f.queue), dropped, fits, len(body), ForwardQueueBytes)
+	}
+	for len(f.queue) > 0 {
+		f.hold(-int64(len(<-f.queue)))
+	}
+	if f.queued != 0 {
+		t.Errorf("%d bytes counted in an empty queue", f.queued)
+	}
+}

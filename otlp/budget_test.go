@@ -250,6 +250,14 @@ func TestGRPCThrottled(t *testing.T) {
 	if n, _ := store.Retained(); n != 1 {
 		t.Errorf("%d records stored, want 1", n)
 	}
+	// A stream gives its reservation back when it ends, which is just after
+	// the client has its answer: wait for that, while the server runs.
+	for deadline := time.Now().Add(10 * time.Second); r.grpcInFlight.inUse() != 0 || r.read.inUse() != 0; {
+		if time.Now().After(deadline) {
+			t.Fatalf("streams still hold %d slots and %d bytes 10s after their answers", r.grpcInFlight.inUse(), r.read.inUse())
+		}
+		runtime.Gosched()
+	}
 	conn.Close()
 	cancel()
 	if err := <-done; err != nil {

@@ -16,12 +16,17 @@ import (
 // gRPC UNAVAILABLE with RetryInfo, as OTLP specifies for throttling) and
 // the sender retries later.
 const (
-	// DefaultReadBudget bounds the bodies being read or decoded at once:
-	// eight exports of the largest size by default.
-	DefaultReadBudget = 32 << 20
-	// DefaultDecodeBudget bounds what decoding the exports in flight
-	// allocates, as decodeCost estimates it.
-	DefaultDecodeBudget = 64 << 20
+	// ReadBudgetBodies is the default read budget, in exports of the
+	// largest size (Options.MaxBodyBytes): the bodies being read or decoded
+	// at once, 32 MiB at the default 4 MiB.
+	ReadBudgetBodies = 8
+	// DecodeBudgetBodies is the default decoding budget, in exports of the
+	// largest size: what decoding the exports in flight allocates, as
+	// decodeCost estimates it, 64 MiB at the default 4 MiB. An export of the
+	// largest size fits unless its spans are far smaller than vLLM's (about
+	// 16x expansion: 4 MiB of spans with nothing but a name and an end time
+	// take 40 MB).
+	DecodeBudgetBodies = 16
 	// DefaultMaxInFlight caps the exports in flight per transport, whatever
 	// their size.
 	DefaultMaxInFlight = 64
@@ -99,9 +104,9 @@ const (
 	costEvent = 96
 	costLink  = 112
 	costOther = 80
-	// costChunk is the receiver's own part: one chunk of decoded spans on
-	// their way to the store.
-	costChunk = decodeChunk * 256
+	// costChunkSpan is the receiver's own part, per span of the chunk of
+	// decoded spans on their way to the store (at most decodeChunk).
+	costChunkSpan = 256
 )
 
 // decodeCost estimates what decoding an export allocates, beyond its body:
@@ -111,11 +116,13 @@ const (
 // cheaply.
 func decodeCost(body []byte, json bool) (int64, error) {
 	if json {
-		return costChunk + 2*int64(len(body)) + costSpan*int64(bytes.Count(body, []byte("{"))), nil
+		objects := int64(bytes.Count(body, []byte("{")))
+		return costChunkSpan*min(objects, decodeChunk) + 2*int64(len(body)) + costSpan*objects, nil
 	}
 	s, err := scanExport(body)
 	if err != nil {
 		return 0, err
 	}
-	return costChunk + int64(len(body)) + costSpan*int64(s.spans) + costEvent*int64(s.events) + costLink*int64(s.links) + costOther*int64(s.others), nil
+	spans := int64(s.spans)
+	return costChunkSpan*min(spans, decodeChunk) + int64(len(body)) + costSpan*spans + costEvent*int64(s.events) + costLink*int64(s.links) + costOther*int64(s.others), nil
 }

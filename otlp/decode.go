@@ -65,7 +65,7 @@ const decodeChunk = 1024
 // after emit returns). It returns the spans not emitted, by reason.
 func decode(td ptrace.Traces, r *Router, emit func([]traces.Span)) map[string]int {
 	skipped := map[string]int{}
-	chunk := make([]traces.Span, 0, decodeChunk)
+	chunk := make([]traces.Span, 0, min(td.SpanCount(), decodeChunk))
 	rss := td.ResourceSpans()
 	for i := 0; i < rss.Len(); i++ {
 		rs := rss.At(i)

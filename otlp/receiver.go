@@ -48,9 +48,9 @@ type Options struct {
 	Forward *Forwarder
 	Logger  *slog.Logger
 	// ReadBudget and DecodeBudget bound the memory of the exports in
-	// flight (see DefaultReadBudget, DefaultDecodeBudget); MaxInFlight caps
-	// their number per transport. Zero means the default; the read budget
-	// is raised to hold at least one export of MaxBodyBytes.
+	// flight, in bytes (see ReadBudgetBodies, DecodeBudgetBodies);
+	// MaxInFlight caps their number per transport. Zero means the default;
+	// the read budget is raised to hold at least one export of MaxBodyBytes.
 	ReadBudget, DecodeBudget int64
 	MaxInFlight              int
 }
@@ -90,11 +90,11 @@ func New(opts Options, store *traces.Store) (*Receiver, error) {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
 	if opts.ReadBudget <= 0 {
-		opts.ReadBudget = DefaultReadBudget
+		opts.ReadBudget = ReadBudgetBodies * opts.MaxBodyBytes
 	}
 	opts.ReadBudget = max(opts.ReadBudget, opts.MaxBodyBytes)
 	if opts.DecodeBudget <= 0 {
-		opts.DecodeBudget = DefaultDecodeBudget
+		opts.DecodeBudget = DecodeBudgetBodies * opts.MaxBodyBytes
 	}
 	if opts.MaxInFlight <= 0 {
 		opts.MaxInFlight = DefaultMaxInFlight

@@ -268,4 +268,8 @@ func TestGRPCThrottled(t *testing.T) {
 			t.Errorf("%d still reserved after every stream ended", n)
 		}
 	}
+	// Refused in the tap (two) or by the handler (one), each counted once.
+	if got := testutil.ToFloat64(r.metrics.exports.WithLabelValues("grpc", "unavailable")); got != 3 {
+		t.Errorf("unavailable counted %v, want 3", got)
+	}
 }

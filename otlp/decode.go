@@ -4,7 +4,9 @@
 // a traces.Store. It can forward what it received to a downstream OTLP/HTTP
 // endpoint so that enabling exact mode costs nobody their traces.
 //
-// It never computes SLO numbers: package traces does, from the store.
+// It never computes SLO numbers: package traces does, from the store. It
+// never reads or decodes an export before reserving the memory that costs
+// (budget.go): a sender that finds the budget in use is told to retry.
 package otlp
 
 import (

@@ -24,6 +24,7 @@ const (
 	DefaultOTLPMaxLateness       = model.Duration(2 * time.Minute)
 	DefaultOTLPSpanDelay         = model.Duration(10 * time.Second)
 	DefaultOTLPMaxRequests       = 500000
+	DefaultOTLPMaxTargetRequests = 1000000
 	DefaultOTLPForwardTimeout    = model.Duration(10 * time.Second)
 )
 
@@ -62,6 +63,9 @@ type OTLP struct {
 	// MaxRequestsPerModel caps the records kept per target and model
 	// (80 bytes each); windows that lose records fall back to the histograms.
 	MaxRequestsPerModel int `yaml:"max_requests_per_model"`
+	// MaxRequestsPerTarget caps the records kept per target across all its
+	// models; beyond it the model holding the most loses its oldest.
+	MaxRequestsPerTarget int `yaml:"max_requests_per_target"`
 	// Forward, when set, sends every received export on to an OTLP/HTTP
 	// endpoint.
 	Forward *OTLPForward `yaml:"forward,omitempty"`
@@ -116,6 +120,9 @@ func applyOTLPDefaults(o *OTLP, present func(path string) bool) {
 	if o.MaxRequestsPerModel == 0 {
 		o.MaxRequestsPerModel = DefaultOTLPMaxRequests
 	}
+	if o.MaxRequestsPerTarget == 0 {
+		o.MaxRequestsPerTarget = DefaultOTLPMaxTargetRequests
+	}
 	if f := o.Forward; f != nil {
 		if f.Timeout == 0 {
 			f.Timeout = DefaultOTLPForwardTimeout
@@ -155,6 +162,9 @@ func validateOTLP(o *OTLP, targets []Target) *fieldError {
 	}
 	if o.MaxRequestsPerModel < 0 {
 		return errorf("otlp.max_requests_per_model", "%d must be positive", o.MaxRequestsPerModel)
+	}
+	if o.MaxRequestsPerTarget < 0 {
+		return errorf("otlp.max_requests_per_target", "%d must be positive", o.MaxRequestsPerTarget)
 	}
 	if o.TLSServerConfig != nil {
 		if _, err := web.ConfigToTLSConfig(o.TLSServerConfig); err != nil {

@@ -21,6 +21,7 @@ var otlpFileErrors = map[string]string{
 	"bad_tls.yml":          `testdata/otlp/bad_tls.yml:6: otlp.tls_server_config: failed to read cert_file (testdata/otlp/missing.crt): open testdata/otlp/missing.crt: no such file or directory`,
 	"bad_same_address.yml": `testdata/otlp/bad_same_address.yml:7: otlp.http_listen_address: "127.0.0.1:4317" is also the gRPC address`,
 	"bad_body_size.yml":    `testdata/otlp/bad_body_size.yml:6: otlp.max_body_size: "lots" is not a valid size (use e.g. 512KiB, 10MiB, 1GiB)`,
+	"bad_target_cap.yml":   `testdata/otlp/bad_target_cap.yml:6: otlp.max_requests_per_target: -1 must be positive`,
 }
 
 func TestLoadOTLPFiles(t *testing.T) {
@@ -57,7 +58,7 @@ func TestOTLPDefaults(t *testing.T) {
 	if o.Enabled || o.GRPCListenAddress != "127.0.0.1:4317" || o.HTTPListenAddress != "127.0.0.1:4318" {
 		t.Errorf("listeners: %+v", o)
 	}
-	if o.MaxBodySize != 4<<20 || o.Timeout != model.Duration(10*time.Second) || o.MaxRequestsPerModel != 500000 {
+	if o.MaxBodySize != 4<<20 || o.Timeout != model.Duration(10*time.Second) || o.MaxRequestsPerModel != 500000 || o.MaxRequestsPerTarget != 1000000 {
 		t.Errorf("limits: %+v", o)
 	}
 	if o.TargetAttribute != "service.name" || o.AdapterAttribute != "gen_ai.request.model" {

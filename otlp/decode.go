@@ -4,10 +4,13 @@
 // a traces.Store. It can forward what it received to a downstream OTLP/HTTP
 // endpoint so that enabling exact mode costs nobody their traces.
 //
-// It never computes SLO numbers: package traces does, from the store.
+// It never computes SLO numbers: package traces does, from the store. It
+// never reads or decodes an export before reserving the memory that costs
+// (budget.go): a sender that finds the budget in use is told to retry.
 package otlp
 
 import (
+	"errors"
 	"fmt"
 	"math"
 	"time"
@@ -45,18 +48,26 @@ const (
 	outcomeUnknownTarget = "unknown_target"
 	outcomeNoEndTime     = "no_end_time"
 	outcomeOtherSpan     = "other_span"
+	// outcomeInvalidValue is a span with a latency or token count that is
+	// not a finite, non-negative number: refused whole, as the scrape path
+	// refuses such a sample (its reason has the same name).
+	outcomeInvalidValue = "invalid_value"
 )
 
-// decoded is the result of decoding one export request.
-type decoded struct {
-	spans []traces.Span
-	// skipped counts spans not stored, by reason.
-	skipped map[string]int
-}
+// errInvalidValue marks a span refused for one of its values.
+var errInvalidValue = errors.New("invalid value")
 
-// decode extracts the llm_request spans of an export and routes them.
-func decode(td ptrace.Traces, r *Router) decoded {
-	out := decoded{skipped: map[string]int{}}
+// decodeChunk is how many decoded spans go to the store at once: the
+// receiver's own memory per export stays this size, however many spans the
+// export holds.
+const decodeChunk = 1024
+
+// decode extracts the llm_request spans of an export, routes them, and
+// hands them to emit in chunks of at most decodeChunk (the slice is reused
+// after emit returns). It returns the spans not emitted, by reason.
+func decode(td ptrace.Traces, r *Router, emit func([]traces.Span)) map[string]int {
+	skipped := map[string]int{}
+	chunk := make([]traces.Span, 0, min(td.SpanCount(), decodeChunk))
 	rss := td.ResourceSpans()
 	for i := 0; i < rss.Len(); i++ {
 		rs := rss.At(i)
@@ -68,40 +79,56 @@ func decode(td ptrace.Traces, r *Router) decoded {
 				sp := spans.At(k)
 				switch {
 				case sp.Name() != SpanName:
-					out.skipped[outcomeOtherSpan]++
+					skipped[outcomeOtherSpan]++
 				case !ok:
-					out.skipped[outcomeUnknownTarget]++
+					skipped[outcomeUnknownTarget]++
 				default:
 					s, err := spanOf(sp, route, r.adapterAttribute)
-					if err != nil {
-						out.skipped[outcomeNoEndTime]++
+					switch {
+					case errors.Is(err, errInvalidValue):
+						skipped[outcomeInvalidValue]++
+						continue
+					case err != nil:
+						skipped[outcomeNoEndTime]++
 						continue
 					}
-					out.spans = append(out.spans, s)
+					if chunk = append(chunk, s); len(chunk) == decodeChunk {
+						emit(chunk)
+						chunk = chunk[:0]
+					}
 				}
 			}
 		}
 	}
-	return out
+	if len(chunk) > 0 {
+		emit(chunk)
+	}
+	return skipped
 }
 
 // spanOf reads one llm_request span. The end time is the span's end, or its
-// start (vLLM's arrival time) plus e2e when the end is missing.
+// start (vLLM's arrival time) plus e2e when the end is missing. A latency or
+// token count that is present but not a finite, non-negative number refuses
+// the span (errInvalidValue).
 func spanOf(sp ptrace.Span, route Route, adapterAttr string) (traces.Span, error) {
 	attrs := sp.Attributes()
+	v := values{attrs: attrs}
 	s := traces.Span{
 		Target:           route.Target,
 		Model:            str(attrs, AttrResponseModel),
-		TTFT:             float(attrs, AttrTTFT),
-		E2E:              float(attrs, AttrE2E),
-		Queue:            float(attrs, AttrQueue),
-		Prefill:          float(attrs, AttrPrefill),
-		Decode:           float(attrs, AttrDecode),
-		Inference:        float(attrs, AttrInference),
-		PromptTokens:     integer(attrs, AttrPromptTokens),
-		CompletionTokens: integer(attrs, AttrCompletionTokens),
+		TTFT:             v.float(AttrTTFT),
+		E2E:              v.float(AttrE2E),
+		Queue:            v.float(AttrQueue),
+		Prefill:          v.float(AttrPrefill),
+		Decode:           v.float(AttrDecode),
+		Inference:        v.float(AttrInference),
+		PromptTokens:     v.integer(AttrPromptTokens),
+		CompletionTokens: v.integer(AttrCompletionTokens),
 		RequestID:        str(attrs, AttrRequestID),
 		FinishReason:     firstReason(attrs),
+	}
+	if v.invalid != "" {
+		return traces.Span{}, fmt.Errorf("span %s: %s: %w", sp.SpanID(), v.invalid, errInvalidValue)
 	}
 	if s.Model == "" {
 		s.Model = route.Model
@@ -133,37 +160,56 @@ func str(m pcommon.Map, key string) string {
 	return v.AsString()
 }
 
-// float reads a number attribute in seconds; NaN when absent or not a number.
-func float(m pcommon.Map, key string) float64 {
-	v, ok := m.Get(key)
+// values reads a span's numeric attributes, noting the first that is
+// present but not a valid value.
+type values struct {
+	attrs   pcommon.Map
+	invalid string
+}
+
+func (v *values) refuse(key string, val pcommon.Value) {
+	if v.invalid == "" {
+		v.invalid = fmt.Sprintf("%s is %s %q, not a finite non-negative number", key, val.Type(), val.AsString())
+	}
+}
+
+// float reads a latency attribute in seconds; NaN when absent.
+func (v *values) float(key string) float64 {
+	val, ok := v.attrs.Get(key)
 	if !ok {
 		return math.NaN()
 	}
-	switch v.Type() {
+	f := math.NaN()
+	switch val.Type() {
 	case pcommon.ValueTypeDouble:
-		return v.Double()
+		f = val.Double()
 	case pcommon.ValueTypeInt:
-		return float64(v.Int())
+		f = float64(val.Int())
 	}
-	return math.NaN()
+	if !(f >= 0) || math.IsInf(f, 0) {
+		v.refuse(key, val)
+		return math.NaN()
+	}
+	return f
 }
 
-// integer reads a count attribute; -1 when absent, not an integer or negative.
-func integer(m pcommon.Map, key string) int {
-	v, ok := m.Get(key)
+// integer reads a count attribute; -1 when absent.
+func (v *values) integer(key string) int {
+	val, ok := v.attrs.Get(key)
 	if !ok {
 		return -1
 	}
-	switch v.Type() {
+	switch val.Type() {
 	case pcommon.ValueTypeInt:
-		if n := v.Int(); n >= 0 && n <= math.MaxInt32 {
+		if n := val.Int(); n >= 0 && n <= math.MaxInt32 {
 			return int(n)
 		}
 	case pcommon.ValueTypeDouble:
-		if f := v.Double(); f >= 0 && f <= math.MaxInt32 && f == math.Trunc(f) {
+		if f := val.Double(); f >= 0 && f <= math.MaxInt32 && f == math.Trunc(f) {
 			return int(f)
 		}
 	}
+	v.refuse(key, val)
 	return -1
 }
 

@@ -62,7 +62,10 @@ type receiverUnderTest struct {
 
 func startReceiver(t *testing.T) *receiverUnderTest {
 	t.Helper()
-	store := traces.NewStore(traces.Limits{Retain: 10 * time.Minute, MaxRecords: 1 << 20, MaxModels: 10, MaxAdapters: 10})
+	// The store's clock reads the end of the longest simulated run (6
+	// minutes): every span of the tests is then within its retention.
+	store := traces.NewStore(traces.Limits{Retain: 10 * time.Minute, MaxRecords: 1 << 20, MaxModels: 10, MaxAdapters: 10,
+		Now: func() time.Time { return start.Add(6 * time.Minute) }})
 	rcv, err := otlp.New(otlp.Options{
 		GRPCAddress: "127.0.0.1:0", HTTPAddress: "127.0.0.1:0",
 		Router: otlp.NewRouter(nil, "service.name", []string{target}, otlp.DefaultAdapterAttribute),

@@ -7,6 +7,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"sync"
 	"time"
 
 	"go.opentelemetry.io/collector/pdata/ptrace/ptraceotlp"
@@ -14,6 +15,11 @@ import (
 
 // DefaultForwardQueue is how many exports may wait to be forwarded.
 const DefaultForwardQueue = 64
+
+// ForwardQueueBytes bounds the bytes of the exports waiting to be
+// forwarded: without it, 64 exports of the largest size would hold 256 MiB
+// while the downstream is slow, outside the receiver's budget.
+const ForwardQueueBytes = 16 << 20
 
 // Forwarder sends the exports the receiver accepted on to a downstream
 // OTLP/HTTP endpoint (a Collector, Jaeger, Tempo), as protobuf, so that
@@ -26,6 +32,9 @@ type Forwarder struct {
 	queue   chan []byte
 	logger  *slog.Logger
 	count   func(outcome string)
+
+	mu     sync.Mutex
+	queued int64 // bytes in queue
 }
 
 // NewForwarder returns a forwarder to url (the full path, such as
@@ -41,18 +50,35 @@ func NewForwarder(url string, client *http.Client, timeout time.Duration, queue 
 	return &Forwarder{url: url, client: client, timeout: timeout, queue: make(chan []byte, queue), logger: logger, count: func(string) {}}
 }
 
-// Enqueue marshals an export and queues it, dropping it when the queue is full.
+// Enqueue marshals an export and queues it, dropping it when the queue is
+// full (in number or in ForwardQueueBytes).
 func (f *Forwarder) Enqueue(req ptraceotlp.ExportRequest) {
 	body, err := req.MarshalProto()
 	if err != nil {
 		f.count("failed")
 		return
 	}
+	if !f.hold(int64(len(body))) {
+		f.count("dropped")
+		return
+	}
 	select {
 	case f.queue <- body:
 	default:
+		f.hold(-int64(len(body)))
 		f.count("dropped")
 	}
+}
+
+// hold adds n bytes to the queue's size if they fit (n < 0 removes them).
+func (f *Forwarder) hold(n int64) bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if n > 0 && f.queued+n > ForwardQueueBytes {
+		return false
+	}
+	f.queued += n
+	return true
 }
 
 // Run posts queued exports until ctx is cancelled.
@@ -62,6 +88,7 @@ func (f *Forwarder) Run(ctx context.Context) error {
 		case <-ctx.Done():
 			return nil
 		case body := <-f.queue:
+			f.hold(-int64(len(body)))
 			if err := f.post(ctx, body); err != nil {
 				f.count("failed")
 				f.logger.Warn("forwarding OTLP export failed", "url", f.url, "err", err)

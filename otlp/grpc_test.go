@@ -16,24 +16,24 @@ import (
 	"github.com/vllm-slo-exporter/vllm-slo-exporter/traces"
 )
 
-// rawCodec sends bytes as they are, to put garbage on the wire.
-type rawCodec struct{}
+// bytesCodec sends bytes as they are, to put garbage on the wire.
+type bytesCodec struct{}
 
-func (rawCodec) Marshal(v any) ([]byte, error) {
+func (bytesCodec) Marshal(v any) ([]byte, error) {
 	b, ok := v.(*[]byte)
 	if !ok {
-		return nil, fmt.Errorf("rawCodec: %T", v)
+		return nil, fmt.Errorf("bytesCodec: %T", v)
 	}
 	return *b, nil
 }
-func (rawCodec) Unmarshal(data []byte, v any) error { return nil }
-func (rawCodec) Name() string                       { return "proto" }
+func (bytesCodec) Unmarshal(data []byte, v any) error { return nil }
+func (bytesCodec) Name() string                       { return "proto" }
 
 // TestGRPCLimitsAndGarbage: an export within the limit is stored; one over
 // it gets ResourceExhausted and a message that is not protobuf an error; all
 // are counted by outcome, and the receiver keeps serving.
 func TestGRPCLimitsAndGarbage(t *testing.T) {
-	store := traces.NewStore(traces.Limits{Retain: time.Hour})
+	store := traces.NewStore(traces.Limits{Retain: time.Hour, Now: testNow})
 	r, err := New(Options{GRPCAddress: "127.0.0.1:0", MaxBodyBytes: 4 << 10, Router: NewRouter(nil, "", []string{"gpu0"}, "")}, store)
 	if err != nil {
 		t.Fatal(err)
@@ -66,9 +66,9 @@ func TestGRPCLimitsAndGarbage(t *testing.T) {
 	}
 	garbage := []byte{0xff, 0xff, 0xff, 0x0f, 0x01}
 	var reply []byte
-	err = conn.Invoke(rctx, "/opentelemetry.proto.collector.trace.v1.TraceService/Export", &garbage, &reply, grpc.ForceCodec(rawCodec{}))
-	if status.Code(err) != codes.Internal {
-		t.Errorf("garbage export: %v, want gRPC's Internal (it does not unmarshal)", err)
+	err = conn.Invoke(rctx, "/opentelemetry.proto.collector.trace.v1.TraceService/Export", &garbage, &reply, grpc.ForceCodec(bytesCodec{}))
+	if status.Code(err) != codes.InvalidArgument {
+		t.Errorf("garbage export: %v, want InvalidArgument (it does not unmarshal; not retryable)", err)
 	}
 	if n, _ := store.Retained(); n != 1 {
 		t.Errorf("%d records stored, want the one valid span", n)

@@ -20,6 +20,10 @@ import (
 
 var t0 = time.Date(2026, 11, 29, 0, 0, 0, 0, time.UTC)
 
+// testNow is the clock of the tests' stores: two minutes after t0, later
+// than every span they send.
+func testNow() time.Time { return t0.Add(2 * time.Minute) }
+
 // testSpan describes one llm_request span to build.
 type testSpan struct {
 	id  string
@@ -54,7 +58,7 @@ func export(spans ...testSpan) ptraceotlp.ExportRequest {
 
 func newTestReceiver(t *testing.T) (*Receiver, *traces.Store) {
 	t.Helper()
-	store := traces.NewStore(traces.Limits{Retain: 10 * time.Minute, MaxRecords: 1000, MaxModels: 4, MaxAdapters: 4})
+	store := traces.NewStore(traces.Limits{Retain: 10 * time.Minute, MaxRecords: 1000, MaxModels: 4, MaxAdapters: 4, Now: testNow})
 	r, err := New(Options{HTTPAddress: "127.0.0.1:0", MaxBodyBytes: 64 << 10, Router: NewRouter(nil, "service.name", []string{"gpu0"}, "")}, store)
 	if err != nil {
 		t.Fatal(err)
@@ -183,7 +187,7 @@ func TestForwarding(t *testing.T) {
 	}))
 	defer srv.Close()
 	fwd := NewForwarder(srv.URL+TracesPath, srv.Client(), 5*time.Second, 4, nil)
-	store := traces.NewStore(traces.Limits{Retain: time.Hour})
+	store := traces.NewStore(traces.Limits{Retain: time.Hour, Now: testNow})
 	up, err := New(Options{HTTPAddress: "127.0.0.1:0", Router: NewRouter(nil, "", []string{"gpu0"}, ""), Forward: fwd}, store)
 	if err != nil {
 		t.Fatal(err)

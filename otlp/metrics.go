@@ -19,9 +19,9 @@ func newMetrics(store *traces.Store) *metrics {
 	return &metrics{
 		store: store,
 		exports: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Name: "exports_total",
-			Help: "OTLP export requests received, by transport and outcome: ok; on HTTP bad_payload, too_large, unsupported_media_type, method_not_allowed; on gRPC the status code (resource_exhausted for a message over the limit, internal for one that does not decode, canceled, ...)."}, []string{"transport", "outcome"}),
+			Help: "OTLP export requests received, by transport and outcome: ok; on HTTP bad_payload, too_large, unsupported_media_type, method_not_allowed, throttled (503: the receiver's memory budget or in-flight cap was in use; the sender retries); on gRPC the status code (unavailable when throttled, resource_exhausted for a message over the limit or the decoding budget, invalid_argument for one that does not decode, canceled, ...)."}, []string{"transport", "outcome"}),
 		spanOutcomes: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Name: "spans_total",
-			Help: "Spans received, by outcome: stored, duplicate (same request id and end time), too_old (ended before the retention), refused (over the model or adapter cap), unknown_target, no_end_time, other_span (not llm_request)."}, []string{"outcome"}),
+			Help: "Spans received, by outcome: stored, duplicate (same request id and end time), too_old (ended before the retention), too_new (ended more than a minute after the receiver's clock), invalid_value (a negative, infinite or non-numeric latency or token count), refused (over the model or adapter cap), unknown_target, no_end_time, other_span (not llm_request)."}, []string{"outcome"}),
 		forwarded: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Name: "forwarded_exports_total",
 			Help: "Exports forwarded downstream, by outcome (ok, failed, dropped: the queue was full)."}, []string{"outcome"}),
 		retained:      prometheus.NewDesc(ns+"_retained_requests", "Per-request records kept for exact mode.", nil, nil),

@@ -17,9 +17,6 @@ import (
 	"go.opentelemetry.io/collector/pdata/ptrace"
 	"go.opentelemetry.io/collector/pdata/ptrace/ptraceotlp"
 	"google.golang.org/grpc"
-	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/credentials"
-	"google.golang.org/grpc/status"
 
 	"github.com/vllm-slo-exporter/vllm-slo-exporter/traces"
 )
@@ -50,6 +47,12 @@ type Options struct {
 	// Forward, when set, receives every accepted export.
 	Forward *Forwarder
 	Logger  *slog.Logger
+	// ReadBudget and DecodeBudget bound the memory of the exports in
+	// flight, in bytes (see ReadBudgetBodies, DecodeBudgetBodies);
+	// MaxInFlight caps their number per transport. Zero means the default;
+	// the read budget is raised to hold at least one export of MaxBodyBytes.
+	ReadBudget, DecodeBudget int64
+	MaxInFlight              int
 }
 
 // Receiver is the OTLP trace receiver. It runs as one actor: Run serves until
@@ -58,6 +61,10 @@ type Receiver struct {
 	opts    Options
 	store   *traces.Store
 	metrics *metrics
+	// read and decodePool are the memory budget of the exports in flight,
+	// the in-flight pools their number per transport (see budget.go).
+	read, decodePool           *pool
+	httpInFlight, grpcInFlight *pool
 
 	mu                 sync.Mutex
 	grpcAddr, httpAddr string
@@ -82,11 +89,24 @@ func New(opts Options, store *traces.Store) (*Receiver, error) {
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
+	if opts.ReadBudget <= 0 {
+		opts.ReadBudget = ReadBudgetBodies * opts.MaxBodyBytes
+	}
+	opts.ReadBudget = max(opts.ReadBudget, opts.MaxBodyBytes)
+	if opts.DecodeBudget <= 0 {
+		opts.DecodeBudget = DecodeBudgetBodies * opts.MaxBodyBytes
+	}
+	if opts.MaxInFlight <= 0 {
+		opts.MaxInFlight = DefaultMaxInFlight
+	}
 	m := newMetrics(store)
 	if opts.Forward != nil {
 		opts.Forward.count = func(outcome string) { m.forwarded.WithLabelValues(outcome).Inc() }
 	}
-	return &Receiver{opts: opts, store: store, metrics: m, ready: make(chan struct{})}, nil
+	return &Receiver{opts: opts, store: store, metrics: m, ready: make(chan struct{}),
+		read: &pool{limit: opts.ReadBudget}, decodePool: &pool{limit: opts.DecodeBudget},
+		httpInFlight: &pool{limit: int64(opts.MaxInFlight)}, grpcInFlight: &pool{limit: int64(opts.MaxInFlight)},
+	}, nil
 }
 
 // Collector returns the receiver's own series: exports and spans by outcome,
@@ -196,47 +216,27 @@ func stopGRPC(srv *grpc.Server, timeout time.Duration) {
 	}
 }
 
-func (r *Receiver) grpcServer() *grpc.Server {
-	opts := []grpc.ServerOption{
-		grpc.MaxRecvMsgSize(int(min(r.opts.MaxBodyBytes, 1<<30))),
-		grpc.ConnectionTimeout(r.opts.Timeout),
-		grpc.StatsHandler(grpcOutcomes{m: r.metrics}),
-	}
-	if r.opts.TLS != nil {
-		opts = append(opts, grpc.Creds(credentials.NewTLS(r.opts.TLS)))
-	}
-	srv := grpc.NewServer(opts...)
-	ptraceotlp.RegisterGRPCServer(srv, &grpcTraces{r: r})
-	return srv
-}
-
-// grpcTraces is the gRPC trace service.
-type grpcTraces struct {
-	ptraceotlp.UnimplementedGRPCServer
-	r *Receiver
-}
-
-// Export ingests one export request.
-func (g *grpcTraces) Export(ctx context.Context, req ptraceotlp.ExportRequest) (ptraceotlp.ExportResponse, error) {
-	if err := ctx.Err(); err != nil {
-		return ptraceotlp.NewExportResponse(), status.Error(codes.Canceled, err.Error())
-	}
-	resp := g.r.ingest(req.Traces())
-	g.r.forward(req)
-	return resp, nil
-}
-
 // ingest decodes an export, stores its spans and counts every outcome. The
 // response reports spans that were not stored as rejected, with the reasons.
 func (r *Receiver) ingest(td ptrace.Traces) ptraceotlp.ExportResponse {
-	d := decode(td, r.opts.Router)
-	got := r.store.Add(d.spans)
+	var got traces.Outcome
+	skipped := decode(td, r.opts.Router, func(spans []traces.Span) {
+		o := r.store.Add(spans)
+		got.Added += o.Added
+		got.Duplicates += o.Duplicates
+		got.TooOld += o.TooOld
+		got.TooNew += o.TooNew
+		got.Invalid += o.Invalid
+		got.Refused += o.Refused
+	})
 	r.metrics.spans("stored", got.Added)
 	r.metrics.spans("duplicate", got.Duplicates)
 	r.metrics.spans("too_old", got.TooOld)
+	r.metrics.spans("too_new", got.TooNew)
+	r.metrics.spans(outcomeInvalidValue, got.Invalid)
 	r.metrics.spans("refused", got.Refused)
-	rejected := got.TooOld + got.Refused
-	for reason, n := range d.skipped {
+	rejected := got.TooOld + got.TooNew + got.Invalid + got.Refused
+	for reason, n := range skipped {
 		r.metrics.spans(reason, n)
 		if reason != outcomeOtherSpan {
 			rejected += n
@@ -246,7 +246,7 @@ func (r *Receiver) ingest(td ptrace.Traces) ptraceotlp.ExportResponse {
 	if rejected > 0 {
 		ps := resp.PartialSuccess()
 		ps.SetRejectedSpans(int64(rejected))
-		ps.SetErrorMessage(rejectionMessage(rejected, d.skipped, got))
+		ps.SetErrorMessage(rejectionMessage(rejected, skipped, got))
 	}
 	return resp
 }
@@ -268,6 +268,12 @@ func rejectionMessage(rejected int, skipped map[string]int, got traces.Outcome) 
 	}
 	if got.TooOld > 0 {
 		msg += fmt.Sprintf(" too_old %d (ended before the retention)", got.TooOld)
+	}
+	if got.TooNew > 0 {
+		msg += fmt.Sprintf(" too_new %d (ended more than the allowed clock skew after the receiver's clock)", got.TooNew)
+	}
+	if got.Invalid > 0 {
+		msg += fmt.Sprintf(" %s %d (a negative or infinite latency)", outcomeInvalidValue, got.Invalid)
 	}
 	if got.Refused > 0 {
 		msg += fmt.Sprintf(" refused %d (over the model or adapter cap)", got.Refused)

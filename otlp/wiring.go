@@ -63,7 +63,7 @@ func FromConfig(cfg *config.Config, logger *slog.Logger) (*ExactMode, error) {
 		maxModels = DefaultMaxModels
 	}
 	store := traces.NewStore(traces.Limits{
-		Retain: o.Retention(cfg.Global), MaxRecords: o.MaxRequestsPerModel,
+		Retain: o.Retention(cfg.Global), MaxRecords: o.MaxRequestsPerModel, MaxTargetRecords: o.MaxRequestsPerTarget,
 		MaxModels: maxModels, MaxAdapters: DefaultMaxAdapters,
 	})
 	var tlsConfig *tls.Config
@@ -121,8 +121,9 @@ func (e *ExactMode) Run(ctx context.Context) error {
 	return err
 }
 
-// CalibrationLog logs, loudly and once per change, every histogram bound
-// that an exact value left: each is a bug in the bounds' math or inputs.
+// CalibrationLog logs, loudly and once per change, the windows whose spans
+// contradict a bound the histograms prove (traces.Result.Inconsistent):
+// those windows stay on the histograms, and the log names the bounds.
 type CalibrationLog struct {
 	logger *slog.Logger
 	mu     sync.Mutex
@@ -146,13 +147,13 @@ func (c *CalibrationLog) Observe(rep *pipeline.Report) {
 	for _, t := range rep.Targets {
 		for _, m := range t.Models {
 			for _, res := range m.Traces {
-				if !res.Covered || res.Calibration.Held() {
+				if !res.Inconsistent {
 					continue
 				}
 				key := t.Name + "\x00" + m.Name + "\x00" + exporter.FormatWindow(res.Nominal)
 				now[key] = true
 				if !c.failed[key] {
-					c.logger.Error("a histogram bound does not hold the exact value from traces: this is a bug in the exporter's bounds, please report it",
+					c.logger.Error("spans are inconsistent with the histograms: a value from the spans lies outside a bound vLLM's histograms prove for the same requests, so the window stays on the histograms; check the sender of the spans (its values, its clock, which server's spans are routed here)",
 						"target", t.Name, "model_name", m.Name, "window", exporter.FormatWindow(res.Nominal),
 						"failures", strings.Join(res.Calibration.Failures, "; "))
 				}
@@ -162,7 +163,7 @@ func (c *CalibrationLog) Observe(rep *pipeline.Report) {
 	for _, key := range slices.Sorted(maps.Keys(c.failed)) {
 		if !now[key] {
 			parts := strings.SplitN(key, "\x00", 3)
-			c.logger.Info("histogram bounds hold the exact values again", "target", parts[0], "model_name", parts[1], "window", parts[2])
+			c.logger.Info("spans are consistent with the histograms again", "target", parts[0], "model_name", parts[1], "window", parts[2])
 		}
 	}
 	c.failed = now

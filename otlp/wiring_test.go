@@ -58,7 +58,7 @@ func TestCalibrationLogOncePerChange(t *testing.T) {
 	var buf bytes.Buffer
 	log := NewCalibrationLog(slog.New(slog.NewTextHandler(&buf, nil)))
 	report := func(failures ...string) *pipeline.Report {
-		res := traces.Result{Nominal: 5 * time.Minute, Covered: true, Calibration: traces.Calibration{Checked: 3, Failures: failures}}
+		res := traces.Result{Nominal: 5 * time.Minute, Covered: len(failures) == 0, Inconsistent: len(failures) > 0, Calibration: traces.Calibration{Checked: 3, Failures: failures}}
 		return &pipeline.Report{Targets: []pipeline.TargetReport{{Name: "gpu0", Models: []pipeline.ModelReport{{Name: "m", Traces: []traces.Result{res}}}}}}
 	}
 	log.Observe(report("e2e quantile 0.99: exact 2 outside the histogram bounds [1, 1.5]"))
@@ -69,8 +69,11 @@ func TestCalibrationLogOncePerChange(t *testing.T) {
 	if !strings.Contains(buf.String(), "window=5m") || !strings.Contains(buf.String(), "outside the histogram bounds") {
 		t.Errorf("log does not say where and what:\n%s", buf.String())
 	}
+	if !strings.Contains(buf.String(), "spans are inconsistent with the histograms") || strings.Contains(buf.String(), "bug") {
+		t.Errorf("log does not say that the spans contradict the histograms (or blames the exporter's math):\n%s", buf.String())
+	}
 	log.Observe(report())
-	if !strings.Contains(buf.String(), "hold the exact values again") {
+	if !strings.Contains(buf.String(), "consistent with the histograms again") {
 		t.Errorf("recovery not logged:\n%s", buf.String())
 	}
 }
@@ -89,9 +92,11 @@ func TestReconfigureFollowsTargets(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	body, _ := export(testSpan{"a", time.Second, 1}).MarshalProto()
+	// The store of FromConfig runs on the real clock: a span ending now.
+	now := time.Since(t0)
+	body, _ := export(testSpan{"a", now, 1}).MarshalProto()
 	post(t, e.Receiver, contentProtobuf, body)
-	if got := len(e.Store.Select("old", "m", false, t0, t0.Add(time.Minute)).All); got != 1 {
+	if got := len(e.Store.Select("old", "m", false, t0, t0.Add(now+time.Minute)).All); got != 1 {
 		t.Fatalf("old target holds %d records", got)
 	}
 	e.Reconfigure(parse("new"))
@@ -99,7 +104,7 @@ func TestReconfigureFollowsTargets(t *testing.T) {
 		t.Errorf("%d records of the removed target kept", n)
 	}
 	post(t, e.Receiver, contentProtobuf, body)
-	if got := len(e.Store.Select("new", "m", false, t0, t0.Add(time.Minute)).All); got != 1 {
+	if got := len(e.Store.Select("new", "m", false, t0, t0.Add(now+time.Minute)).All); got != 1 {
 		t.Errorf("new target holds %d records after the reload, want 1", got)
 	}
 }

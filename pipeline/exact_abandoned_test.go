@@ -38,7 +38,11 @@ func TestExactModeCountsAbandonedByPolicy(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	store := traces.NewStore(traces.Limits{Retain: time.Hour, MaxRecords: 1 << 20, MaxModels: 10, MaxAdapters: 10})
+	// The store's clock is the scrape being taken (the sim calls OnDone
+	// while it advances to it).
+	clock := start
+	store := traces.NewStore(traces.Limits{Retain: time.Hour, MaxRecords: 1 << 20, MaxModels: 10, MaxAdapters: 10,
+		Now: func() time.Time { return clock }})
 	cfg.OnDone = func(r sim.Request) {
 		if r.Finished() {
 			store.Add([]traces.Span{spanOf(r)})
@@ -55,6 +59,7 @@ func TestExactModeCountsAbandonedByPolicy(t *testing.T) {
 	run := workload{sim: s, p: New(spec)}
 	checked, wider := 0, 0
 	for at := start.Add(scrapeStep); !at.After(start.Add(12 * time.Minute)); at = at.Add(scrapeStep) {
+		clock = at
 		scrapeInto(t, run.p, run.sim, at)
 		if at.Sub(start) < 3*time.Minute {
 			continue

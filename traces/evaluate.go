@@ -20,9 +20,15 @@ type Result struct {
 	// scrapes; HasFinished is false when the target exposes no such count.
 	Finished    float64
 	HasFinished bool
-	// Covered is true when every finished request has its span: only then
-	// are the exact numbers published.
+	// Covered is true when every finished request has its span and the
+	// spans agree with the histograms: only then are the exact numbers
+	// published.
 	Covered bool
+	// Inconsistent is true when the spans number the finished requests but
+	// contradict a bound the histograms prove (Calibration.Failures says
+	// which): spans and histograms cannot both describe these requests, so
+	// the window is not exact and the histograms stay in charge.
+	Inconsistent bool
 	// Exact is the evaluation of every request of the window; meaningful
 	// only when Covered.
 	Exact slo.MeasuredReport
@@ -32,7 +38,7 @@ type Result struct {
 	// FinishReasons counts the window's spans per finish reason.
 	FinishReasons map[string]int
 	// Calibration compares the histogram estimates with the exact numbers,
-	// when Covered.
+	// when Covered or Inconsistent.
 	Calibration Calibration
 }
 
@@ -56,9 +62,11 @@ type AdapterResult struct {
 type Calibration struct {
 	// Checked is the number of bounds compared with an exact value.
 	Checked int
-	// Failures describes every histogram bound the exact value left. Each is
-	// a bug in the bound's proof or its inputs, never noise: the comparison
-	// has no tolerance.
+	// Failures describes every histogram bound the exact value left. The
+	// comparison has no tolerance, and the bounds are proved, so each means
+	// that the spans and the histograms disagree about the same requests (a
+	// sender's bad values, spans of another server routed here) or, failing
+	// that, a bug in the bound's proof.
 	Failures []string
 	// QuantileErrors is histogram estimate − exact value, per metric
 	// observed at finish and quantile, where both are finite.
@@ -93,6 +101,12 @@ type AttainmentError struct {
 // same step that counts it finished, so equal counts over the same scrapes
 // mean the same requests. Anything else (sampling, loss, a receiver restart,
 // spans still in flight) leaves the histogram bounds in charge.
+//
+// Equal counts are necessary, not sufficient: the spans must also fall
+// within every bound the histograms prove (calibrate). When one does not,
+// the spans contradict vLLM's own counts of the same requests; the result
+// is Inconsistent, not Covered, and carries no exact numbers, only the
+// calibration that says which bounds failed.
 func Evaluate(sel Selection, w slo.Window, hist slo.WindowReport, slos []slo.SLO, quantiles []float64) Result {
 	res := Result{Nominal: w.Nominal, Spans: len(sel.All), FinishReasons: sel.FinishReasons}
 	if w.HasRequestSuccess && finite(w.RequestSuccess) {
@@ -100,19 +114,23 @@ func Evaluate(sel Selection, w slo.Window, hist slo.WindowReport, slos []slo.SLO
 	} else if n, ok := hist.Requests[slo.E2E]; ok {
 		res.Finished, res.HasFinished = n, true
 	}
-	res.Covered = res.HasFinished && res.Finished == float64(res.Spans) && w.Seconds() > 0
-	if !res.Covered {
+	if !res.HasFinished || res.Finished != float64(res.Spans) || !(w.Seconds() > 0) {
 		return res
 	}
 	secs := w.Seconds()
-	res.Exact = slo.EvaluateMeasured(sel.All, secs, slos, quantiles)
-	judgeAbandoned(res.Exact.SLOs, hist.SLOs, slos, 1)
+	exact := slo.EvaluateMeasured(sel.All, secs, slos, quantiles)
+	judgeAbandoned(exact.SLOs, hist.SLOs, slos, 1)
+	res.Calibration = calibrate(hist, exact)
+	if !res.Calibration.Held() {
+		res.Inconsistent = true
+		return res
+	}
+	res.Covered, res.Exact = true, exact
 	for _, name := range slices.Sorted(maps.Keys(sel.Adapters)) {
 		rep := slo.EvaluateMeasured(sel.Adapters[name], secs, slos, quantiles)
 		judgeAbandoned(rep.SLOs, hist.SLOs, slos, float64(len(sel.Adapters[name]))/float64(len(sel.All)))
 		res.Adapters = append(res.Adapters, AdapterResult{Name: name, Report: rep})
 	}
-	res.Calibration = calibrate(hist, res.Exact)
 	return res
 }
 

@@ -1,12 +1,14 @@
 package traces
 
 import (
+	"cmp"
 	"hash/maphash"
 	"math"
 	"slices"
 	"sort"
 	"sync"
 	"time"
+	"unsafe"
 
 	"github.com/vllm-slo-exporter/vllm-slo-exporter/slo"
 )
@@ -28,6 +30,19 @@ type Span struct {
 	FinishReason string
 }
 
+// Valid reports whether every latency the span carries is a finite,
+// non-negative number of seconds (NaN is "absent", not a value): vLLM never
+// measures a negative or infinite time, so such a span is refused whole,
+// as the scrape path refuses a negative or infinite sample.
+func (s *Span) Valid() bool {
+	for _, v := range [...]float64{s.TTFT, s.E2E, s.Queue, s.Prefill, s.Decode, s.Inference} {
+		if v < 0 || math.IsInf(v, 0) {
+			return false
+		}
+	}
+	return true
+}
+
 // record is one retained request: 80 bytes. Latencies stay float64 so that
 // the exact numbers are the span's own, bit for bit.
 type record struct {
@@ -43,24 +58,70 @@ type record struct {
 // the slice's spare capacity.
 const RecordBytes = 80
 
+// DefaultAhead is how far after the store's clock a span may end when
+// Limits.Ahead is zero. vLLM stamps a span when the request finishes and
+// sends it seconds later, so a span from the future means a clock that is
+// off (the host's, or the sender's); a minute absorbs the skew of hosts
+// kept in step by NTP.
+const DefaultAhead = time.Minute
+
+// tailMax is the most out-of-order records a series keeps unsorted before
+// it sorts them in (see series).
+const tailMax = 4096
+
 // Limits bound a Store's memory.
 type Limits struct {
-	// Retain is how long a record is kept after the newest end time of its
-	// series: the longest window plus the lateness a span is allowed.
+	// Retain is how long a record is kept, measured on the store's clock
+	// back from now: the longest window plus the lateness a span is
+	// allowed. A span that ended before then is refused as too old.
 	Retain time.Duration
+	// Ahead is how far after now a span may end; later ones are refused as
+	// too new. Zero means DefaultAhead.
+	Ahead time.Duration
 	// MaxRecords caps the records of one target and model; the oldest go
 	// first, which makes the windows that held them partial, never wrong.
 	MaxRecords int
+	// MaxTargetRecords caps the records of one target across its models:
+	// beyond it, the model holding the most records loses its oldest, so
+	// that a flood of one model (or of many junk names) cannot push out a
+	// small one's records first. Zero: no cap beyond MaxRecords per model.
+	MaxTargetRecords int
 	// MaxModels and MaxAdapters cap the distinct model and adapter names per
-	// target; spans beyond them are refused.
+	// target; spans beyond them are refused. A model whose records have all
+	// expired frees its slot.
 	MaxModels, MaxAdapters int
+	// Now is the store's clock; nil means time.Now. The daemon passes its
+	// own, tests a virtual one.
+	Now func() time.Time
 }
 
-// series is the records of one target and model, sorted by end time.
+// recKey identifies a request among the out-of-order records of a series.
+type recKey struct {
+	end int64
+	id  uint64
+}
+
+// series is the records of one target and model. recs is sorted by end
+// time. A span that ends before the newest record goes to tail, unsorted
+// (its key in tailKeys, for duplicates), and tail is merged into recs when
+// it reaches tailMax or when the series is read: one merge per batch of
+// late spans instead of moving every newer record once per span, so
+// out-of-order spans cost time proportional to how late they are, not to
+// the size of the store.
 type series struct {
 	recs     []record
+	tail     []record
+	tailKeys map[recKey]struct{}
+	tailMin  int64 // the oldest end in tail; math.MaxInt64 when empty
+	// front counts the dropped records still before recs[0] in its array.
+	front    int
 	adapters []string
-	newest   int64
+}
+
+// targetSeries is the series of one target, by model, and their total size.
+type targetSeries struct {
+	models  map[string]*series
+	records int
 }
 
 // Store holds the retained records of every target. It is safe for
@@ -70,7 +131,7 @@ type Store struct {
 	limits  Limits
 	seed    maphash.Seed
 	reasons []string
-	targets map[string]map[string]*series
+	targets map[string]*targetSeries
 }
 
 // Outcome counts what Add did with a batch of spans.
@@ -79,34 +140,51 @@ type Outcome struct {
 	Added int
 	// Duplicates were the same request (id and end time) as a kept record.
 	Duplicates int
-	// TooOld ended before the retention of their series: too late to count.
+	// TooOld ended before the retention: too late to count.
 	TooOld int
+	// TooNew ended more than Limits.Ahead after the store's clock.
+	TooNew int
+	// Invalid carried a negative or infinite latency (see Span.Valid).
+	Invalid int
 	// Refused exceeded the model or adapter cap.
 	Refused int
 }
 
 // NewStore returns an empty store.
 func NewStore(l Limits) *Store {
-	return &Store{limits: l, seed: maphash.MakeSeed(), targets: map[string]map[string]*series{}}
+	if l.Ahead <= 0 {
+		l.Ahead = DefaultAhead
+	}
+	if l.Now == nil {
+		l.Now = time.Now
+	}
+	return &Store{limits: l, seed: maphash.MakeSeed(), targets: map[string]*targetSeries{}}
 }
 
 // Add stores spans. A span whose request id and end time equal a kept
 // record's is a duplicate (an exporter's retry sends the same span again) and
 // counts once; two requests that share a client-chosen id but finished at
 // different times are both kept. Spans may arrive late and in any order: each
-// is placed by its end time.
+// is placed by its end time. Spans that ended before the retention or too
+// far in the future are refused; so is a span with an invalid latency.
 func (s *Store) Add(spans []Span) Outcome {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	now := s.limits.Now().UnixNano()
+	s.expire(now)
 	var out Outcome
 	for i := range spans {
-		switch s.add(&spans[i]) {
+		switch s.add(&spans[i], now) {
 		case added:
 			out.Added++
 		case duplicate:
 			out.Duplicates++
 		case tooOld:
 			out.TooOld++
+		case tooNew:
+			out.TooNew++
+		case invalid:
+			out.Invalid++
 		case refused:
 			out.Refused++
 		}
@@ -120,11 +198,22 @@ const (
 	added addResult = iota
 	duplicate
 	tooOld
+	tooNew
+	invalid
 	refused
 )
 
-func (s *Store) add(sp *Span) addResult {
-	ser := s.series(sp.Target, sp.Model)
+func (s *Store) add(sp *Span, now int64) addResult {
+	end := sp.End.UnixNano()
+	switch {
+	case !sp.Valid():
+		return invalid
+	case end < now-int64(s.limits.Retain):
+		return tooOld
+	case end > now+int64(s.limits.Ahead):
+		return tooNew
+	}
+	ts, ser := s.series(sp.Target, sp.Model)
 	if ser == nil {
 		return refused
 	}
@@ -133,47 +222,219 @@ func (s *Store) add(sp *Span) addResult {
 		return refused
 	}
 	r := record{
-		end: sp.End.UnixNano(), id: maphash.String(s.seed, sp.RequestID),
+		end: end, id: maphash.String(s.seed, sp.RequestID),
 		ttft: sp.TTFT, e2e: sp.E2E, queue: sp.Queue, prefill: sp.Prefill, decode: sp.Decode, inference: sp.Inference,
 		prompt: clampTokens(sp.PromptTokens), completion: clampTokens(sp.CompletionTokens),
 		adapter: adapter, reason: s.reasonIndex(sp.FinishReason),
 	}
-	if ser.newest != math.MinInt64 && r.end < ser.newest-int64(s.limits.Retain) {
-		return tooOld
+	if !ser.insert(r) {
+		return duplicate
 	}
-	i := sort.Search(len(ser.recs), func(i int) bool { return ser.recs[i].end >= r.end })
-	for j := i; j < len(ser.recs) && ser.recs[j].end == r.end; j++ {
-		if ser.recs[j].id == r.id {
-			return duplicate
+	ts.records++
+	if m := s.limits.MaxRecords; m > 0 {
+		for ser.len() > m {
+			ser.dropOldest()
+			ts.records--
 		}
 	}
-	ser.recs = slices.Insert(ser.recs, i, r)
-	if r.end > ser.newest {
-		ser.newest = r.end
-		ser.trim(ser.newest-int64(s.limits.Retain), s.limits.MaxRecords)
-	} else if s.limits.MaxRecords > 0 && len(ser.recs) > s.limits.MaxRecords {
-		ser.trim(math.MinInt64, s.limits.MaxRecords)
+	if m := s.limits.MaxTargetRecords; m > 0 {
+		for ts.records > m {
+			ts.largest().dropOldest()
+			ts.records--
+		}
 	}
 	return added
 }
 
 // series returns the series of a target and model, creating it within the
 // model cap; nil beyond it.
-func (s *Store) series(target, model string) *series {
-	byModel, ok := s.targets[target]
+func (s *Store) series(target, model string) (*targetSeries, *series) {
+	ts, ok := s.targets[target]
 	if !ok {
-		byModel = map[string]*series{}
-		s.targets[target] = byModel
+		ts = &targetSeries{models: map[string]*series{}}
+		s.targets[target] = ts
 	}
-	ser, ok := byModel[model]
+	ser, ok := ts.models[model]
 	if !ok {
-		if s.limits.MaxModels > 0 && len(byModel) >= s.limits.MaxModels {
-			return nil
+		if s.limits.MaxModels > 0 && len(ts.models) >= s.limits.MaxModels {
+			return ts, nil
 		}
-		ser = &series{newest: math.MinInt64}
-		byModel[model] = ser
+		ser = &series{tailMin: math.MaxInt64}
+		ts.models[model] = ser
 	}
-	return ser
+	return ts, ser
+}
+
+// largest returns the series holding the most records (the first by name
+// among equals, so that the choice does not depend on map order).
+func (ts *targetSeries) largest() *series {
+	var best *series
+	bestName := ""
+	for name, ser := range ts.models {
+		if best == nil || ser.len() > best.len() || (ser.len() == best.len() && name < bestName) {
+			best, bestName = ser, name
+		}
+	}
+	return best
+}
+
+// expire drops the records that ended before the retention, measured back
+// from now, and the series (and their model slots) left empty.
+func (s *Store) expire(now int64) {
+	cutoff := now - int64(s.limits.Retain)
+	for name, ts := range s.targets {
+		for model, ser := range ts.models {
+			ts.records -= ser.expire(cutoff)
+			if ser.len() == 0 {
+				delete(ts.models, model)
+			}
+		}
+		if len(ts.models) == 0 {
+			delete(s.targets, name)
+		}
+	}
+}
+
+func (ser *series) len() int { return len(ser.recs) + len(ser.tail) }
+
+// insert places r by its end time; false when it is a duplicate of a kept
+// record (same end time and request id).
+func (ser *series) insert(r record) bool {
+	n := len(ser.recs)
+	if n == 0 || r.end >= ser.recs[n-1].end {
+		// In order, the common case. The tail holds only records that
+		// ended before recs' newest, so only recs' newest run can match.
+		for j := n - 1; j >= 0 && ser.recs[j].end == r.end; j-- {
+			if ser.recs[j].id == r.id {
+				return false
+			}
+		}
+		ser.appendRecs(r)
+		return true
+	}
+	i := sort.Search(n, func(i int) bool { return ser.recs[i].end >= r.end })
+	for j := i; j < n && ser.recs[j].end == r.end; j++ {
+		if ser.recs[j].id == r.id {
+			return false
+		}
+	}
+	key := recKey{r.end, r.id}
+	if _, ok := ser.tailKeys[key]; ok {
+		return false
+	}
+	if ser.tailKeys == nil {
+		ser.tailKeys = map[recKey]struct{}{}
+	}
+	ser.tailKeys[key] = struct{}{}
+	ser.tail = append(ser.tail, r)
+	ser.tailMin = min(ser.tailMin, r.end)
+	if len(ser.tail) >= tailMax {
+		ser.merge()
+	}
+	return true
+}
+
+// merge sorts the tail into recs, from the back: only the records newer
+// than the tail's oldest move.
+func (ser *series) merge() {
+	k := len(ser.tail)
+	if k == 0 {
+		return
+	}
+	slices.SortFunc(ser.tail, func(a, b record) int { return cmp.Compare(a.end, b.end) })
+	n := len(ser.recs)
+	ser.appendRecs(ser.tail...)
+	i, j := n-1, k-1
+	for w := n + k - 1; j >= 0; w-- {
+		if i >= 0 && ser.recs[i].end > ser.tail[j].end {
+			ser.recs[w] = ser.recs[i]
+			i--
+		} else {
+			ser.recs[w] = ser.tail[j]
+			j--
+		}
+	}
+	ser.tail, ser.tailKeys, ser.tailMin = nil, nil, math.MaxInt64
+}
+
+// dropOldest drops the series' oldest record, which is recs' first unless
+// the tail holds an older one (then found by a scan of the tail, at most
+// tailMax records).
+func (ser *series) dropOldest() {
+	if len(ser.tail) == 0 || (len(ser.recs) > 0 && ser.recs[0].end <= ser.tailMin) {
+		ser.dropFront(1)
+		return
+	}
+	oldest := 0
+	for i, r := range ser.tail {
+		if r.end < ser.tail[oldest].end {
+			oldest = i
+		}
+	}
+	ser.removeTail(func(i int, _ record) bool { return i == oldest })
+}
+
+// expire drops the records that ended before cutoff and returns how many.
+func (ser *series) expire(cutoff int64) int {
+	dropped := 0
+	if len(ser.recs) > 0 && ser.recs[0].end < cutoff {
+		drop := sort.Search(len(ser.recs), func(i int) bool { return ser.recs[i].end >= cutoff })
+		ser.dropFront(drop)
+		dropped += drop
+	}
+	if ser.tailMin < cutoff {
+		before := len(ser.tail)
+		ser.removeTail(func(_ int, r record) bool { return r.end < cutoff })
+		dropped += before - len(ser.tail)
+	}
+	return dropped
+}
+
+// removeTail deletes the tail records for which drop is true.
+func (ser *series) removeTail(drop func(i int, r record) bool) {
+	kept := ser.tail[:0]
+	ser.tailMin = math.MaxInt64
+	for i, r := range ser.tail {
+		if drop(i, r) {
+			delete(ser.tailKeys, recKey{r.end, r.id})
+			continue
+		}
+		kept = append(kept, r)
+		ser.tailMin = min(ser.tailMin, r.end)
+	}
+	ser.tail = kept
+	if len(kept) == 0 {
+		ser.tail, ser.tailKeys = nil, nil
+	}
+}
+
+// appendRecs appends to recs (merge overwrites the appended records).
+func (ser *series) appendRecs(rs ...record) {
+	c := cap(ser.recs)
+	ser.recs = append(ser.recs, rs...)
+	if cap(ser.recs) != c {
+		ser.front = 0 // a new array: nothing dead before recs[0]
+	}
+}
+
+// dropFront drops recs' n oldest records. The backing array is reallocated
+// once most of it is dead (dropped records before recs[0], or spare
+// capacity), so that memory follows the records kept; an empty series lets
+// go of its array.
+func (ser *series) dropFront(n int) {
+	ser.recs = ser.recs[n:]
+	ser.front += n
+	switch {
+	case len(ser.recs) == 0:
+		ser.recs, ser.front = nil, 0
+	case ser.front+cap(ser.recs) > 2*len(ser.recs)+64:
+		ser.recs, ser.front = slices.Clone(ser.recs), 0
+	}
+}
+
+// bytes is the size of the series' arrays.
+func (ser *series) bytes() int {
+	return (ser.front+cap(ser.recs)+cap(ser.tail))*RecordBytes + len(ser.tailKeys)*int(unsafe.Sizeof(recKey{}))
 }
 
 func (ser *series) adapterIndex(name string, maxAdapters int) (uint16, bool) {
@@ -200,23 +461,6 @@ func (s *Store) reasonIndex(reason string) uint8 {
 	return uint8(len(s.reasons) - 1)
 }
 
-// trim drops records that ended before cutoff, and the oldest beyond
-// maxRecords (when positive). It reallocates once most of the backing array
-// is dead, so memory follows the records kept.
-func (ser *series) trim(cutoff int64, maxRecords int) {
-	drop := sort.Search(len(ser.recs), func(i int) bool { return ser.recs[i].end >= cutoff })
-	if maxRecords > 0 {
-		drop = max(drop, len(ser.recs)-maxRecords)
-	}
-	if drop == 0 {
-		return
-	}
-	ser.recs = ser.recs[drop:]
-	if cap(ser.recs) > 2*len(ser.recs)+64 {
-		ser.recs = slices.Clone(ser.recs)
-	}
-}
-
 func clampTokens(n int) int32 {
 	if n < 0 {
 		return -1
@@ -241,16 +485,22 @@ type Selection struct {
 func (s *Store) Select(target, model string, unnamed bool, start, end time.Time) Selection {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.expire(s.limits.Now().UnixNano())
 	sel := Selection{Adapters: map[string][]slo.Measured{}, FinishReasons: map[string]int{}}
 	names := []string{model}
 	if unnamed && model != "" {
 		names = append(names, "")
 	}
+	ts, ok := s.targets[target]
+	if !ok {
+		return sel
+	}
 	for _, name := range names {
-		ser, ok := s.targets[target][name]
+		ser, ok := ts.models[name]
 		if !ok {
 			continue
 		}
+		ser.merge()
 		s.selectFrom(ser, start.UnixNano(), end.UnixNano(), &sel)
 	}
 	return sel
@@ -292,17 +542,29 @@ func (r *record) measured() slo.Measured {
 }
 
 // Retained returns the number of records kept across all targets and
-// models, and the bytes their backing arrays hold.
+// models, and the bytes their arrays hold, after dropping the expired ones.
 func (s *Store) Retained() (records int, bytes int) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	for _, byModel := range s.targets {
-		for _, ser := range byModel {
-			records += len(ser.recs)
-			bytes += cap(ser.recs) * RecordBytes
+	s.expire(s.limits.Now().UnixNano())
+	for _, ts := range s.targets {
+		for _, ser := range ts.models {
+			records += ser.len()
+			bytes += ser.bytes()
 		}
 	}
 	return records, bytes
+}
+
+// Models returns the number of model slots in use for a target.
+func (s *Store) Models(target string) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.expire(s.limits.Now().UnixNano())
+	if ts, ok := s.targets[target]; ok {
+		return len(ts.models)
+	}
+	return 0
 }
 
 // Forget drops the records of targets not in keep (after a reload removed them).

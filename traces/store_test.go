@@ -11,6 +11,14 @@ import (
 
 var t0 = time.Date(2026, 11, 29, 0, 0, 0, 0, time.UTC)
 
+// clock is a virtual clock for a store.
+type clock struct{ now time.Time }
+
+func (c *clock) Now() time.Time { return c.now }
+
+// at returns the clock function of a virtual clock reading t0 + d.
+func at(d time.Duration) func() time.Time { return (&clock{t0.Add(d)}).Now }
+
 func span(id string, end time.Duration, e2e float64) Span {
 	return Span{
 		Target: "gpu0", Model: "m", RequestID: id, End: t0.Add(end),
@@ -29,7 +37,8 @@ func TestRecordSize(t *testing.T) {
 }
 
 func TestStoreOrderDuplicatesAndRetention(t *testing.T) {
-	s := NewStore(Limits{Retain: time.Minute})
+	c := &clock{t0.Add(time.Minute)}
+	s := NewStore(Limits{Retain: time.Minute, Now: c.Now})
 	out := s.Add([]Span{span("c", 50*time.Second, 1), span("a", 10*time.Second, 1), span("b", 30*time.Second, 1)})
 	if out.Added != 3 {
 		t.Fatalf("Add = %+v", out)
@@ -44,8 +53,9 @@ func TestStoreOrderDuplicatesAndRetention(t *testing.T) {
 	if len(sel.All) != 2 {
 		t.Errorf("(10s, 40s] holds %d, want b and the second a", len(sel.All))
 	}
-	// The newest end moves to 2m: records older than 1m before it go, and a
+	// The clock moves to 2m: records older than 1m before it go, and a
 	// span from then is too old.
+	c.now = t0.Add(2 * time.Minute)
 	s.Add([]Span{span("d", 2*time.Minute, 1)})
 	if n, _ := s.Retained(); n != 1 {
 		t.Errorf("%d records kept after the retention moved, want 1", n)
@@ -56,7 +66,7 @@ func TestStoreOrderDuplicatesAndRetention(t *testing.T) {
 }
 
 func TestStoreCaps(t *testing.T) {
-	s := NewStore(Limits{Retain: time.Hour, MaxRecords: 2, MaxModels: 1, MaxAdapters: 2})
+	s := NewStore(Limits{Retain: time.Hour, MaxRecords: 2, MaxModels: 1, MaxAdapters: 2, Now: at(time.Minute)})
 	other := span("x", time.Second, 1)
 	other.Model = "other"
 	a1, a2, a3 := span("1", time.Second, 1), span("2", 2*time.Second, 1), span("3", 3*time.Second, 1)
@@ -72,7 +82,7 @@ func TestStoreCaps(t *testing.T) {
 }
 
 func TestSelectDerivesTPOT(t *testing.T) {
-	s := NewStore(Limits{Retain: time.Hour})
+	s := NewStore(Limits{Retain: time.Hour, Now: at(time.Minute)})
 	noDecode := span("b", 2*time.Second, 2)
 	noDecode.Decode = math.NaN()
 	one := span("c", 3*time.Second, 1)
@@ -104,7 +114,7 @@ var fast = slo.SLO{Name: "fast", Objectives: []slo.Objective{{Metric: slo.E2E, T
 // the histograms' abandoned bound carried into it; without such a bound it
 // is not published; under excluded it is exactly 2/3 whatever the bound.
 func TestAbandonedPolicyInExactWindows(t *testing.T) {
-	s := NewStore(Limits{Retain: time.Hour})
+	s := NewStore(Limits{Retain: time.Hour, Now: at(time.Minute)})
 	s.Add([]Span{span("a", 10*time.Second, 0.5), span("b", 20*time.Second, 2), span("c", 30*time.Second, 1)})
 	sel := s.Select("gpu0", "m", false, t0, t0.Add(time.Minute))
 	bad := fast
@@ -151,7 +161,7 @@ func TestAbandonedPolicyInExactWindows(t *testing.T) {
 // or sampled), or more (spans of another interval), leave the window to the
 // histograms; equal counts publish exact numbers.
 func TestPartialCoverageIsNeverExact(t *testing.T) {
-	s := NewStore(Limits{Retain: time.Hour})
+	s := NewStore(Limits{Retain: time.Hour, Now: at(time.Minute)})
 	s.Add([]Span{span("a", 10*time.Second, 0.5), span("b", 20*time.Second, 2), span("c", 30*time.Second, 1)})
 	sel := s.Select("gpu0", "m", false, t0, t0.Add(time.Minute))
 	for _, finished := range []float64{4, 2} {
@@ -180,7 +190,7 @@ func TestPartialCoverageIsNeverExact(t *testing.T) {
 // TestCalibrationFlagsABrokenBound: a histogram bound that excludes the
 // exact value is reported, without tolerance.
 func TestCalibrationFlagsABrokenBound(t *testing.T) {
-	s := NewStore(Limits{Retain: time.Hour})
+	s := NewStore(Limits{Retain: time.Hour, Now: at(time.Minute)})
 	s.Add([]Span{span("a", 10*time.Second, 0.5), span("b", 20*time.Second, 2)})
 	sel := s.Select("gpu0", "m", false, t0, t0.Add(time.Minute))
 	hist := slo.WindowReport{
@@ -193,5 +203,36 @@ func TestCalibrationFlagsABrokenBound(t *testing.T) {
 	}
 	if len(c.QuantileErrors) != 2 || c.QuantileErrors[0].Error != hist.Quantiles[slo.E2E][0].Estimate-0.5 {
 		t.Errorf("quantile errors = %+v", c.QuantileErrors)
+	}
+}
+
+// TestSpansContradictingHistogramsAreNotExact: spans that number the finished
+// requests but lie outside the histograms' proved bounds (TTFT 3s, e2e 5s
+// where the histograms prove every e2e is at most 1s) are inconsistent: the
+// window is not covered, no exact number or adapter is published, Apply
+// leaves the histograms' bounds, and the calibration says which bound failed.
+func TestSpansContradictingHistogramsAreNotExact(t *testing.T) {
+	s := NewStore(Limits{Retain: time.Hour, Now: at(time.Minute)})
+	s.Add([]Span{span("a", 10*time.Second, 5), span("b", 20*time.Second, 5)})
+	sel := s.Select("gpu0", "m", false, t0, t0.Add(time.Minute))
+	e2e := slo.Bounded{Estimate: 0.75, Lower: 0.5, Upper: 1}
+	hist := slo.WindowReport{
+		Quantiles: map[slo.Metric][]slo.Quantile{slo.E2E: {{Q: 0.99, Bounded: e2e}}},
+		SLOs:      []slo.SLOResult{{Name: fast.Name, Objectives: map[string]slo.Bounded{string(slo.E2E): slo.Exact(1), slo.AllKey: slo.Exact(1)}}},
+	}
+	res := Evaluate(sel, window(2), hist, []slo.SLO{fast}, []float64{0.99})
+	if res.Covered || !res.Inconsistent {
+		t.Fatalf("covered %v, inconsistent %v: want an inconsistent window, not covered", res.Covered, res.Inconsistent)
+	}
+	if res.Calibration.Held() || len(res.Calibration.Failures) == 0 {
+		t.Errorf("calibration %+v: want the failed bounds named", res.Calibration)
+	}
+	if res.Exact.Requests != 0 || len(res.Adapters) != 0 {
+		t.Errorf("exact numbers published for an inconsistent window: %+v, %d adapters", res.Exact, len(res.Adapters))
+	}
+	wr := hist
+	res.Apply(&wr)
+	if got := wr.Quantiles[slo.E2E][0].Bounded; got != e2e {
+		t.Errorf("Apply replaced the histograms' e2e p99 %+v with %+v", e2e, got)
 	}
 }

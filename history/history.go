@@ -8,6 +8,7 @@ import (
 	"slices"
 	"sort"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/vllm-slo-exporter/vllm-slo-exporter/scrape"
@@ -31,6 +32,9 @@ type History struct {
 	truncated int64
 	// bytes is the sum of the models' memory estimates.
 	bytes int64
+	// windowReads counts the windows Window has answered (it runs under
+	// the read lock, concurrently, hence atomic).
+	windowReads atomic.Int64
 }
 
 // New returns an empty history with retention r. An invalid r (see
@@ -299,4 +303,10 @@ func (h *History) ForgetUnseen(cutoff time.Time) []string {
 	}
 	sort.Strings(gone)
 	return gone
+}
+
+// WindowReads is the number of windows Window has answered since the
+// history was created: what an evaluation costs, in history walks.
+func (h *History) WindowReads() int64 {
+	return h.windowReads.Load()
 }

@@ -57,6 +57,7 @@ type piece struct {
 func (h *History) Window(model string, end time.Time, length time.Duration, opts Options) (slo.Window, bool) {
 	h.mu.RLock()
 	defer h.mu.RUnlock()
+	h.windowReads.Add(1)
 	sr := h.models[model]
 	if sr == nil {
 		return slo.Window{}, false

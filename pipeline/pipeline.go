@@ -774,3 +774,16 @@ func (t *target) overlayAll(spec Spec, model string, results []slo.SLOResult, w 
 		}
 	}
 }
+
+// WindowReads is how many history windows the target's evaluations and
+// ingestion have read since its history was created (see
+// history.History.WindowReads): what one pass costs.
+func (p *Pipeline) WindowReads(name string) (int64, error) {
+	t, _, err := p.target(name)
+	if err != nil {
+		return 0, err
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.hist.WindowReads(), nil
+}

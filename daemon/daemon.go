@@ -40,7 +40,6 @@ import (
 
 	"github.com/vllm-slo-exporter/vllm-slo-exporter/exporter"
 	"github.com/vllm-slo-exporter/vllm-slo-exporter/notify"
-	"github.com/vllm-slo-exporter/vllm-slo-exporter/otlp"
 	"github.com/vllm-slo-exporter/vllm-slo-exporter/pipeline"
 	"github.com/vllm-slo-exporter/vllm-slo-exporter/scrape"
 )
@@ -97,8 +96,8 @@ type Daemon struct {
 
 	// exact is the OTLP receiver and per-request store of exact mode (nil
 	// when the otlp section is off); calibration logs failed bounds.
-	exact       *otlp.ExactMode
-	calibration *otlp.CalibrationLog
+	exact       *exactMode
+	calibration *calibrationLog
 }
 
 // New loads the configuration file and builds the daemon; nothing runs
@@ -121,7 +120,7 @@ func New(opts Options) (*Daemon, error) {
 	if err != nil {
 		return nil, err
 	}
-	exact, err := otlp.FromConfig(cfg, logger)
+	exact, err := exactFromConfig(cfg, logger)
 	if err != nil {
 		return nil, err
 	}
@@ -140,7 +139,7 @@ func New(opts Options) (*Daemon, error) {
 		logged:      map[string]loggedTarget{},
 		clock:       newSteadyClock(time.Now, nil),
 		exact:       exact,
-		calibration: otlp.NewCalibrationLog(logger),
+		calibration: newCalibrationLog(logger),
 	}
 	d.pipe = pipeline.New(d.pipelineSpec(cfg))
 	d.loops = newScrapeLoops(logger, opts.Dial, d.ingest, d.evaluate)

@@ -62,13 +62,18 @@ func (h *History) Window(model string, end time.Time, length time.Duration, opts
 	if sr == nil {
 		return slo.Window{}, false
 	}
+	return sr.window(end, length, opts, h.ret.Tiers)
+}
+
+// window is Window over one series; the history's lock must be held.
+func (sr *series) window(end time.Time, length time.Duration, opts Options, tiers []Tier) (slo.Window, bool) {
 	i1 := sr.lastAtOrBefore(clampNanos(end))
 	if i1 < 0 {
 		return slo.Window{}, false
 	}
 	i0 := max(sr.lastAtOrBefore(clampNanos(end.Add(-length))), 0)
 	if opts.MaxGap > 0 && i0 < i1 {
-		i0 = sr.skipStartGap(i0, clampNanos(end.Add(-length)), opts.MaxGap, h.ret.Tiers)
+		i0 = sr.skipStartGap(i0, clampNanos(end.Add(-length)), opts.MaxGap, tiers)
 	}
 	if i0 >= i1 {
 		return slo.Window{}, false

@@ -1,12 +1,10 @@
 package pipeline
 
 import (
-	"flag"
 	"testing"
 	"time"
 
 	"github.com/vllm-slo-exporter/vllm-slo-exporter/history"
-	"github.com/vllm-slo-exporter/vllm-slo-exporter/scrape"
 	"github.com/vllm-slo-exporter/vllm-slo-exporter/sim"
 	"github.com/vllm-slo-exporter/vllm-slo-exporter/slo"
 )
@@ -31,27 +29,44 @@ func defaultLikeSpec(t testing.TB) Spec {
 
 // TestWindowReadsPerEvaluation counts the history windows one scrape and
 // one evaluation read per model under the default windows and alerts.
-var readsWarm = flag.Bool("reads.warm", false, "count with a warm-up")
-
+// TestWindowReadsPerEvaluation counts the history windows one scrape and
+// one evaluation read per model under the default windows and alerts: none
+// at ingestion (the ledger and the good-request totals are fed the
+// intervals the append closed), and one per distinct window at evaluation:
+// 1m, 5m, 30m, 1h, the budget's 30d, 6h and 3d (the alerts' 1h, 5m, 30m
+// and 6h are shared). With a warm-up the SLOs of the four regular windows
+// and all the budget's and alerts' windows leave it out, which makes seven
+// more windows than the four plain ones. (Before the one-pass evaluation:
+// 2 and 11 per model, 3 and 15 with a warm-up.)
 func TestWindowReadsPerEvaluation(t *testing.T) {
-	spec := defaultLikeSpec(t)
-	if *readsWarm {
-		spec.Targets[0].Warmup = time.Minute
-	}
-	p := New(spec)
-	s := phased(t, sim.Phase{Kind: sim.Poisson, Rate: sim.DemoRate})
-	for at := start; !at.After(start.Add(3 * time.Minute)); at = at.Add(15 * time.Second) {
+	for _, tc := range []struct {
+		warmup           time.Duration
+		ingest, evaluate int64
+	}{
+		{0, 0, 7},
+		{time.Minute, 0, 11},
+	} {
+		spec := defaultLikeSpec(t)
+		spec.Targets[0].Warmup = tc.warmup
+		p := New(spec)
+		s := phased(t, sim.Phase{Kind: sim.Poisson, Rate: sim.DemoRate})
+		at := start
+		for ; !at.After(start.Add(3 * time.Minute)); at = at.Add(15 * time.Second) {
+			scrapeInto(t, p, s, at)
+		}
+		before, _ := p.WindowReads("gpu0")
 		scrapeInto(t, p, s, at)
+		afterIngest, _ := p.WindowReads("gpu0")
+		rep := p.Evaluate(at)
+		afterEval, _ := p.WindowReads("gpu0")
+		if n := len(rep.Targets[0].Models); n != 1 {
+			t.Fatalf("%d models, want 1", n)
+		}
+		if got := afterIngest - before; got != tc.ingest {
+			t.Errorf("warm-up %v: a scrape read %d history windows, want %d", tc.warmup, got, tc.ingest)
+		}
+		if got := afterEval - afterIngest; got != tc.evaluate {
+			t.Errorf("warm-up %v: an evaluation read %d history windows, want %d", tc.warmup, got, tc.evaluate)
+		}
 	}
-	before, _ := p.WindowReads("gpu0")
-	scrapeInto(t, p, s, start.Add(3*time.Minute+15*time.Second))
-	afterIngest, _ := p.WindowReads("gpu0")
-	rep := p.Evaluate(start.Add(3*time.Minute + 15*time.Second))
-	afterEval, _ := p.WindowReads("gpu0")
-	models := len(rep.Targets[0].Models)
-	if models != 1 {
-		t.Fatalf("%d models, want 1", models)
-	}
-	_ = scrape.VLLM
-	t.Logf("history window reads per model: ingest %d, evaluation %d", afterIngest-before, afterEval-afterIngest)
 }

@@ -86,6 +86,7 @@ type Daemon struct {
 	self     *prometheus.Registry
 	clock    *steadyClock // scrape and evaluation times; see steadyClock
 	state    stateMetrics
+	eval     evaluationMetrics
 
 	reloadMu sync.Mutex // one reload at a time, from SIGHUP or HTTP
 
@@ -134,6 +135,7 @@ func New(opts Options) (*Daemon, error) {
 		notifier:    notify.New(nc, logger, notify.NewMetrics(self)),
 		self:        self,
 		state:       newStateMetrics(self),
+		eval:        newEvaluationMetrics(self),
 		warned:      map[string]bool{},
 		dropped:     map[string]float64{},
 		logged:      map[string]loggedTarget{},
@@ -257,12 +259,16 @@ func (d *Daemon) ingest(r scrape.Result) error {
 }
 
 // evaluateEvery publishes a new report now and then every interval until
-// ctx ends.
+// ctx ends, counting the evaluations an overrun made it miss.
 func (d *Daemon) evaluateEvery(ctx context.Context, interval time.Duration) error {
 	tick := time.NewTicker(interval)
 	defer tick.Stop()
 	for {
+		began := time.Now()
 		d.evaluate()
+		if n := missedEvaluations(time.Since(began), interval); n > 0 {
+			d.eval.missed.Add(float64(n))
+		}
 		select {
 		case <-ctx.Done():
 			return nil
@@ -276,7 +282,9 @@ func (d *Daemon) evaluateEvery(ctx context.Context, interval time.Duration) erro
 func (d *Daemon) evaluate() {
 	d.evalMu.Lock()
 	defer d.evalMu.Unlock()
+	began := time.Now()
 	rep := d.pipe.Evaluate(d.clock.now())
+	d.eval.duration.Observe(time.Since(began).Seconds())
 	d.report.Store(rep)
 	d.warnOnce(rep)
 	d.calibration.Observe(rep)

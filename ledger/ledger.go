@@ -847,3 +847,10 @@ func (l *Ledger) Sums(i int, start, end time.Time) (slo.Bounded, bool) {
 	a, b := l.points[i0].sum(i), l.points[i1].sum(i)
 	return slo.Bounded{Lower: b.lo - a.lo, Upper: b.hi - a.hi, Estimate: b.est - a.est}, true
 }
+
+// Len is how many intervals and checkpoints the ledger holds: intervals are
+// at most matchHorizon of scrapes, checkpoints at most the points the
+// history holds for the model plus the scrapes of one thinEvery.
+func (l *Ledger) Len() (intervals, checkpoints int) {
+	return len(l.intervals), len(l.points)
+}

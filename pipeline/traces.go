@@ -1,6 +1,8 @@
 package pipeline
 
 import (
+	"maps"
+	"slices"
 	"time"
 
 	"github.com/vllm-slo-exporter/vllm-slo-exporter/slo"
@@ -29,7 +31,9 @@ func (p *pass) regular(length time.Duration) (wr slo.WindowReport, exact *traces
 			res := p.exactWindow(le.w, le.rep)
 			exact = &res
 			if res.Covered {
-				wr, at = le.rep, lagged
+				// The pass shares le's evaluation with the alerts' windows:
+				// the exact numbers go into a copy of its own.
+				wr, at = cloneReport(le.rep), lagged
 				res.Apply(&wr)
 			}
 		}
@@ -52,4 +56,16 @@ func (p *pass) exactWindow(w slo.Window, wr slo.WindowReport) traces.Result {
 	unnamed := len(p.t.hist.Models()) == 1
 	sel := p.spec.Traces.Select(p.t.spec.Name, p.model, unnamed, w.Start, w.End)
 	return traces.Evaluate(sel, w, wr, p.spec.SLOs, p.spec.Quantiles)
+}
+
+// cloneReport copies a window report deep enough that writing into its maps
+// and SLO results leaves r alone.
+func cloneReport(r slo.WindowReport) slo.WindowReport {
+	r.Requests, r.Quantiles, r.Concurrency = maps.Clone(r.Requests), maps.Clone(r.Quantiles), maps.Clone(r.Concurrency)
+	r.SLOs = slices.Clone(r.SLOs)
+	for i := range r.SLOs {
+		s := &r.SLOs[i]
+		s.Objectives, s.GoodRequests = maps.Clone(s.Objectives), maps.Clone(s.GoodRequests)
+	}
+	return r
 }

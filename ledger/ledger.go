@@ -9,8 +9,8 @@
 // the interval increase each history append computes, and keeps a
 // checkpoint exactly as long as the history holds a point at that scrape, so
 // a window's joint covers the scrapes its other series cover. It does no
-// I/O, reads no clock and computes no bound of its own: package slo does the
-// arithmetic.
+// I/O and reads no clock; it keeps the sums the bounds are taken over, and
+// package slo proves and computes the bounds.
 package ledger
 
 import (

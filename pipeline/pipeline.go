@@ -1,8 +1,11 @@
 // Package pipeline is the one path every mode shares: snapshots from package
-// scrape go into a per-target history, windows of that history are evaluated
-// by package slo, and the result is an immutable Report that package exporter
-// renders. The daemon, replay and report differ only in where snapshots and
-// time come from.
+// scrape go into a per-target history, which hands the intervals each
+// append closes to the models' ledgers (package ledger); at evaluation each
+// window is read from the history once, its joints from the ledger over the
+// same scrapes, and package slo evaluates it once (see pass). The result is
+// an immutable Report holding every number package exporter renders. The
+// daemon, replay and report differ only in where snapshots and time come
+// from.
 //
 // It does no network I/O and reads no clock: time arrives with the snapshots
 // and with each Evaluate call.

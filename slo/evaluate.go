@@ -208,12 +208,12 @@ func evaluate(w Window, slos []SLO, joints []*Joint, opts Options) WindowReport 
 	e := opts.Estimator
 	for _, m := range Metrics {
 		h, ok := w.Latency[m]
-		b, valid := prepare(h)
+		n, valid := observations(h)
 		if !ok || !valid {
 			continue
 		}
-		rep.Requests[m] = b.n
-		if b.n > 0 {
+		rep.Requests[m] = n
+		if n > 0 {
 			rep.Quantiles[m] = quantiles(e, opts.Quantiles, h)
 		}
 	}
@@ -325,8 +325,8 @@ func finished(w Window) (float64, bool) {
 		if !m.ObservedAtFinish() {
 			continue
 		}
-		if b, ok := prepare(w.Latency[m]); ok {
-			return b.n, true
+		if n, ok := observations(w.Latency[m]); ok {
+			return n, true
 		}
 	}
 	return 0, false

@@ -54,29 +54,29 @@ func evaluateObjectives(w Window, s SLO, nB, secs float64, e Estimator) SLOResul
 	}
 	for _, o := range s.Objectives {
 		key := string(o.Metric)
-		b, valid := prepare(w.Latency[o.Metric])
+		n, valid := observations(w.Latency[o.Metric])
 		if !valid {
 			res.Unknown = append(res.Unknown, o.Metric)
 			continue
 		}
 		good := e.GoodCount(o.Threshold, w.Latency[o.Metric])
-		if b.n > 0 {
-			res.Objectives[key] = Divide(good, b.n)
+		if n > 0 {
+			res.Objectives[key] = Divide(good, n)
 		}
 		switch {
 		case o.Metric == ITL:
-			if b.n > 0 {
+			if n > 0 {
 				res.GoodRequests[key] = good
 			}
 			continue
 		case o.Metric == TTFT:
-			leftA, joinB := b.n, nB
+			leftA, joinB := n, nB
 			if start, end, ok := inFlight(w.Running, w.Waiting); ok {
 				leftA, joinB = end+w.InFlightAtRestarts, start
 			}
-			good = CarryGood(good, b.n, nB, leftA, joinB)
+			good = CarryGood(good, n, nB, leftA, joinB)
 		default:
-			good = CarryGood(good, b.n, nB, math.Max(0, b.n-nB), math.Max(0, nB-b.n))
+			good = CarryGood(good, n, nB, math.Max(0, n-nB), math.Max(0, nB-n))
 		}
 		res.GoodRequests[key] = good
 	}

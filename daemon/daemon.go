@@ -40,7 +40,6 @@ import (
 
 	"github.com/vllm-slo-exporter/vllm-slo-exporter/exporter"
 	"github.com/vllm-slo-exporter/vllm-slo-exporter/notify"
-	"github.com/vllm-slo-exporter/vllm-slo-exporter/otlp"
 	"github.com/vllm-slo-exporter/vllm-slo-exporter/pipeline"
 	"github.com/vllm-slo-exporter/vllm-slo-exporter/scrape"
 )
@@ -87,6 +86,7 @@ type Daemon struct {
 	self     *prometheus.Registry
 	clock    *steadyClock // scrape and evaluation times; see steadyClock
 	state    stateMetrics
+	eval     evaluationMetrics
 
 	reloadMu sync.Mutex // one reload at a time, from SIGHUP or HTTP
 
@@ -97,8 +97,8 @@ type Daemon struct {
 
 	// exact is the OTLP receiver and per-request store of exact mode (nil
 	// when the otlp section is off); calibration logs failed bounds.
-	exact       *otlp.ExactMode
-	calibration *otlp.CalibrationLog
+	exact       *exactMode
+	calibration *calibrationLog
 }
 
 // New loads the configuration file and builds the daemon; nothing runs
@@ -121,7 +121,7 @@ func New(opts Options) (*Daemon, error) {
 	if err != nil {
 		return nil, err
 	}
-	exact, err := otlp.FromConfig(cfg, logger)
+	exact, err := exactFromConfig(cfg, logger)
 	if err != nil {
 		return nil, err
 	}
@@ -135,12 +135,13 @@ func New(opts Options) (*Daemon, error) {
 		notifier:    notify.New(nc, logger, notify.NewMetrics(self)),
 		self:        self,
 		state:       newStateMetrics(self),
+		eval:        newEvaluationMetrics(self),
 		warned:      map[string]bool{},
 		dropped:     map[string]float64{},
 		logged:      map[string]loggedTarget{},
 		clock:       newSteadyClock(time.Now, nil),
 		exact:       exact,
-		calibration: otlp.NewCalibrationLog(logger),
+		calibration: newCalibrationLog(logger),
 	}
 	d.pipe = pipeline.New(d.pipelineSpec(cfg))
 	d.loops = newScrapeLoops(logger, opts.Dial, d.ingest, d.evaluate)
@@ -258,12 +259,16 @@ func (d *Daemon) ingest(r scrape.Result) error {
 }
 
 // evaluateEvery publishes a new report now and then every interval until
-// ctx ends.
+// ctx ends, counting the evaluations an overrun made it miss.
 func (d *Daemon) evaluateEvery(ctx context.Context, interval time.Duration) error {
 	tick := time.NewTicker(interval)
 	defer tick.Stop()
 	for {
+		began := time.Now()
 		d.evaluate()
+		if n := missedEvaluations(time.Since(began), interval); n > 0 {
+			d.eval.missed.Add(float64(n))
+		}
 		select {
 		case <-ctx.Done():
 			return nil
@@ -277,7 +282,9 @@ func (d *Daemon) evaluateEvery(ctx context.Context, interval time.Duration) erro
 func (d *Daemon) evaluate() {
 	d.evalMu.Lock()
 	defer d.evalMu.Unlock()
+	began := time.Now()
 	rep := d.pipe.Evaluate(d.clock.now())
+	d.eval.duration.Observe(time.Since(began).Seconds())
 	d.report.Store(rep)
 	d.warnOnce(rep)
 	d.calibration.Observe(rep)

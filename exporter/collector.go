@@ -2,8 +2,10 @@
 // Report as Prometheus series (the README lists them), serves them with the SLO console and
 // the operational endpoints (package notify pushes the alerts to Alertmanager).
 //
-// It never scrapes and never computes SLO numbers; it only shows what a Report
-// holds, so that everything it prints is exactly what the pipeline computed.
+// It never scrapes and never computes SLO numbers (a test over its syntax
+// tree holds it to that: it calls no function of package slo); it only
+// shows what a Report holds, so that everything it prints is exactly what
+// the pipeline computed.
 package exporter
 
 import (
@@ -62,7 +64,7 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 	d := c.descSet(extra)
 	for _, t := range rep.Targets {
 		base := append([]string{t.Name}, extraValues(extra, t.Labels)...)
-		r := renderer{ch: ch, d: d, base: base, currency: rep.Currency, hourly: t.HourlyCost}
+		r := renderer{ch: ch, d: d, base: base, currency: rep.Currency}
 		r.target(t)
 		for _, m := range t.Models {
 			r.model(m)
@@ -110,7 +112,6 @@ type renderer struct {
 	base     []string // target, extra labels
 	models   []string // target, extra labels, model_name
 	currency string
-	hourly   float64
 }
 
 func (r *renderer) emit(desc *prometheus.Desc, vt prometheus.ValueType, v float64, labels []string, more ...string) {
@@ -184,8 +185,8 @@ func (r *renderer) model(m pipeline.ModelReport) {
 func (r *renderer) window(w slo.WindowReport) {
 	d := r.d
 	win := FormatWindow(w.Window.Nominal)
-	if c, ok := Coverage(w.Window); ok {
-		r.gauge(d.windowCoverage, c, r.models, win)
+	if w.HasCoverage {
+		r.gauge(d.windowCoverage, w.Coverage, r.models, win)
 	}
 	for _, metric := range slo.Metrics {
 		n, ok := w.Requests[metric]
@@ -200,11 +201,11 @@ func (r *renderer) window(w slo.WindowReport) {
 	if w.HasThroughput {
 		r.gauge(d.throughput, w.GenerationTokensPerSecond, r.models, win, "generation")
 		r.gauge(d.throughput, w.PromptTokensPerSecond, r.models, win, "prompt")
-		r.costs(win, "throughput", "", slo.Exact(w.GenerationTokensPerSecond))
+		r.cost(w.HasThroughputCost, w.ThroughputCost, win, "throughput", "")
 	}
 	if w.HasFinishedTokens {
 		r.gauge(d.throughput, w.FinishedTokensPerSecond, r.models, win, "finished")
-		r.costs(win, "finished", "", slo.Exact(w.FinishedTokensPerSecond))
+		r.cost(w.HasFinishedCost, w.FinishedCost, win, "finished", "")
 	}
 	if w.HasRequestRate {
 		r.gauge(d.requestRate, w.RequestsPerSecond, r.models, win)
@@ -237,7 +238,7 @@ func (r *renderer) window(w slo.WindowReport) {
 		r.bounded(d.goodputRequests, s.GoodputRequestsPerSecond, r.models, s.Name, win)
 		if s.HasGoodputTokens {
 			r.bounded(d.goodputTokens, s.GoodputTokensPerSecond, r.models, s.Name, win)
-			r.costs(win, "goodput", s.Name, s.GoodputTokensPerSecond)
+			r.cost(s.HasGoodputCost, s.GoodputCost, win, "goodput", s.Name)
 		}
 		if s.HasBurnRate {
 			r.bounded(d.burnRate, s.BurnRate, r.models, s.Name, win)
@@ -272,15 +273,11 @@ func (r *renderer) alerts(alerts []pipeline.Alert, target string) {
 	}
 }
 
-func (r *renderer) costs(win, basis, sloName string, tokensPerSecond slo.Bounded) {
-	if r.hourly <= 0 {
-		return
+// cost renders a cost per million tokens the report holds.
+func (r *renderer) cost(ok bool, c slo.Bounded, win, basis, sloName string) {
+	if ok {
+		r.bounded(r.d.cost, c, r.models, win, basis, sloName, r.currency)
 	}
-	c, ok := slo.CostPerMillion(r.hourly, tokensPerSecond)
-	if !ok {
-		return
-	}
-	r.bounded(r.d.cost, c, r.models, win, basis, sloName, r.currency)
 }
 
 func boolFloat(b bool) float64 {
@@ -293,17 +290,6 @@ func boolFloat(b bool) float64 {
 // FormatWindow renders a window length as a Prometheus duration ("5m", "1h").
 func FormatWindow(d time.Duration) string {
 	return model.Duration(d).String()
-}
-
-// Coverage is the share of its nominal length that a window's data spans,
-// (End - Start) / Nominal, false for a window without length or data. It
-// says how far back a window reaches when the history is younger than it.
-func Coverage(w slo.Window) (float64, bool) {
-	span := w.End.Sub(w.Start)
-	if w.Nominal <= 0 || span <= 0 {
-		return 0, false
-	}
-	return span.Seconds() / w.Nominal.Seconds(), true
 }
 
 // FormatQuantile renders a QuantileLabel value in Go's shortest float form ("0.99").

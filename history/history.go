@@ -8,6 +8,7 @@ import (
 	"slices"
 	"sort"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/vllm-slo-exporter/vllm-slo-exporter/scrape"
@@ -31,6 +32,9 @@ type History struct {
 	truncated int64
 	// bytes is the sum of the models' memory estimates.
 	bytes int64
+	// windowReads counts the windows Window has answered (it runs under
+	// the read lock, concurrently, hence atomic).
+	windowReads atomic.Int64
 }
 
 // New returns an empty history with retention r. An invalid r (see
@@ -57,22 +61,50 @@ func (h *History) Retention() Retention {
 //
 // A snapshot not newer than the last one is refused with ErrOutOfOrder.
 func (h *History) Append(s *scrape.Snapshot) error {
+	_, err := h.append(s, false, 0)
+	return err
+}
+
+// Interval is one model's increase over the scrape interval an append
+// closed: from the model's point at or before the previous accepted scrape
+// to the new one.
+type Interval struct {
+	Model string
+	// Window is the increase, gauges included.
+	Window slo.Window
+	// Warm is the same increase with the warm-up after each (re)start left
+	// out (Options.Warmup); equal to Window without a warm-up.
+	Warm slo.Window
+}
+
+// AppendIntervals is Append, returning the interval each model of the
+// snapshot closed (sorted by model; none for a model's first point, nor for
+// the history's first scrape), computed after thinning and the memory
+// limit, exactly as Window(model, s.Time, s.Time − previous scrape) would
+// answer it then. It lets a per-interval store be fed without reading the
+// history back.
+func (h *History) AppendIntervals(s *scrape.Snapshot, warmup time.Duration) ([]Interval, error) {
+	return h.append(s, true, warmup)
+}
+
+// append is Append, with the closed intervals when intervals is set.
+func (h *History) append(s *scrape.Snapshot, intervals bool, warmup time.Duration) ([]Interval, error) {
 	if s == nil {
-		return errors.New("history: append: nil snapshot")
+		return nil, errors.New("history: append: nil snapshot")
 	}
 	t, err := toNanos(s.Time)
 	if err != nil {
-		return fmt.Errorf("history: append: %w", err)
+		return nil, fmt.Errorf("history: append: %w", err)
 	}
 	for name, ms := range s.Models {
 		if err := validateSample(ms); err != nil {
-			return fmt.Errorf("history: append %s: model %q: %w", s.Time.Format(time.RFC3339Nano), name, err)
+			return nil, fmt.Errorf("history: append %s: model %q: %w", s.Time.Format(time.RFC3339Nano), name, err)
 		}
 	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if h.hasNow && t <= h.now {
-		return ErrOutOfOrder
+		return nil, ErrOutOfOrder
 	}
 	for name, ms := range s.Models {
 		if ms == nil {
@@ -90,6 +122,7 @@ func (h *History) Append(s *scrape.Snapshot) error {
 		h.bytes += sr.bytes - before
 		sr.latest, sr.latestT = cloneSample(ms), t
 	}
+	prev, hadPrev := h.now, h.hasNow
 	h.now, h.hasNow = t, true
 	for name, sr := range h.models {
 		before := sr.bytes
@@ -101,7 +134,50 @@ func (h *History) Append(s *scrape.Snapshot) error {
 		}
 	}
 	h.enforceLimit(h.ret.MaxBytes)
-	return nil
+	if !intervals || !hadPrev {
+		return nil, nil
+	}
+	return h.closedIntervals(s, t-prev, warmup), nil
+}
+
+// closedIntervals lists the intervals of length (ns) that the snapshot's
+// models closed at its time. h.mu must be held.
+func (h *History) closedIntervals(s *scrape.Snapshot, length int64, warmup time.Duration) []Interval {
+	var out []Interval
+	for _, name := range slices.Sorted(maps.Keys(s.Models)) {
+		sr := h.models[name]
+		if sr == nil || s.Models[name] == nil {
+			continue
+		}
+		w, ok := sr.window(s.Time, time.Duration(length), Options{}, h.ret.Tiers)
+		if !ok {
+			continue
+		}
+		iv := Interval{Model: name, Window: w, Warm: w}
+		if warmup > 0 {
+			iv.Warm, _ = sr.window(s.Time, time.Duration(length), Options{Warmup: warmup}, h.ret.Tiers)
+		}
+		out = append(out, iv)
+	}
+	return out
+}
+
+// PointTimes lists the times (Unix ns, oldest first) of the points held
+// for a model: what a store that follows the history's retention keeps.
+func (h *History) PointTimes(model string) []int64 {
+	h.mu.RLock()
+	defer h.mu.RUnlock()
+	sr := h.models[model]
+	if sr == nil {
+		return nil
+	}
+	out := make([]int64, 0, sr.len())
+	for k := len(sr.tiers) - 1; k >= 0; k-- {
+		for i := range sr.tiers[k] {
+			out = append(out, sr.tiers[k][i].t)
+		}
+	}
+	return out
 }
 
 // minTime and maxTime bound the times a history accepts: Unix nanoseconds
@@ -299,4 +375,10 @@ func (h *History) ForgetUnseen(cutoff time.Time) []string {
 	}
 	sort.Strings(gone)
 	return gone
+}
+
+// WindowReads is the number of windows Window has answered since the
+// history was created: what an evaluation costs, in history walks.
+func (h *History) WindowReads() int64 {
+	return h.windowReads.Load()
 }

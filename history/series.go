@@ -289,23 +289,43 @@ func (s *series) add(t int64, ms *scrape.ModelSample) bool {
 		brk = breakBetween(prev, ms)
 	}
 	reset := brk == restart
-	var sg *segment
-	switch {
-	case prev == nil || reset:
-		sg = newSegment(t, reset)
-	case brk == layoutChange:
-		sg = newSegment(prev.seg.start, prev.seg.observed)
-		sg.continues = true
-		sg.created = prev.seg.created
-	default:
-		sg = prev.seg
-	}
+	sg := segmentFor(prev, brk, t)
 	if sg.created == 0 {
 		sg.created = ms.Created
 	}
+	s.grow(sg, ms)
+	p := point{t: t, seg: sg, vals: sg.valuesOf(prev, ms)}
+	for i := range p.g {
+		p.g[i] = gaugeAt(prev, i, t, ms)
+	}
+	s.tiers[0] = append(s.tiers[0], p)
+	s.addPoint(&s.tiers[0][len(s.tiers[0])-1])
+	if reset {
+		s.resets++
+	}
+	return reset
+}
 
-	// Grow the layout by the families this segment has not seen, in a fixed
-	// order so that equal inputs give equal layouts.
+// segmentFor is the segment a sample at t joins after prev (nil for the
+// model's first): prev's own, or a new one after a restart or a layout
+// change (which continues prev's values and start).
+func segmentFor(prev *point, brk segmentBreak, t int64) *segment {
+	switch {
+	case prev == nil || brk == restart:
+		return newSegment(t, brk == restart)
+	case brk == layoutChange:
+		sg := newSegment(prev.seg.start, prev.seg.observed)
+		sg.continues = true
+		sg.created = prev.seg.created
+		return sg
+	}
+	return prev.seg
+}
+
+// grow adds to the segment's layout the families of ms it has not seen, in
+// a fixed order so that equal inputs give equal layouts, and accounts for
+// the larger layout of a segment already held.
+func (s *series) grow(sg *segment, ms *scrape.ModelSample) {
 	var fresh []key
 	for f := range ms.Histograms {
 		if k := (key{scrape.KindHistogram, f}); sg.lookup(k) == nil {
@@ -317,6 +337,9 @@ func (s *series) add(t int64, ms *scrape.ModelSample) bool {
 			fresh = append(fresh, k)
 		}
 	}
+	if len(fresh) == 0 {
+		return
+	}
 	slices.SortFunc(fresh, func(a, b key) int {
 		if a.kind != b.kind {
 			return int(a.kind) - int(b.kind)
@@ -324,18 +347,21 @@ func (s *series) add(t int64, ms *scrape.ModelSample) bool {
 		return strings.Compare(string(a.fam), string(b.fam))
 	})
 	grown := int64(0)
-	if sg.refs > 0 && len(fresh) > 0 {
+	if sg.refs > 0 {
 		grown = -segmentBytes(sg)
 	}
 	for _, k := range fresh {
 		sg.add(k, ms.Histograms[k.fam].Edges)
 	}
-	if sg.refs > 0 && len(fresh) > 0 {
+	if sg.refs > 0 {
 		s.bytes += grown + segmentBytes(sg)
 	}
+}
 
-	// Values: carried forward from the previous point of the segment for
-	// families absent from this scrape, overwritten by those present.
+// valuesOf is the value vector of ms in the segment's layout: carried
+// forward from prev, the previous point, when it is of the same segment,
+// for families absent from this scrape, overwritten by those present.
+func (sg *segment) valuesOf(prev *point, ms *scrape.ModelSample) []float64 {
 	vals := make([]float64, sg.size)
 	if prev != nil && prev.seg == sg {
 		copy(vals, prev.values())
@@ -348,31 +374,28 @@ func (s *series) add(t int64, ms *scrape.ModelSample) bool {
 	for f, v := range ms.Counters {
 		vals[sg.lookup(key{scrape.KindCounter, f}).off] = v
 	}
+	return vals
+}
 
-	p := point{t: t, seg: sg, vals: vals}
-	for i := range p.g {
-		v, ok := ms.Gauges[gaugeFamily(i)]
-		if !ok || math.IsInf(v, 0) {
-			v = math.NaN()
-		}
-		g := gaugeState{v: v, max: v}
-		if prev != nil {
-			pg := prev.g[i]
-			g.integral, g.known = pg.integral, pg.known
-			if !math.IsNaN(pg.v) {
-				dt := float64(t-prev.t) / 1e9
-				g.integral += pg.v * dt
-				g.known += dt
-			}
-		}
-		p.g[i] = g
+// gaugeAt is gauge i sampled by ms at t, its running integral carried from
+// prev (nil for the model's first point), each sample holding until the
+// next.
+func gaugeAt(prev *point, i int, t int64, ms *scrape.ModelSample) gaugeState {
+	v, ok := ms.Gauges[gaugeFamily(i)]
+	if !ok || math.IsInf(v, 0) {
+		v = math.NaN()
 	}
-	s.tiers[0] = append(s.tiers[0], p)
-	s.addPoint(&s.tiers[0][len(s.tiers[0])-1])
-	if reset {
-		s.resets++
+	g := gaugeState{v: v, max: v}
+	if prev != nil {
+		pg := prev.g[i]
+		g.integral, g.known = pg.integral, pg.known
+		if !math.IsNaN(pg.v) {
+			dt := float64(t-prev.t) / 1e9
+			g.integral += pg.v * dt
+			g.known += dt
+		}
 	}
-	return reset
+	return g
 }
 
 // frontFrom returns the oldest point of tiers k, k-1, ..., 0: the point that

@@ -172,41 +172,9 @@ func decodeModel(ms modelState, nTiers int) (*series, error) {
 	var prevVals []float64
 	prevTier, prevSeg := math.MaxInt, -1
 	for i, ps := range ms.Points {
-		if ps.Seg < 0 || ps.Seg >= len(segs) {
-			return nil, fmt.Errorf("point %d: segment %d out of range", i, ps.Seg)
-		}
-		if ps.Seg < prevSeg {
-			return nil, fmt.Errorf("point %d: segment %d after segment %d", i, ps.Seg, prevSeg)
-		}
-		if ps.T < 0 || (prev != nil && ps.T <= prev.t) {
-			return nil, fmt.Errorf("point %d: time %d not after the previous point", i, ps.T)
-		}
-		tier := min(ps.Tier, nTiers-1)
-		if ps.Tier < 0 || tier > prevTier {
-			return nil, fmt.Errorf("point %d: tier %d out of order", i, ps.Tier)
-		}
-		sg := segs[ps.Seg]
-		if !isPrefix(sg, len(ps.Vals)) {
-			return nil, fmt.Errorf("point %d: %d values do not fit the segment layout", i, len(ps.Vals))
-		}
-		if prev != nil && prev.seg == sg && len(ps.Vals) < len(prevVals) {
-			return nil, fmt.Errorf("point %d: %d values, fewer than the %d of the segment's previous point", i, len(ps.Vals), len(prevVals))
-		}
-		for j, v := range ps.Vals {
-			if bad(v) {
-				return nil, fmt.Errorf("point %d: value %d is %v", i, j, v)
-			}
-			if prev != nil && prev.seg == sg && j < len(prevVals) && v < prevVals[j] {
-				return nil, fmt.Errorf("point %d: value %d decreases within a segment", i, j)
-			}
-		}
-		p := point{t: ps.T, seg: sg, vals: slices.Clone(ps.Vals)}
-		for g := range p.g {
-			v := ps.Gauges[g]
-			if math.IsNaN(v[1]) || math.IsInf(v[1], 0) || bad(v[2]) || (prev != nil && v[2] < prev.g[g].known) {
-				return nil, fmt.Errorf("point %d: gauge %s aggregates %v unusable", i, gaugeFamily(g), v)
-			}
-			p.g[g] = gaugeState{v: v[0], integral: v[1], known: v[2], max: v[3]}
+		p, tier, err := decodePoint(ps, segs, prev, prevVals, prevTier, prevSeg, nTiers)
+		if err != nil {
+			return nil, fmt.Errorf("point %d: %w", i, err)
 		}
 		prevVals = p.vals
 		if tier > 0 {
@@ -224,6 +192,62 @@ func decodeModel(ms modelState, nTiers int) (*series, error) {
 	}
 	sr.recount()
 	return sr, nil
+}
+
+// decodePoint rebuilds one point (its values raw) and the tier it joins,
+// checking it against the previous point of the model (prev, nil for the
+// first; prevVals its values, of tier prevTier and segment index prevSeg).
+func decodePoint(ps pointState, segs []*segment, prev *point, prevVals []float64, prevTier, prevSeg, nTiers int) (point, int, error) {
+	if ps.Seg < 0 || ps.Seg >= len(segs) {
+		return point{}, 0, fmt.Errorf("segment %d out of range", ps.Seg)
+	}
+	if ps.Seg < prevSeg {
+		return point{}, 0, fmt.Errorf("segment %d after segment %d", ps.Seg, prevSeg)
+	}
+	if ps.T < 0 || (prev != nil && ps.T <= prev.t) {
+		return point{}, 0, fmt.Errorf("time %d not after the previous point", ps.T)
+	}
+	tier := min(ps.Tier, nTiers-1)
+	if ps.Tier < 0 || tier > prevTier {
+		return point{}, 0, fmt.Errorf("tier %d out of order", ps.Tier)
+	}
+	sg := segs[ps.Seg]
+	if !isPrefix(sg, len(ps.Vals)) {
+		return point{}, 0, fmt.Errorf("%d values do not fit the segment layout", len(ps.Vals))
+	}
+	if prev == nil || prev.seg != sg {
+		prevVals = nil // values only never decrease within a segment
+	}
+	if err := checkValues(ps.Vals, prevVals); err != nil {
+		return point{}, 0, err
+	}
+	p := point{t: ps.T, seg: sg, vals: slices.Clone(ps.Vals)}
+	for g := range p.g {
+		v := ps.Gauges[g]
+		if math.IsNaN(v[1]) || math.IsInf(v[1], 0) || bad(v[2]) || (prev != nil && v[2] < prev.g[g].known) {
+			return point{}, 0, fmt.Errorf("gauge %s aggregates %v unusable", gaugeFamily(g), v)
+		}
+		p.g[g] = gaugeState{v: v[0], integral: v[1], known: v[2], max: v[3]}
+	}
+	return p, tier, nil
+}
+
+// checkValues checks a point's values: usable cumulative values, at least
+// as many as the segment's previous point's (prev, nil for a segment's
+// first) and none below it.
+func checkValues(vals, prev []float64) error {
+	if len(vals) < len(prev) {
+		return fmt.Errorf("%d values, fewer than the %d of the segment's previous point", len(vals), len(prev))
+	}
+	for j, v := range vals {
+		if bad(v) {
+			return fmt.Errorf("value %d is %v", j, v)
+		}
+		if j < len(prev) && v < prev[j] {
+			return fmt.Errorf("value %d decreases within a segment", j)
+		}
+	}
+	return nil
 }
 
 func decodeSegment(ss segmentState) (*segment, error) {

@@ -57,25 +57,60 @@ type piece struct {
 func (h *History) Window(model string, end time.Time, length time.Duration, opts Options) (slo.Window, bool) {
 	h.mu.RLock()
 	defer h.mu.RUnlock()
+	h.windowReads.Add(1)
 	sr := h.models[model]
 	if sr == nil {
 		return slo.Window{}, false
 	}
+	return sr.window(end, length, opts, h.ret.Tiers)
+}
+
+// window is Window over one series; the history's lock must be held.
+func (sr *series) window(end time.Time, length time.Duration, opts Options, tiers []Tier) (slo.Window, bool) {
 	i1 := sr.lastAtOrBefore(clampNanos(end))
 	if i1 < 0 {
 		return slo.Window{}, false
 	}
 	i0 := max(sr.lastAtOrBefore(clampNanos(end.Add(-length))), 0)
 	if opts.MaxGap > 0 && i0 < i1 {
-		i0 = sr.skipStartGap(i0, clampNanos(end.Add(-length)), opts.MaxGap, h.ret.Tiers)
+		i0 = sr.skipStartGap(i0, clampNanos(end.Add(-length)), opts.MaxGap, tiers)
 	}
 	if i0 >= i1 {
 		return slo.Window{}, false
 	}
 	p0, p1 := sr.at(i0), sr.at(i1)
+	pieces, maxes := sr.walk(i0, i1)
+	if opts.Warmup > 0 {
+		for i := range pieces {
+			sr.skipWarmup(&pieces[i], opts.Warmup)
+		}
+	}
+	w := slo.Window{
+		Start:   fromNanos(p0.t),
+		End:     fromNanos(p1.t),
+		Nominal: length,
+		Latency: map[slo.Metric]slo.Histogram{},
+	}
+	sr.increases(pieces).fill(&w)
+	w.Restarts = len(pieces) - 1
+	// Every piece but the last ends at the last point of a segment that a
+	// restart closed: the requests in flight there were aborted.
+	for _, pc := range pieces[:len(pieces)-1] {
+		p := sr.at(pc.to)
+		for g := range p.g {
+			if v := p.g[g].v; !math.IsNaN(v) && v > 0 {
+				w.InFlightAtRestarts += v
+			}
+		}
+	}
+	w.Running, w.Waiting = windowGauge(p0, p1, maxes, gaugeRunning), windowGauge(p0, p1, maxes, gaugeWaiting)
+	return w, true
+}
 
-	// Walk the window's points: split it into per-segment pieces and fold the
-	// gauge maxima of every point after p0.
+// walk splits the window (i0, i1] into per-segment pieces and folds the
+// gauge maxima of every point after i0.
+func (sr *series) walk(i0, i1 int) ([]piece, [numGauges]float64) {
+	p0 := sr.at(i0)
 	var maxes [numGauges]float64
 	for g := range maxes {
 		maxes[g] = p0.g[g].v
@@ -92,19 +127,11 @@ func (h *History) Window(model string, end time.Time, length time.Duration, opts
 			pieces = append(pieces, piece{seg: p.seg, from: -1, to: i, first: i})
 		}
 	}
-	if opts.Warmup > 0 {
-		for i := range pieces {
-			sr.skipWarmup(&pieces[i], opts.Warmup)
-		}
-	}
+	return pieces, maxes
+}
 
-	w := slo.Window{
-		Start:   fromNanos(p0.t),
-		End:     fromNanos(p1.t),
-		Nominal: length,
-		Latency: map[slo.Metric]slo.Histogram{},
-	}
-	inc := sr.increases(pieces)
+// fill sets the window's histograms and counters from the increases.
+func (inc increases) fill(w *slo.Window) {
 	for k, v := range inc.hists {
 		switch k.fam {
 		case scrape.PromptTokensHist:
@@ -124,32 +151,20 @@ func (h *History) Window(model string, end time.Time, length time.Duration, opts
 	}
 	w.RequestSuccess, w.HasRequestSuccess = inc.counters[scrape.RequestSuccess]
 	w.RequestAborted, w.HasRequestAborted = inc.counters[scrape.RequestAborted]
+}
 
-	w.Restarts = len(pieces) - 1
-	// Every piece but the last ends at the last point of a segment that a
-	// restart closed: the requests in flight there were aborted.
-	for _, pc := range pieces[:len(pieces)-1] {
-		p := sr.at(pc.to)
-		for g := range p.g {
-			if v := p.g[g].v; !math.IsNaN(v) && v > 0 {
-				w.InFlightAtRestarts += v
-			}
-		}
+// windowGauge is gauge g over the window from p0 to p1: its values at both
+// ends, its maximum (maxes) and its time-weighted mean, unknown unless both
+// ends sampled it and some time between them had it known.
+func windowGauge(p0, p1 *point, maxes [numGauges]float64, g int) slo.Gauge {
+	a, b := p0.g[g], p1.g[g]
+	d := b.known - a.known
+	if math.IsNaN(a.v) || math.IsNaN(b.v) || !(d > 0) {
+		return slo.Gauge{}
 	}
-	for g := range maxes {
-		a, b := p0.g[g], p1.g[g]
-		gauge := slo.Gauge{}
-		if d := b.known - a.known; !math.IsNaN(a.v) && !math.IsNaN(b.v) && d > 0 {
-			gauge = slo.Gauge{Known: true, AtStart: a.v, AtEnd: b.v, Max: maxes[g]}
-			gauge.Mean = min((b.integral-a.integral)/d, gauge.Max)
-		}
-		if g == gaugeRunning {
-			w.Running = gauge
-		} else {
-			w.Waiting = gauge
-		}
-	}
-	return w, true
+	gauge := slo.Gauge{Known: true, AtStart: a.v, AtEnd: b.v, Max: maxes[g]}
+	gauge.Mean = min((b.integral-a.integral)/d, gauge.Max)
+	return gauge
 }
 
 // skipStartGap returns the index of a window's baseline point: i0, the last

@@ -25,7 +25,6 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/vllm-slo-exporter/vllm-slo-exporter/exporter"
 	"github.com/vllm-slo-exporter/vllm-slo-exporter/pipeline"
 )
 
@@ -68,15 +67,15 @@ type Metrics struct {
 func NewMetrics(reg prometheus.Registerer) *Metrics {
 	m := &Metrics{
 		sent: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: exporter.Namespace + "_exporter_notifications_sent_total",
+			Name: "vllm_slo_exporter_notifications_sent_total",
 			Help: "Alerts sent to Alertmanager, by Alertmanager.",
 		}, []string{"alertmanager"}),
 		errors: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: exporter.Namespace + "_exporter_notification_errors_total",
+			Name: "vllm_slo_exporter_notification_errors_total",
 			Help: "Failed posts to Alertmanager (after retries), by Alertmanager.",
 		}, []string{"alertmanager"}),
 		dropped: prometheus.NewCounter(prometheus.CounterOpts{
-			Name: exporter.Namespace + "_exporter_notifications_dropped_total",
+			Name: "vllm_slo_exporter_notifications_dropped_total",
 			Help: "Alert batches replaced by a newer one before they could be sent.",
 		}),
 	}

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/vllm-slo-exporter/vllm-slo-exporter/history"
+	"github.com/vllm-slo-exporter/vllm-slo-exporter/ledger"
 	"github.com/vllm-slo-exporter/vllm-slo-exporter/sim"
 	"github.com/vllm-slo-exporter/vllm-slo-exporter/slo"
 )
@@ -332,19 +333,18 @@ func TestMissingTPOTFamilyIsUnknown(t *testing.T) {
 func frechetFloor(p *Pipeline, truth sim.Truth, from, to time.Time, gaps []lostGap) float64 {
 	l := onlyLedger(p)
 	width := 0.0
-	for _, iv := range l.intervals {
-		if !iv.counted || iv.start.Before(from) || iv.end.After(to) {
+	for _, iv := range l.JudgedIntervals(0) {
+		if iv.Start.Before(from) || iv.End.After(to) {
 			continue
 		}
 		g := 0.0
 		for _, r := range truth {
 			lost := slices.ContainsFunc(gaps, func(g lostGap) bool { return g.holds(r.Finish) })
-			if r.Finished() && !lost && r.Finish.After(iv.start) && !r.Finish.After(iv.end) && r.TTFT() <= 0.5+1e-9 {
+			if r.Finished() && !lost && r.Finish.After(iv.Start) && !r.Finish.After(iv.End) && r.TTFT() <= 0.5+1e-9 {
 				g++
 			}
 		}
-		j := iv.judged[0]
-		width += math.Max(0, math.Min(g, j.finHi)-math.Max(0, g+j.finLo-j.n))
+		width += math.Max(0, math.Min(g, iv.FinishGood.Upper)-math.Max(0, g+iv.FinishGood.Lower-iv.Finished))
 	}
 	return width
 }
@@ -386,11 +386,13 @@ func TestLongWindowJointAgainstTruth(t *testing.T) {
 				if w.Window.Nominal != 2*time.Hour {
 					continue
 				}
-				l := onlyLedger(p)
-				a, b := l.points[max(l.at(w.Window.Start), 0)].sum(0), l.points[l.at(w.Window.End)].sum(0)
+				sums, ok := onlyLedger(p).Sums(0, w.Window.Start, w.Window.End)
+				if !ok {
+					t.Fatalf("%s at %v: the ledger holds no 2h window", name, at.Sub(start))
+				}
 				n++
 				published += (good.Upper - good.Lower) / wt.finished
-				perInterval += ((b.hi - a.hi) - (b.lo - a.lo)) / wt.finished
+				perInterval += (sums.Upper - sums.Lower) / wt.finished
 			}
 		}
 		if n == 0 {
@@ -441,7 +443,7 @@ func tokensFloor(ivs []intervalTokens, truth sim.Truth, from, to time.Time, gaps
 }
 
 // onlyLedger is the ledger of a pipeline's only model.
-func onlyLedger(p *Pipeline) *ledger {
+func onlyLedger(p *Pipeline) *ledger.Ledger {
 	for _, tg := range p.targets {
 		for _, l := range tg.ledgers {
 			return l

@@ -203,7 +203,7 @@ func alertConditions(rep *Report, spec Spec) []condition {
 		hold := 3 * spec.targetInterval(t.Name)
 		if t.Tried && !t.Up {
 			out = append(out, condition{
-				labels: with(base, "alertname", AlertTargetDown, "severity", "page"),
+				labels: withLabels(base, "alertname", AlertTargetDown, "severity", "page"),
 				annotations: map[string]string{
 					"summary":     fmt.Sprintf("vLLM target %s cannot be scraped", t.Name),
 					"description": "Last error: " + t.LastError,
@@ -214,7 +214,7 @@ func alertConditions(rep *Report, spec Spec) []condition {
 		}
 		if needed := neededMissing(t.Missing, spec.SLOs); len(needed) > 0 {
 			out = append(out, condition{
-				labels: with(base, "alertname", AlertFamilyMissing, "severity", "ticket"),
+				labels: withLabels(base, "alertname", AlertFamilyMissing, "severity", "ticket"),
 				annotations: map[string]string{
 					"summary":     fmt.Sprintf("vLLM target %s lacks metric families the SLOs need: %s", t.Name, strings.Join(needed, ", ")),
 					"description": "Renamed by a vLLM upgrade, or vLLM runs with --disable-log-stats. SLO series for these objectives are absent, not zero.",
@@ -245,19 +245,19 @@ func burnCondition(base map[string]string, modelName string, c BurnCheck) condit
 		"long_window": model.Duration(a.Long).String(), "short_window": model.Duration(a.Short).String()}
 	ann := map[string]string{
 		"summary": fmt.Sprintf("SLO %s of %s on %s burns its error budget at %s× or more over %s", a.SLO, modelName,
-			base["target"], num(a.Factor), model.Duration(a.Long)),
+			base["target"], shortNumber(a.Factor), model.Duration(a.Long)),
 		"description": fmt.Sprintf("Burn rate over %s: observed %s, estimate %s, bounds [%s, %s], from %s finished requests over %s%% of the window; "+
 			"over %s: observed %s, estimate %s, bounds [%s, %s], from %s finished requests over %s%% of the window; threshold %s. "+
 			"It pages when the upper bound and the observed burn rate (requests the histograms show bad) both exceed the threshold in both windows.",
-			model.Duration(a.Long), num(c.LongEvidence.Observed), num(c.Long.Estimate), num(c.Long.Lower), num(c.Long.Upper),
-			num(c.LongEvidence.Requests), num(100*c.LongEvidence.Coverage),
-			model.Duration(a.Short), num(c.ShortEvidence.Observed), num(c.Short.Estimate), num(c.Short.Lower), num(c.Short.Upper),
-			num(c.ShortEvidence.Requests), num(100*c.ShortEvidence.Coverage), num(a.Factor)),
+			model.Duration(a.Long), shortNumber(c.LongEvidence.Observed), shortNumber(c.Long.Estimate), shortNumber(c.Long.Lower), shortNumber(c.Long.Upper),
+			shortNumber(c.LongEvidence.Requests), shortNumber(100*c.LongEvidence.Coverage),
+			model.Duration(a.Short), shortNumber(c.ShortEvidence.Observed), shortNumber(c.Short.Estimate), shortNumber(c.Short.Lower), shortNumber(c.Short.Upper),
+			shortNumber(c.ShortEvidence.Requests), shortNumber(100*c.ShortEvidence.Coverage), shortNumber(a.Factor)),
 		"target":          base["target"],
-		"burn_rate":       num(c.Long.Upper),
-		"burn_rate_short": num(c.Short.Upper),
-		"coverage":        num(c.LongEvidence.Coverage),
-		"coverage_short":  num(c.ShortEvidence.Coverage),
+		"burn_rate":       shortNumber(c.Long.Upper),
+		"burn_rate_short": shortNumber(c.Short.Upper),
+		"coverage":        shortNumber(c.LongEvidence.Coverage),
+		"coverage_short":  shortNumber(c.ShortEvidence.Coverage),
 	}
 	if a.RunbookURL != "" {
 		ann["runbook_url"] = a.RunbookURL
@@ -265,9 +265,9 @@ func burnCondition(base map[string]string, modelName string, c BurnCheck) condit
 	return condition{target: base["target"], labels: labels, annotations: ann, hold: a.For}
 }
 
-func num(v float64) string { return strconv.FormatFloat(v, 'g', 4, 64) }
+func shortNumber(v float64) string { return strconv.FormatFloat(v, 'g', 4, 64) }
 
-func with(base map[string]string, kv ...string) map[string]string {
+func withLabels(base map[string]string, kv ...string) map[string]string {
 	out := maps.Clone(base)
 	for i := 0; i+1 < len(kv); i += 2 {
 		out[kv[i]] = kv[i+1]

@@ -52,7 +52,7 @@ type lpInterval struct {
 
 // lpIntervalOf reads one interval's facts for SLO s.
 func lpIntervalOf(w slo.Window, seg int, s slo.SLO) lpInterval {
-	fin := finishersOf(w)
+	fin := slo.FinishersOf(w)
 	th, _ := slo.TTFTThreshold(s)
 	rs, re := inFlightOf(w)
 	if math.IsNaN(rs) {
@@ -67,6 +67,16 @@ func lpIntervalOf(w slo.Window, seg int, s slo.SLO) lpInterval {
 		lag: fin.Lag, lagUpperOnly: fin.LagUpperOnly,
 		rStart: rs, rEnd: re,
 	}
+}
+
+// inFlightOf is running + waiting at the start and end of a window, NaN when
+// unknown (as the ledger reads them).
+func inFlightOf(w slo.Window) (start, end float64) {
+	if !w.Running.Known || !w.Waiting.Known {
+		return math.NaN(), math.NaN()
+	}
+	return math.Max(0, w.Running.AtStart) + math.Max(0, w.Waiting.AtStart),
+		math.Max(0, w.Running.AtEnd) + math.Max(0, w.Waiting.AtEnd)
 }
 
 // lpBuilder assembles a linear program in standard form (minimise cᵀx, Ax =

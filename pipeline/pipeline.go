@@ -1,8 +1,11 @@
 // Package pipeline is the one path every mode shares: snapshots from package
-// scrape go into a per-target history, windows of that history are evaluated
-// by package slo, and the result is an immutable Report that package exporter
-// renders. The daemon, replay and report differ only in where snapshots and
-// time come from.
+// scrape go into a per-target history, which hands the intervals each
+// append closes to the models' ledgers (package ledger); at evaluation each
+// window is read from the history once, its joints from the ledger over the
+// same scrapes, and package slo evaluates it once (see pass). The result is
+// an immutable Report holding every number package exporter renders. The
+// daemon, replay and report differ only in where snapshots and time come
+// from.
 //
 // It does no network I/O and reads no clock: time arrives with the snapshots
 // and with each Evaluate call.
@@ -13,12 +16,15 @@ import (
 	"fmt"
 	"maps"
 	"math"
+	"runtime"
 	"slices"
 	"sort"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/vllm-slo-exporter/vllm-slo-exporter/history"
+	"github.com/vllm-slo-exporter/vllm-slo-exporter/ledger"
 	"github.com/vllm-slo-exporter/vllm-slo-exporter/scrape"
 	"github.com/vllm-slo-exporter/vllm-slo-exporter/slo"
 	"github.com/vllm-slo-exporter/vllm-slo-exporter/traces"
@@ -101,7 +107,7 @@ type target struct {
 	good map[string]map[string]map[string]float64
 	// ledgers holds each model's per-interval record, which "all", goodput,
 	// abandoned requests, burn rates and budgets are computed from.
-	ledgers map[string]*ledger
+	ledgers map[string]*ledger.Ledger
 }
 
 // New builds a pipeline for a spec.
@@ -162,10 +168,8 @@ func (t *target) reconfigure(spec Spec) error {
 		}
 	}
 	for model, l := range t.ledgers {
-		if !slices.Equal(sloTexts(l.slos), sloTexts(spec.SLOs)) {
+		if !l.Reconfigure(spec.SLOs) {
 			delete(t.ledgers, model) // its sums are of another SLO list
-		} else {
-			l.slos = spec.SLOs
 		}
 	}
 	t.sloDefs = defs
@@ -227,7 +231,7 @@ func newTarget(ts TargetSpec, spec Spec) *target {
 		found:    map[string]string{},
 		offEdge:  map[string]string{},
 		good:     map[string]map[string]map[string]float64{},
-		ledgers:  map[string]*ledger{},
+		ledgers:  map[string]*ledger.Ledger{},
 	}
 }
 
@@ -264,9 +268,9 @@ func (p *Pipeline) Ingest(name string, snap *scrape.Snapshot, duration time.Dura
 	defer t.mu.Unlock()
 	t.tried = true
 	t.scrapeDuration = duration.Seconds()
-	t.capModels(snap, spec.MaxModels)
-	prev := t.hist.Newest()
-	if err := t.hist.Append(snap); err != nil {
+	snap = t.capModels(snap, spec.MaxModels)
+	intervals, err := t.hist.AppendIntervals(snap, t.spec.Warmup)
+	if err != nil {
 		t.up = false
 		reason := "invalid_value"
 		if errors.Is(err, history.ErrOutOfOrder) {
@@ -293,10 +297,8 @@ func (p *Pipeline) Ingest(name string, snap *scrape.Snapshot, duration time.Dura
 	for f, n := range snap.Found {
 		t.found[string(f)] = n
 	}
-	if !prev.IsZero() {
-		t.feedLedgers(spec, snap, snap.Time.Sub(prev))
-		t.accumulateGood(spec.SLOs, snap.Time, snap.Time.Sub(prev))
-	}
+	t.feedLedgers(spec.SLOs, intervals)
+	t.accumulateGood(spec.SLOs, intervals)
 	t.checkEdges(spec.SLOs, snap)
 	return nil
 }
@@ -359,88 +361,85 @@ func (t *target) checkEdges(slos []slo.SLO, snap *scrape.Snapshot) {
 
 // capModels drops models beyond the cap that the history does not know yet,
 // so a target that suddenly serves thousands of model names cannot exhaust
-// memory; the models already kept stay.
-func (t *target) capModels(snap *scrape.Snapshot, maxModels int) {
+// memory; the models already kept stay. The caller's snapshot is left as it
+// is: a capped one is a copy with its own model map.
+func (t *target) capModels(snap *scrape.Snapshot, maxModels int) *scrape.Snapshot {
 	if maxModels <= 0 || len(snap.Models) == 0 {
-		return
+		return snap
 	}
 	known := map[string]bool{}
 	for _, m := range t.hist.Models() {
 		known[m] = true
 	}
 	kept := len(known)
+	out := snap
 	for _, name := range slices.Sorted(maps.Keys(snap.Models)) {
 		if known[name] {
 			continue
 		}
 		if kept >= maxModels {
-			delete(snap.Models, name)
+			if out == snap {
+				capped := *snap
+				capped.Models = maps.Clone(snap.Models)
+				out = &capped
+			}
+			delete(out.Models, name)
 			t.modelsDropped++
 			continue
 		}
 		kept++
 	}
+	return out
 }
 
-// accumulateGood adds the estimated good requests of the interval that just
-// ended to the running totals; each interval's estimate is non-negative, so the
-// totals only grow.
-func (t *target) accumulateGood(slos []slo.SLO, end time.Time, length time.Duration) {
+// accumulateGood adds the estimated good requests of the intervals that just
+// closed to the running totals: each objective's from the interval's
+// warm-up-free increase, "all" of an SLO with a per-request objective from
+// its ledger. Each interval's estimate is non-negative, so the totals only
+// grow.
+func (t *target) accumulateGood(slos []slo.SLO, intervals []history.Interval) {
 	if len(slos) == 0 {
 		return
 	}
-	opts := history.Options{Warmup: t.spec.Warmup}
-	for _, model := range t.hist.Models() {
-		w, ok := t.hist.Window(model, end, length, opts)
-		if !ok {
-			continue
-		}
-		rep := slo.EvaluateWindow(w, slos, slo.Options{})
+	for _, iv := range intervals {
+		rep := slo.Evaluate(iv.Warm, slos, nil, slo.Options{})
 		for _, r := range rep.SLOs {
 			for obj, good := range r.GoodRequests {
-				if obj == slo.AllKey && judgedByLedger(slos, r.Name) {
-					continue
-				}
-				t.addGood(model, r.Name, obj, good.Estimate)
+				t.addGood(iv.Model, r.Name, obj, good.Estimate)
 			}
 		}
-		l := t.ledgers[model]
-		if l == nil || len(l.points) < 2 {
-			continue
-		}
-		a, b := l.points[len(l.points)-2], l.points[len(l.points)-1]
-		if b.t != end.UnixNano() {
+		l := t.ledgers[iv.Model]
+		if l == nil {
 			continue
 		}
 		for i, s := range slos {
-			if judgedByLedger(slos, s.Name) && b.sum(i).unknown == a.sum(i).unknown {
-				t.addGood(model, s.Name, slo.AllKey, b.sum(i).est-a.sum(i).est)
+			if !slo.HasPerRequestObjective(s) {
+				continue
+			}
+			if good, ok := l.LastGood(i, iv.Window.End); ok {
+				t.addGood(iv.Model, s.Name, slo.AllKey, good)
 			}
 		}
 	}
 }
 
-// feedLedgers records the interval that just ended in each model's ledger.
-func (t *target) feedLedgers(spec Spec, snap *scrape.Snapshot, length time.Duration) {
-	if len(spec.SLOs) == 0 {
+// feedLedgers records the intervals that just closed in their models'
+// ledgers, and drops the ledgers of models the history no longer holds. An
+// interval inside a warm-up (its warm-up-free increase has other finishers)
+// is recorded but not counted.
+func (t *target) feedLedgers(slos []slo.SLO, intervals []history.Interval) {
+	if len(slos) == 0 {
 		return
 	}
-	for model := range snap.Models {
-		w, ok := t.hist.Window(model, snap.Time, length, history.Options{})
-		if !ok {
-			continue
-		}
-		counted := true
-		if t.spec.Warmup > 0 {
-			ww, ok := t.hist.Window(model, snap.Time, length, history.Options{Warmup: t.spec.Warmup})
-			counted = ok && finishersOf(ww).N == finishersOf(w).N
-		}
-		l := t.ledgers[model]
+	for _, iv := range intervals {
+		l := t.ledgers[iv.Model]
 		if l == nil {
-			l = newLedger(spec.SLOs)
-			t.ledgers[model] = l
+			l = ledger.New(slos)
+			t.ledgers[iv.Model] = l
 		}
-		l.append(w, counted, t.hist.Retention())
+		counted := slo.FinishersOf(iv.Warm).N == slo.FinishersOf(iv.Window).N
+		model := iv.Model
+		l.Append(iv.Window, counted, func() []int64 { return t.hist.PointTimes(model) })
 	}
 	held := t.hist.Models()
 	for model := range t.ledgers {
@@ -448,89 +447,6 @@ func (t *target) feedLedgers(spec Spec, snap *scrape.Snapshot, length time.Durat
 			delete(t.ledgers, model)
 		}
 	}
-}
-
-// judgedByLedger reports whether the named SLO has a per-request objective,
-// so that the ledger judges its "all"; an SLO of ITL objectives only is
-// judged over token gaps by EvaluateWindow.
-func judgedByLedger(slos []slo.SLO, name string) bool {
-	for _, s := range slos {
-		if s.Name != name {
-			continue
-		}
-		for _, o := range s.Objectives {
-			if o.Metric != slo.ITL {
-				return true
-			}
-		}
-	}
-	return false
-}
-
-// overlay replaces the window-wide "all", goodput and burn rate of SLO i in
-// r by the ledger's interval-by-interval ones over the same span as the
-// history window w (from its start scrape to its end scrape), and adds the
-// abandoned requests.
-func (t *target) overlay(spec Spec, model string, i int, r *slo.SLOResult, w slo.Window) {
-	s := spec.SLOs[i]
-	if !judgedByLedger(spec.SLOs, s.Name) {
-		return
-	}
-	l := t.ledgers[model]
-	var lw ledgerWindow
-	ok := l != nil
-	if ok {
-		lw, ok = l.window(i, w.Start, w.End)
-	}
-	delete(r.GoodRequests, slo.AllKey)
-	delete(r.Objectives, slo.AllKey)
-	r.GoodputRequestsPerSecond, r.GoodputTokensPerSecond, r.BurnRate = slo.Bounded{}, slo.Bounded{}, slo.Bounded{}
-	r.HasGoodputTokens, r.HasBurnRate, r.HasAbandoned = false, false, false
-	if !ok {
-		return
-	}
-	if len(lw.unknown) > 0 {
-		r.Unknown = lw.unknown
-		return
-	}
-	secs := lw.end.Sub(lw.start).Seconds()
-	if !(secs > 0) {
-		return
-	}
-	r.Requests = lw.finished
-	r.Abandoned, r.HasAbandoned = lw.abandoned, true
-	r.GoodRequests[slo.AllKey] = lw.good
-	r.GoodputRequestsPerSecond = slo.Divide(lw.good, secs)
-	if lw.hasTokens {
-		tokens := lw.tokens
-		// Only over the same finishers: a warm-up can leave the ledger and
-		// the history window with different ones.
-		if whole, ok := slo.GoodputTokens(lw.good, w.GenerationTokens); ok && w.GenerationTokens.Total() == lw.finished {
-			tokens = intersect(tokens, whole)
-		}
-		r.GoodputTokensPerSecond, r.HasGoodputTokens = slo.Divide(tokens, secs), true
-	}
-	r.FinishedTokensPerSecond, r.HasFinishedTokens = lw.finishedTokens/secs, true
-	all, ok := slo.AttainmentOver(lw.good, lw.finished, lw.abandoned, s.Abandoned)
-	if !ok {
-		return
-	}
-	r.Objectives[slo.AllKey] = all
-	r.BurnRate, r.HasBurnRate = slo.BurnRate(all, s.Goal)
-}
-
-// intersect is the part two valid bounds of one quantity share: both hold
-// the truth, so their intersection does. The per-interval goodput tokens are
-// usually the tighter, but the whole window's (the window's joint bound over
-// its token histogram) wins when the bad requests may be spread over many
-// intervals. Disjoint bounds can only come from inconsistent inputs; a then
-// keeps its own.
-func intersect(a, b slo.Bounded) slo.Bounded {
-	lo, hi := math.Max(a.Lower, b.Lower), math.Min(a.Upper, b.Upper)
-	if lo > hi {
-		return a
-	}
-	return slo.Bounded{Lower: lo, Upper: hi, Estimate: math.Min(math.Max(a.Estimate, lo), hi)}
 }
 
 func (t *target) addGood(model, sloName, objective string, v float64) {
@@ -580,14 +496,34 @@ func (p *Pipeline) Evaluate(now time.Time) *Report {
 	p.mu.RUnlock()
 
 	rep := &Report{Time: now, Currency: spec.Currency}
-	for _, t := range targets {
-		rep.Targets = append(rep.Targets, t.evaluate(spec, now))
+	if len(targets) > 0 {
+		rep.Targets = make([]TargetReport, len(targets))
 	}
+	evaluateAll(targets, func(i int) { rep.Targets[i] = targets[i].evaluate(spec, now) })
 	conds := alertConditions(rep, spec)
 	p.alertMu.Lock()
 	rep.Alerts = p.alerts.update(now, conds)
 	p.alertMu.Unlock()
 	return rep
+}
+
+// evaluateAll runs evaluate(i) for every target index on up to GOMAXPROCS
+// goroutines, as Prometheus evaluates its rule groups side by side: each
+// target has its own lock and evaluates only its own history and ledgers,
+// and each call writes only its own slot, so the report is the same as
+// in order, sooner on a machine with cores to spare. It returns when every
+// call has.
+func evaluateAll(targets []*target, evaluate func(i int)) {
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for range min(runtime.GOMAXPROCS(0), len(targets)) {
+		wg.Go(func() {
+			for i := int(next.Add(1) - 1); i < len(targets); i = int(next.Add(1) - 1) {
+				evaluate(i)
+			}
+		})
+	}
+	wg.Wait()
 }
 
 func (t *target) evaluate(spec Spec, now time.Time) TargetReport {
@@ -622,102 +558,6 @@ func (t *target) evaluate(spec Spec, now time.Time) TargetReport {
 	return tr
 }
 
-func (t *target) evaluateModel(spec Spec, model string, now time.Time) ModelReport {
-	mr := ModelReport{Name: model}
-	opts := slo.Options{Quantiles: spec.Quantiles}
-	for _, length := range spec.Windows {
-		wr, exact, ok := t.evaluateWindow(spec, model, now, length, opts)
-		if !ok {
-			continue
-		}
-		if exact != nil {
-			mr.Traces = append(mr.Traces, *exact)
-		}
-		mr.Windows = append(mr.Windows, wr)
-	}
-	for _, s := range spec.SLOs {
-		mr.Budgets = append(mr.Budgets, t.budget(spec, s, model, now))
-	}
-	for _, a := range spec.Alerts {
-		mr.Burns = append(mr.Burns, t.burnCheck(spec, a, model, now))
-	}
-	mr.GoodRequests = t.goodTotals(model)
-	return mr
-}
-
-// maxGapIntervals is how many scrape intervals apart two scrapes may be for a
-// window's start to be taken across them: one failed scrape is tolerated, a
-// longer outage (or a clock jump) makes the window start after it.
-const maxGapIntervals = 2
-
-// windowOptions are the history options of the target's evaluated windows;
-// with warm set, the warm-up after each restart is left out. (The good-request
-// totals use neither: their increase over a gap is still exact.)
-func (t *target) windowOptions(warm bool) history.Options {
-	o := history.Options{MaxGap: maxGapIntervals * t.spec.Interval}
-	if warm {
-		o.Warmup = t.spec.Warmup
-	}
-	return o
-}
-
-func (t *target) budget(spec Spec, s slo.SLO, model string, now time.Time) Budget {
-	b := Budget{SLO: s.Name}
-	w, ok := t.hist.Window(model, now, s.Period, t.windowOptions(true))
-	if !ok {
-		return b
-	}
-	rep := slo.EvaluateWindow(w, []slo.SLO{s}, slo.Options{})
-	if len(rep.SLOs) == 0 {
-		return b
-	}
-	t.overlayAll(spec, model, rep.SLOs, w)
-	all, ok := rep.SLOs[0].Objectives[slo.AllKey]
-	if !ok {
-		return b
-	}
-	b.Remaining = slo.ErrorBudgetRemaining(all, s.Goal)
-	b.Covered = w.End.Sub(w.Start)
-	b.Known = true
-	b.Coverage = WindowCoverage(w, s.Period)
-	return b
-}
-
-// burnCheck evaluates one burn-rate alert's two windows for a model. An
-// alert whose SLO the spec does not define is not evaluated against an
-// empty SLO: it stays unknown (never active) and its Reason says why.
-func (t *target) burnCheck(spec Spec, a BurnAlert, model string, now time.Time) BurnCheck {
-	c := BurnCheck{Alert: a}
-	i := slices.IndexFunc(spec.SLOs, func(s slo.SLO) bool { return s.Name == a.SLO })
-	if i < 0 {
-		c.Reason = fmt.Sprintf("the spec defines no SLO %q", a.SLO)
-		return c
-	}
-	s := spec.SLOs[i]
-	burn := func(length time.Duration) (slo.Bounded, Evidence, bool) {
-		w, ok := t.hist.Window(model, now, length, t.windowOptions(true))
-		if !ok {
-			return slo.Bounded{}, Evidence{}, false
-		}
-		rep := slo.EvaluateWindow(w, []slo.SLO{s}, slo.Options{})
-		t.overlayAll(spec, model, rep.SLOs, w)
-		if len(rep.SLOs) == 0 || !rep.SLOs[0].HasBurnRate {
-			return slo.Bounded{}, Evidence{}, false
-		}
-		ev := objectiveEvidence(rep.SLOs[0], s)
-		ev.Requests, ev.Coverage = rep.SLOs[0].Requests, WindowCoverage(w, length)
-		return rep.SLOs[0].BurnRate, ev, true
-	}
-	var okLong, okShort bool
-	c.Long, c.LongEvidence, okLong = burn(a.Long)
-	c.Short, c.ShortEvidence, okShort = burn(a.Short)
-	c.Known = okLong && okShort
-	if !c.Known {
-		c.Reason = "the long or the short window holds no finished request"
-	}
-	return c
-}
-
 func (t *target) goodTotals(model string) []GoodTotal {
 	var out []GoodTotal
 	bySLO := t.good[model]
@@ -728,17 +568,6 @@ func (t *target) goodTotals(model string) []GoodTotal {
 	}
 	sort.SliceStable(out, func(i, j int) bool { return out[i].SLO < out[j].SLO })
 	return out
-}
-
-// WindowCoverage is the share of a window's nominal length that its scrapes
-// span, in [0, 1]: less than 1 after a start, a restart's warm-up or a gap
-// the window may not cross, when every number of the window rests on that
-// shorter span.
-func WindowCoverage(w slo.Window, length time.Duration) float64 {
-	if length <= 0 {
-		return 0
-	}
-	return min(1, max(0, float64(w.End.Sub(w.Start))/float64(length)))
 }
 
 // objectiveEvidence sums the bad shares of the objectives of the joint
@@ -763,14 +592,15 @@ func objectiveEvidence(r slo.SLOResult, s slo.SLO) Evidence {
 	return ev
 }
 
-// overlayAll applies overlay to each SLO result, found by name in the spec.
-func (t *target) overlayAll(spec Spec, model string, results []slo.SLOResult, w slo.Window) {
-	for k := range results {
-		for i, s := range spec.SLOs {
-			if s.Name == results[k].Name {
-				t.overlay(spec, model, i, &results[k], w)
-				break
-			}
-		}
+// WindowReads is how many history windows the target's evaluations and
+// ingestion have read since its history was created (see
+// history.History.WindowReads): what one pass costs.
+func (p *Pipeline) WindowReads(name string) (int64, error) {
+	t, _, err := p.target(name)
+	if err != nil {
+		return 0, err
 	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.hist.WindowReads(), nil
 }

@@ -104,7 +104,7 @@ type Budget struct {
 	// Known is false when the period holds no finished request.
 	Known bool
 	// Coverage is the share of the period the history spans (see
-	// WindowCoverage): an overspent budget after nine minutes of a day rests
+	// slo.Window.Coverage): an overspent budget after nine minutes of a day rests
 	// on those nine minutes.
 	Coverage float64
 }

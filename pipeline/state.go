@@ -7,6 +7,7 @@ import (
 	"maps"
 
 	"github.com/vllm-slo-exporter/vllm-slo-exporter/history"
+	"github.com/vllm-slo-exporter/vllm-slo-exporter/ledger"
 )
 
 // stateVersion is the version of the state format MarshalState writes;
@@ -25,7 +26,7 @@ type targetState struct {
 	Good               map[string]map[string]map[string]float64
 	// Ledgers holds each model's per-interval ledger; absent in states
 	// written before it existed (the ledger then starts afresh).
-	Ledgers map[string]ledgerState
+	Ledgers map[string]ledger.State
 }
 
 // MarshalState encodes every target's history, ledgers and good-request
@@ -64,9 +65,9 @@ func (t *target) state() (targetState, error) {
 			ts.Good[model][s] = maps.Clone(byObj)
 		}
 	}
-	ts.Ledgers = map[string]ledgerState{}
+	ts.Ledgers = map[string]ledger.State{}
 	for model, l := range t.ledgers {
-		ts.Ledgers[model] = l.state()
+		ts.Ledgers[model] = l.State()
 	}
 	h, err := t.hist.MarshalBinary()
 	ts.History = h
@@ -98,7 +99,7 @@ func (p *Pipeline) UnmarshalState(data []byte) (restored int, err error) {
 		t       *target
 		hist    *history.History
 		good    map[string]map[string]map[string]float64
-		ledgers map[string]*ledger
+		ledgers map[string]*ledger.Ledger
 	}
 	var todo []restore
 	for _, ts := range st.Targets {
@@ -117,10 +118,10 @@ func (p *Pipeline) UnmarshalState(data []byte) (restored int, err error) {
 		if err := h.UnmarshalBinary(ts.History); err != nil {
 			return 0, fmt.Errorf("decode state of target %q: %w", ts.Name, err)
 		}
-		ledgers := map[string]*ledger{}
+		ledgers := map[string]*ledger.Ledger{}
 		for model, ls := range ts.Ledgers {
 			// A ledger kept for other SLOs starts afresh.
-			if l, err := restoreLedger(ls, p.spec.SLOs); err == nil {
+			if l, err := ledger.Restore(ls, p.spec.SLOs); err == nil {
 				ledgers[model] = l
 			}
 		}

@@ -1,13 +1,15 @@
 package pipeline
 
 import (
+	"maps"
+	"slices"
 	"time"
 
 	"github.com/vllm-slo-exporter/vllm-slo-exporter/slo"
 	"github.com/vllm-slo-exporter/vllm-slo-exporter/traces"
 )
 
-// evaluateWindow evaluates the window of the given length ending at the last
+// regular evaluates the window of the given length ending at the last
 // scrape at or before now, from the histograms. With a trace store, it also
 // evaluates the spans of the window ending at the last scrape at or before
 // now − TraceDelay (spans arrive in batches, after the counters move); when
@@ -15,58 +17,55 @@ import (
 // with the exact numbers in place of the estimates. The trace result, when
 // any, says which window it describes. ok is false when the history holds
 // no such window.
-func (t *target) evaluateWindow(spec Spec, model string, now time.Time, length time.Duration, opts slo.Options) (wr slo.WindowReport, exact *traces.Result, ok bool) {
-	w, wr, ok := t.plainWindow(spec, model, now, length, opts)
-	if !ok {
-		return wr, nil, false
+func (p *pass) regular(length time.Duration) (wr slo.WindowReport, exact *traces.Result, ok bool) {
+	e := p.window(p.now, length, false, true)
+	if !e.ok {
+		return slo.WindowReport{}, nil, false
 	}
-	at := now
-	if spec.Traces != nil {
-		lagged, lw, lwr := now.Add(-spec.TraceDelay), w, wr
-		found := true
-		if spec.TraceDelay > 0 {
-			lw, lwr, found = t.plainWindow(spec, model, lagged, length, opts)
-		}
-		if found {
-			res := t.exactWindow(spec, model, lw, lwr)
+	wr = e.rep
+	at := p.now
+	if p.spec.Traces != nil {
+		lagged := p.now.Add(-p.spec.TraceDelay)
+		le := p.window(lagged, length, false, true)
+		if le.ok {
+			res := p.exactWindow(le.w, le.rep)
 			exact = &res
 			if res.Covered {
-				wr, at = lwr, lagged
+				// The pass shares le's evaluation with the alerts' windows:
+				// the exact numbers go into a copy of its own.
+				wr, at = cloneReport(le.rep), lagged
 				res.Apply(&wr)
 			}
 		}
 	}
-	if t.spec.Warmup > 0 {
+	if p.t.spec.Warmup > 0 {
 		// SLO results only from the warm-up-free window (the spans' window
 		// includes the warm-up, so it never replaces these).
 		wr.SLOs = nil
-		if ww, ok := t.hist.Window(model, at, length, t.windowOptions(true)); ok {
-			wr.SLOs = slo.EvaluateWindow(ww, spec.SLOs, slo.Options{}).SLOs
-			t.overlayAll(spec, model, wr.SLOs, ww)
+		if we := p.window(at, length, true, false); we.ok {
+			wr.SLOs = we.rep.SLOs
 		}
 	}
 	return wr, exact, true
 }
 
-// plainWindow is the history window ending at the last scrape at or before
-// at, and its evaluation from the histograms (the joint of each SLO from the
-// ledger, over the same window).
-func (t *target) plainWindow(spec Spec, model string, at time.Time, length time.Duration, opts slo.Options) (slo.Window, slo.WindowReport, bool) {
-	w, ok := t.hist.Window(model, at, length, t.windowOptions(false))
-	if !ok {
-		return slo.Window{}, slo.WindowReport{}, false
-	}
-	w.Nominal = length
-	wr := slo.EvaluateWindow(w, spec.SLOs, opts)
-	t.overlayAll(spec, model, wr.SLOs, w)
-	return w, wr, true
-}
-
 // exactWindow evaluates the spans of a window against the histogram window
 // and its evaluation. Spans that named no model count for the target's model
 // when it serves only one.
-func (t *target) exactWindow(spec Spec, model string, w slo.Window, wr slo.WindowReport) traces.Result {
-	unnamed := len(t.hist.Models()) == 1
-	sel := spec.Traces.Select(t.spec.Name, model, unnamed, w.Start, w.End)
-	return traces.Evaluate(sel, w, wr, spec.SLOs, spec.Quantiles)
+func (p *pass) exactWindow(w slo.Window, wr slo.WindowReport) traces.Result {
+	unnamed := len(p.t.hist.Models()) == 1
+	sel := p.spec.Traces.Select(p.t.spec.Name, p.model, unnamed, w.Start, w.End)
+	return traces.Evaluate(sel, w, wr, p.spec.SLOs, p.spec.Quantiles)
+}
+
+// cloneReport copies a window report deep enough that writing into its maps
+// and SLO results leaves r alone.
+func cloneReport(r slo.WindowReport) slo.WindowReport {
+	r.Requests, r.Quantiles, r.Concurrency = maps.Clone(r.Requests), maps.Clone(r.Quantiles), maps.Clone(r.Concurrency)
+	r.SLOs = slices.Clone(r.SLOs)
+	for i := range r.SLOs {
+		s := &r.SLOs[i]
+		s.Objectives, s.GoodRequests = maps.Clone(s.Objectives), maps.Clone(s.GoodRequests)
+	}
+	return r
 }

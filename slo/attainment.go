@@ -82,24 +82,3 @@ func (e Estimator) Attainment(threshold float64, h Histogram) (Bounded, bool) {
 	g := e.GoodCount(threshold, h)
 	return Divide(g, b.n), true
 }
-
-// Divide divides every part of b by d. It divides rather than multiplying
-// by 1/d, which can differ in the last bit: a share or a rate of an exact
-// count then equals, bit for bit, the same ratio computed from the requests
-// themselves (exact mode's calibration compares them without tolerance).
-func Divide(b Bounded, d float64) Bounded {
-	return Bounded{Estimate: b.Estimate / d, Lower: b.Lower / d, Upper: b.Upper / d}
-}
-
-// scale multiplies a Bounded by a non-negative factor.
-func scale(b Bounded, f float64) Bounded {
-	return Bounded{Estimate: b.Estimate * f, Lower: b.Lower * f, Upper: b.Upper * f}
-}
-
-// clampInto returns v limited to [b.Lower, b.Upper].
-func clampInto(v float64, b Bounded) float64 {
-	if math.IsNaN(v) {
-		return b.Lower
-	}
-	return math.Min(math.Max(v, b.Lower), b.Upper)
-}

@@ -24,11 +24,12 @@ func prepare(h Histogram) (buckets, bool) {
 		return buckets{}, false
 	}
 	k := len(h.Edges)
+	all := make([]float64, 4*k) // one allocation for the four vectors
 	b := buckets{
-		lower: make([]float64, k),
-		upper: make([]float64, k),
-		cum:   make([]float64, k),
-		count: make([]float64, k),
+		lower: all[:k:k],
+		upper: all[k : 2*k : 2*k],
+		cum:   all[2*k : 3*k : 3*k],
+		count: all[3*k:],
 		sum:   h.Sum,
 	}
 	if math.IsNaN(h.Sum) || math.IsInf(h.Sum, 0) {
@@ -57,6 +58,23 @@ func prepare(h Histogram) (buckets, bool) {
 	}
 	b.n = prev
 	return b, true
+}
+
+// observations is the number of observations prepare(h) counts (its n) and
+// whether prepare accepts h, without building the buckets: what a caller
+// that needs only the count asks.
+func observations(h Histogram) (float64, bool) {
+	if !h.Valid() {
+		return 0, false
+	}
+	prev := 0.0
+	for _, c := range h.Counts {
+		if math.IsInf(c, 0) {
+			return 0, false
+		}
+		prev = math.Max(c, prev)
+	}
+	return prev, true
 }
 
 // cumBelow is the cumulative count at the lower edge of bucket i.

@@ -100,12 +100,27 @@ type SLOResult struct {
 	// when Goal is not in (0, 1).
 	BurnRate    Bounded
 	HasBurnRate bool
+	// GoodputCost is the cost of a million generation tokens of the
+	// requests that met every objective (WindowReport.Price); HasGoodputCost
+	// is false without a cost, a goodput token rate or "all".
+	GoodputCost    Bounded
+	HasGoodputCost bool
 }
 
 // WindowReport is everything EvaluateWindow derives from one window. No field
 // is NaN: what cannot be known is absent (or its Has flag is false).
 type WindowReport struct {
 	Window Window
+	// Coverage is the share of the window's nominal length that its scrapes
+	// span (Window.Coverage); HasCoverage is false for a window without
+	// length or data.
+	Coverage    float64
+	HasCoverage bool
+	// ThroughputCost and FinishedCost are the cost of a million generation
+	// tokens (Price) at the token counters' rate and at the finished
+	// requests' rate; the Has flags are false without a cost or a rate.
+	ThroughputCost, FinishedCost       Bounded
+	HasThroughputCost, HasFinishedCost bool
 	// Requests is the number of observations per latency metric exposed.
 	Requests map[Metric]float64
 	// Quantiles per metric; absent when the window holds no observation.
@@ -159,12 +174,33 @@ const AllKey = "all"
 // first token is in TTFT but in no finish histogram, which it does not
 // account for (the ledger's EvaluateInterval and Abandoned do).
 func EvaluateWindow(w Window, slos []SLO, opts Options) WindowReport {
+	return evaluate(w, slos, nil, opts)
+}
+
+// Evaluate is EvaluateWindow for a caller with a per-interval ledger: the
+// "all" of every SLO with a per-request objective (HasPerRequestObjective)
+// is joints[i], the ledger's joint over the same scrapes, instead of the
+// whole-window Fréchet bound, which is then never computed. A nil joints[i]
+// leaves that SLO without "all", goodput, burn rate and abandoned requests.
+// joints holds one entry per SLO (nil entries allowed); SLOs of ITL
+// objectives only are judged over token gaps as by EvaluateWindow.
+func Evaluate(w Window, slos []SLO, joints []*Joint, opts Options) WindowReport {
+	if joints == nil {
+		joints = make([]*Joint, len(slos))
+	}
+	return evaluate(w, slos, joints, opts)
+}
+
+// evaluate is EvaluateWindow, with the ledger's joints when joints is
+// non-nil (see Evaluate).
+func evaluate(w Window, slos []SLO, joints []*Joint, opts Options) WindowReport {
 	rep := WindowReport{
 		Window:      w,
 		Requests:    map[Metric]float64{},
 		Quantiles:   map[Metric][]Quantile{},
 		Concurrency: map[Stage]Concurrency{},
 	}
+	rep.Coverage, rep.HasCoverage = w.Coverage()
 	secs := w.Seconds()
 	if !(secs > 0) {
 		return rep
@@ -172,12 +208,12 @@ func EvaluateWindow(w Window, slos []SLO, opts Options) WindowReport {
 	e := opts.Estimator
 	for _, m := range Metrics {
 		h, ok := w.Latency[m]
-		b, valid := prepare(h)
+		n, valid := observations(h)
 		if !ok || !valid {
 			continue
 		}
-		rep.Requests[m] = b.n
-		if b.n > 0 {
+		rep.Requests[m] = n
+		if n > 0 {
 			rep.Quantiles[m] = quantiles(e, opts.Quantiles, h)
 		}
 	}
@@ -190,7 +226,11 @@ func EvaluateWindow(w Window, slos []SLO, opts Options) WindowReport {
 	if !ok || nB <= 0 {
 		return rep
 	}
-	for _, s := range slos {
+	for i, s := range slos {
+		if joints != nil && HasPerRequestObjective(s) {
+			rep.SLOs = append(rep.SLOs, evaluateJoint(w, s, nB, secs, e, joints[i]))
+			continue
+		}
 		rep.SLOs = append(rep.SLOs, evaluateSLO(w, s, nB, secs, e))
 	}
 	return rep
@@ -285,8 +325,8 @@ func finished(w Window) (float64, bool) {
 		if !m.ObservedAtFinish() {
 			continue
 		}
-		if b, ok := prepare(w.Latency[m]); ok {
-			return b.n, true
+		if n, ok := observations(w.Latency[m]); ok {
+			return n, true
 		}
 	}
 	return 0, false

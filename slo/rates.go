@@ -1,6 +1,9 @@
 package slo
 
-import "math"
+import (
+	"math"
+	"slices"
+)
 
 // BurnRate is how fast the error budget burns: (1 − attainment) / (1 − goal),
 // 1 meaning exactly on budget. all is the attainment ratio of "all". Lower
@@ -56,4 +59,28 @@ func CostPerMillion(hourlyCost float64, tokensPerSecond Bounded) (Bounded, bool)
 		Lower:    cost(tokensPerSecond.Upper),
 		Upper:    cost(tokensPerSecond.Lower),
 	}, true
+}
+
+// Price fills the report's costs per million generation tokens at
+// hourlyCost per hour of the server (CostPerMillion): at the token
+// counters' rate, at the finished requests' rate and, for each SLO with
+// "all", at its goodput. A cost of 0 or less prices nothing. The SLO results
+// are copied first, so a report sharing them with another is left alone.
+func (r *WindowReport) Price(hourlyCost float64) {
+	if !(hourlyCost > 0) {
+		return
+	}
+	if r.HasThroughput {
+		r.ThroughputCost, r.HasThroughputCost = CostPerMillion(hourlyCost, Exact(r.GenerationTokensPerSecond))
+	}
+	if r.HasFinishedTokens {
+		r.FinishedCost, r.HasFinishedCost = CostPerMillion(hourlyCost, Exact(r.FinishedTokensPerSecond))
+	}
+	r.SLOs = slices.Clone(r.SLOs)
+	for i := range r.SLOs {
+		s := &r.SLOs[i]
+		if _, ok := s.Objectives[AllKey]; ok && s.HasGoodputTokens {
+			s.GoodputCost, s.HasGoodputCost = CostPerMillion(hourlyCost, s.GoodputTokensPerSecond)
+		}
+	}
 }

@@ -25,51 +25,72 @@ import "math"
 // from the per-objective maps, and "all" (with goodput and the burn rate) is
 // absent too: nothing says its requests met it.
 func evaluateSLO(w Window, s SLO, nB, secs float64, e Estimator) SLOResult {
+	res := evaluateObjectives(w, s, nB, secs, e)
+	if len(res.Unknown) > 0 {
+		// An objective nobody measured is not met by default: no "all".
+		return res
+	}
+	var perRequest, gapRatios []Bounded
+	for _, o := range s.Objectives {
+		if g, ok := res.GoodRequests[string(o.Metric)]; ok && o.Metric != ITL {
+			perRequest = append(perRequest, g)
+		} else if r, ok := res.Objectives[string(o.Metric)]; ok && o.Metric == ITL {
+			gapRatios = append(gapRatios, r)
+		}
+	}
+	return withFrechetAll(res, s, perRequest, gapRatios, w, nB, secs)
+}
+
+// evaluateObjectives is one SLO's per-objective results over the nB > 0
+// requests that finished in the window: each objective's attainment and
+// good count (carried onto the finished requests), Unknown, and the
+// finished requests' token rate. "all" is left to the caller.
+func evaluateObjectives(w Window, s SLO, nB, secs float64, e Estimator) SLOResult {
 	res := SLOResult{
 		Name:         s.Name,
 		Requests:     nB,
 		Objectives:   map[string]Bounded{},
 		GoodRequests: map[string]Bounded{},
 	}
-	var perRequest, gapRatios []Bounded
 	for _, o := range s.Objectives {
 		key := string(o.Metric)
-		b, valid := prepare(w.Latency[o.Metric])
+		n, valid := observations(w.Latency[o.Metric])
 		if !valid {
 			res.Unknown = append(res.Unknown, o.Metric)
 			continue
 		}
 		good := e.GoodCount(o.Threshold, w.Latency[o.Metric])
-		if b.n > 0 {
-			res.Objectives[key] = Divide(good, b.n)
+		if n > 0 {
+			res.Objectives[key] = Divide(good, n)
 		}
 		switch {
 		case o.Metric == ITL:
-			if b.n > 0 {
+			if n > 0 {
 				res.GoodRequests[key] = good
-				gapRatios = append(gapRatios, res.Objectives[key])
 			}
 			continue
 		case o.Metric == TTFT:
-			leftA, joinB := b.n, nB
+			leftA, joinB := n, nB
 			if start, end, ok := inFlight(w.Running, w.Waiting); ok {
 				leftA, joinB = end+w.InFlightAtRestarts, start
 			}
-			good = CarryGood(good, b.n, nB, leftA, joinB)
+			good = CarryGood(good, n, nB, leftA, joinB)
 		default:
-			good = CarryGood(good, b.n, nB, math.Max(0, b.n-nB), math.Max(0, nB-b.n))
+			good = CarryGood(good, n, nB, math.Max(0, n-nB), math.Max(0, nB-n))
 		}
 		res.GoodRequests[key] = good
-		perRequest = append(perRequest, good)
 	}
 	if w.GenerationTokens.Valid() && finite(w.GenerationTokens.Sum) {
 		res.FinishedTokensPerSecond = math.Max(0, w.GenerationTokens.Sum) / secs
 		res.HasFinishedTokens = true
 	}
-	if len(res.Unknown) > 0 {
-		// An objective nobody measured is not met by default: no "all".
-		return res
-	}
+	return res
+}
+
+// withFrechetAll adds to res the whole-window "all" of the per-request good
+// counts (Fréchet's bound, JointGood) or, for an SLO of ITL objectives only,
+// the product of its gap ratios, with goodput and the burn rate.
+func withFrechetAll(res SLOResult, s SLO, perRequest, gapRatios []Bounded, w Window, nB, secs float64) SLOResult {
 	var joint Bounded
 	switch {
 	case len(perRequest) == 0 && len(gapRatios) == 0:

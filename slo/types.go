@@ -127,6 +127,20 @@ func (w Window) Seconds() float64 {
 	return w.End.Sub(w.Start).Seconds()
 }
 
+// Coverage is the share of the window's nominal length that its data spans,
+// (End − Start) / Nominal limited to [0, 1]: below 1 after a start, a
+// restart's warm-up, a gap the window may not cross or a memory limit, when
+// every number of the window rests on that shorter span. A window that a
+// coarse history tier started early spans more than its length and covers
+// all of it (1). ok is false for a window without length or data.
+func (w Window) Coverage() (float64, bool) {
+	span := w.End.Sub(w.Start)
+	if w.Nominal <= 0 || span <= 0 {
+		return 0, false
+	}
+	return min(1, float64(span)/float64(w.Nominal)), true
+}
+
 // Bounded is an estimate with bounds that the true value cannot leave.
 // Lower <= Estimate <= Upper always; exact values have all three equal.
 type Bounded struct {

@@ -1,4 +1,4 @@
-package otlp
+package daemon
 
 import (
 	"context"
@@ -16,30 +16,35 @@ import (
 
 	"github.com/vllm-slo-exporter/vllm-slo-exporter/config"
 	"github.com/vllm-slo-exporter/vllm-slo-exporter/exporter"
+	"github.com/vllm-slo-exporter/vllm-slo-exporter/otlp"
 	"github.com/vllm-slo-exporter/vllm-slo-exporter/pipeline"
 	"github.com/vllm-slo-exporter/vllm-slo-exporter/traces"
 )
 
-// DefaultMaxModels and DefaultMaxAdapters cap the distinct names kept per
+// Exact mode's wiring: the otlp section of the configuration turned into a
+// trace store, an OTLP receiver and an optional forwarder, run as one actor
+// of the daemon.
+
+// exactMaxModels and exactMaxAdapters cap the distinct names kept per
 // target, bounding the series exact mode adds.
 const (
-	DefaultMaxModels   = 100
-	DefaultMaxAdapters = 100
+	exactMaxModels   = 100
+	exactMaxAdapters = 100
 )
 
-// ExactMode is everything exact mode runs: the store the pipeline reads, the
+// exactMode is everything exact mode runs: the store the pipeline reads, the
 // receiver and the optional forwarder. Run it as one actor.
-type ExactMode struct {
+type exactMode struct {
 	Store    *traces.Store
-	Receiver *Receiver
-	forward  *Forwarder
-	router   *Router
+	Receiver *otlp.Receiver
+	forward  *otlp.Forwarder
+	router   *otlp.Router
 }
 
 // Reconfigure follows a reload: spans go to the targets of cfg, and the
 // records of removed targets are dropped. The rest of the otlp section
 // (listeners, routes, limits) takes effect at the next start.
-func (e *ExactMode) Reconfigure(cfg *config.Config) {
+func (e *exactMode) Reconfigure(cfg *config.Config) {
 	names := make([]string, 0, len(cfg.Targets))
 	keep := make(map[string]bool, len(cfg.Targets))
 	for _, t := range cfg.Targets {
@@ -50,21 +55,21 @@ func (e *ExactMode) Reconfigure(cfg *config.Config) {
 	e.Store.Forget(keep)
 }
 
-// FromConfig builds exact mode from a validated configuration; nil, nil when
-// the otlp section is not enabled. Put Store in pipeline.Spec.Traces and
-// register Receiver.Collector() with the daemon's own metrics.
-func FromConfig(cfg *config.Config, logger *slog.Logger) (*ExactMode, error) {
+// exactFromConfig builds exact mode from a validated configuration; nil, nil
+// when the otlp section is not enabled. Put Store in pipeline.Spec.Traces
+// and register Receiver.Collector() with the daemon's own metrics.
+func exactFromConfig(cfg *config.Config, logger *slog.Logger) (*exactMode, error) {
 	o := cfg.OTLP
 	if !o.Enabled {
 		return nil, nil
 	}
 	maxModels := cfg.Global.MaxModelsPerTarget
 	if maxModels <= 0 {
-		maxModels = DefaultMaxModels
+		maxModels = exactMaxModels
 	}
 	store := traces.NewStore(traces.Limits{
 		Retain: o.Retention(cfg.Global), MaxRecords: o.MaxRequestsPerModel, MaxTargetRecords: o.MaxRequestsPerTarget,
-		MaxModels: maxModels, MaxAdapters: DefaultMaxAdapters,
+		MaxModels: maxModels, MaxAdapters: exactMaxAdapters,
 	})
 	var tlsConfig *tls.Config
 	if o.TLSServerConfig != nil {
@@ -74,24 +79,24 @@ func FromConfig(cfg *config.Config, logger *slog.Logger) (*ExactMode, error) {
 		}
 		tlsConfig = c
 	}
-	var fwd *Forwarder
+	var fwd *otlp.Forwarder
 	if f := o.Forward; f != nil {
 		client, err := commoncfg.NewClientFromConfig(f.HTTPClientConfig, "otlp_forward")
 		if err != nil {
 			return nil, fmt.Errorf("otlp forward: %w", err)
 		}
-		fwd = NewForwarder(f.URL, client, time.Duration(f.Timeout), DefaultForwardQueue, logger)
+		fwd = otlp.NewForwarder(f.URL, client, time.Duration(f.Timeout), otlp.DefaultForwardQueue, logger)
 	}
-	var routes []Route
+	var routes []otlp.Route
 	for _, r := range o.Routes {
-		routes = append(routes, Route{Match: r.Match, Target: r.Target, Model: r.ModelName})
+		routes = append(routes, otlp.Route{Match: r.Match, Target: r.Target, Model: r.ModelName})
 	}
 	var names []string
 	for _, t := range cfg.Targets {
 		names = append(names, t.Name)
 	}
-	router := NewRouter(routes, o.TargetAttribute, names, o.AdapterAttribute)
-	rcv, err := New(Options{
+	router := otlp.NewRouter(routes, o.TargetAttribute, names, o.AdapterAttribute)
+	rcv, err := otlp.New(otlp.Options{
 		GRPCAddress: o.GRPCListenAddress, HTTPAddress: o.HTTPListenAddress, TLS: tlsConfig,
 		MaxBodyBytes: int64(o.MaxBodySize), Timeout: time.Duration(o.Timeout),
 		Router: router, Forward: fwd, Logger: logger,
@@ -99,11 +104,11 @@ func FromConfig(cfg *config.Config, logger *slog.Logger) (*ExactMode, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &ExactMode{Store: store, Receiver: rcv, forward: fwd, router: router}, nil
+	return &exactMode{Store: store, Receiver: rcv, forward: fwd, router: router}, nil
 }
 
 // Run serves the receiver (and forwards) until ctx is cancelled.
-func (e *ExactMode) Run(ctx context.Context) error {
+func (e *exactMode) Run(ctx context.Context) error {
 	if e.forward == nil {
 		return e.Receiver.Run(ctx)
 	}
@@ -121,23 +126,23 @@ func (e *ExactMode) Run(ctx context.Context) error {
 	return err
 }
 
-// CalibrationLog logs, loudly and once per change, the windows whose spans
+// calibrationLog logs, loudly and once per change, the windows whose spans
 // contradict a bound the histograms prove (traces.Result.Inconsistent):
 // those windows stay on the histograms, and the log names the bounds.
-type CalibrationLog struct {
+type calibrationLog struct {
 	logger *slog.Logger
 	mu     sync.Mutex
 	failed map[string]bool
 }
 
-// NewCalibrationLog returns a log writing to logger.
-func NewCalibrationLog(logger *slog.Logger) *CalibrationLog {
-	return &CalibrationLog{logger: logger, failed: map[string]bool{}}
+// newCalibrationLog returns a log writing to logger.
+func newCalibrationLog(logger *slog.Logger) *calibrationLog {
+	return &calibrationLog{logger: logger, failed: map[string]bool{}}
 }
 
 // Observe logs the windows of a report whose calibration failed and were not
 // failing at the previous report, and notes the ones that recovered.
-func (c *CalibrationLog) Observe(rep *pipeline.Report) {
+func (c *calibrationLog) Observe(rep *pipeline.Report) {
 	if rep == nil {
 		return
 	}

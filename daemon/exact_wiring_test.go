@@ -1,24 +1,29 @@
-package otlp
+package daemon
 
 import (
 	"bytes"
 	"context"
 	"log/slog"
+	"net/http"
 	"strings"
 	"testing"
 	"time"
+
+	"go.opentelemetry.io/collector/pdata/pcommon"
+	"go.opentelemetry.io/collector/pdata/ptrace"
+	"go.opentelemetry.io/collector/pdata/ptrace/ptraceotlp"
 
 	"github.com/vllm-slo-exporter/vllm-slo-exporter/config"
 	"github.com/vllm-slo-exporter/vllm-slo-exporter/pipeline"
 	"github.com/vllm-slo-exporter/vllm-slo-exporter/traces"
 )
 
-func TestFromConfig(t *testing.T) {
+func TestExactFromConfig(t *testing.T) {
 	off, err := config.Parse([]byte("targets:\n  - name: gpu0\n    url: http://127.0.0.1:8000/metrics\n"), "off.yml")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if e, err := FromConfig(off, nil); e != nil || err != nil {
+	if e, err := exactFromConfig(off, nil); e != nil || err != nil {
 		t.Fatalf("disabled otlp: %v, %v", e, err)
 	}
 	cfg, err := config.Parse([]byte(`targets:
@@ -33,7 +38,7 @@ otlp:
 	if err != nil {
 		t.Fatal(err)
 	}
-	e, err := FromConfig(cfg, slog.New(slog.DiscardHandler))
+	e, err := exactFromConfig(cfg, slog.New(slog.DiscardHandler))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -56,7 +61,7 @@ otlp:
 
 func TestCalibrationLogOncePerChange(t *testing.T) {
 	var buf bytes.Buffer
-	log := NewCalibrationLog(slog.New(slog.NewTextHandler(&buf, nil)))
+	log := newCalibrationLog(slog.New(slog.NewTextHandler(&buf, nil)))
 	report := func(failures ...string) *pipeline.Report {
 		res := traces.Result{Nominal: 5 * time.Minute, Covered: len(failures) == 0, Inconsistent: len(failures) > 0, Calibration: traces.Calibration{Checked: 3, Failures: failures}}
 		return &pipeline.Report{Targets: []pipeline.TargetReport{{Name: "gpu0", Models: []pipeline.ModelReport{{Name: "m", Traces: []traces.Result{res}}}}}}
@@ -82,29 +87,63 @@ func TestCalibrationLogOncePerChange(t *testing.T) {
 // target, spans go to the new one and the old one's records are dropped.
 func TestReconfigureFollowsTargets(t *testing.T) {
 	parse := func(name string) *config.Config {
-		c, err := config.Parse([]byte("targets:\n  - name: "+name+"\n    url: http://127.0.0.1:8000/metrics\notlp:\n  enabled: true\n"), "c.yml")
+		c, err := config.Parse([]byte("targets:\n  - name: "+name+"\n    url: http://127.0.0.1:8000/metrics\n"+
+			"otlp:\n  enabled: true\n  grpc_listen_address: 127.0.0.1:0\n  http_listen_address: 127.0.0.1:0\n"), "c.yml")
 		if err != nil {
 			t.Fatal(err)
 		}
 		return c
 	}
-	e, err := FromConfig(parse("old"), nil)
+	e, err := exactFromConfig(parse("old"), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	// The store of FromConfig runs on the real clock: a span ending now.
-	now := time.Since(t0)
-	body, _ := export(testSpan{"a", now, 1}).MarshalProto()
-	post(t, e.Receiver, contentProtobuf, body)
-	if got := len(e.Store.Select("old", "m", false, t0, t0.Add(now+time.Minute)).All); got != 1 {
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- e.Run(ctx) }()
+	defer func() {
+		cancel()
+		<-done
+	}()
+	select {
+	case <-e.Receiver.Ready():
+	case err := <-done:
+		t.Fatalf("Run: %v", err)
+	}
+	_, httpAddr := e.Receiver.Addrs()
+	end := time.Now()
+	postSpan(t, httpAddr, end)
+	if got := len(e.Store.Select("old", "m", true, end.Add(-time.Minute), end.Add(time.Minute)).All); got != 1 {
 		t.Fatalf("old target holds %d records", got)
 	}
 	e.Reconfigure(parse("new"))
 	if n, _ := e.Store.Retained(); n != 0 {
 		t.Errorf("%d records of the removed target kept", n)
 	}
-	post(t, e.Receiver, contentProtobuf, body)
-	if got := len(e.Store.Select("new", "m", false, t0, t0.Add(now+time.Minute)).All); got != 1 {
+	postSpan(t, httpAddr, end)
+	if got := len(e.Store.Select("new", "m", true, end.Add(-time.Minute), end.Add(time.Minute)).All); got != 1 {
 		t.Errorf("new target holds %d records after the reload, want 1", got)
+	}
+}
+
+// postSpan exports one finished request's span over OTLP/HTTP.
+func postSpan(t *testing.T, httpAddr string, end time.Time) {
+	t.Helper()
+	td := ptrace.NewTraces()
+	sp := td.ResourceSpans().AppendEmpty().ScopeSpans().AppendEmpty().Spans().AppendEmpty()
+	sp.SetName("llm_request")
+	sp.SetEndTimestamp(pcommon.NewTimestampFromTime(end))
+	sp.Attributes().PutDouble("gen_ai.latency.e2e", 1)
+	body, err := ptraceotlp.NewExportRequestFromTraces(td).MarshalProto()
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, err := http.Post("http://"+httpAddr+"/v1/traces", "application/x-protobuf", bytes.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("export: %s", resp.Status)
 	}
 }

@@ -1,4 +1,4 @@
-package pipeline
+package ledger
 
 import (
 	"testing"
@@ -11,7 +11,7 @@ import (
 // window coupling from drawing on everything before it.
 func TestReachIndexBeyondDroppedIntervals(t *testing.T) {
 	at := func(s int) time.Time { return start.Add(time.Duration(s) * 15 * time.Second) }
-	l := &ledger{}
+	l := &Ledger{}
 	for k := 4; k < 8; k++ { // intervals 0-3 were dropped
 		l.intervals = append(l.intervals, interval{start: at(k), end: at(k + 1), reachStart: at(k).UnixNano()})
 	}

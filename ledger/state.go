@@ -1,4 +1,4 @@
-package pipeline
+package ledger
 
 import (
 	"fmt"
@@ -8,17 +8,19 @@ import (
 	"github.com/vllm-slo-exporter/vllm-slo-exporter/slo"
 )
 
-// The state-file form of a ledger (gob needs exported fields). Times are
-// Unix nanoseconds.
+// State is the state-file form of a ledger (gob needs exported fields; the
+// field names are the format, so they never change). Times are Unix
+// nanoseconds.
+type State struct {
+	// SLOs is sloTexts of the SLOs the sums were kept for: a ledger is
+	// restored only under the same list.
+	SLOs      []string
+	Seg       int
+	Intervals []intervalState
+	Points    []checkpointState
+}
+
 type (
-	ledgerState struct {
-		// SLOs is sloTexts of the SLOs the sums were kept for: a ledger is
-		// restored only under the same list.
-		SLOs      []string
-		Seg       int
-		Intervals []intervalState
-		Points    []checkpointState
-	}
 	intervalState struct {
 		Start, End    int64
 		Seg           int
@@ -90,9 +92,9 @@ func timeOf(ns int64) time.Time {
 	return time.Unix(0, ns).UTC()
 }
 
-// state copies the ledger into its state-file form.
-func (l *ledger) state() ledgerState {
-	st := ledgerState{SLOs: sloTexts(l.slos), Seg: l.seg}
+// State copies the ledger into its state-file form.
+func (l *Ledger) State() State {
+	st := State{SLOs: sloTexts(l.slos), Seg: l.seg}
 	for _, iv := range l.intervals {
 		is := intervalState{Start: nanos(iv.start), End: nanos(iv.end), Seg: iv.seg, Restarted: iv.restarted, InFlightStart: iv.inFlightStart, Counted: iv.counted, ReachStart: iv.reachStart, ReachOlder: iv.reachOlder}
 		for _, j := range iv.judged {
@@ -118,9 +120,9 @@ func (l *ledger) state() ledgerState {
 	return st
 }
 
-// restoreLedger rebuilds a ledger for slos from its state; it refuses a
-// state kept for other SLOs or whose shape does not fit them.
-func restoreLedger(st ledgerState, slos []slo.SLO) (*ledger, error) {
+// Restore rebuilds a ledger for slos from its state; it refuses a state kept
+// for other SLOs or whose shape does not fit them.
+func Restore(st State, slos []slo.SLO) (*Ledger, error) {
 	want := sloTexts(slos)
 	if len(st.SLOs) != len(want) {
 		return nil, fmt.Errorf("ledger kept for %d SLOs, %d configured", len(st.SLOs), len(want))
@@ -130,7 +132,7 @@ func restoreLedger(st ledgerState, slos []slo.SLO) (*ledger, error) {
 			return nil, fmt.Errorf("ledger kept for SLO %q, now %q", st.SLOs[i], want[i])
 		}
 	}
-	l := newLedger(slos)
+	l := New(slos)
 	l.seg = st.Seg
 	for _, is := range st.Intervals {
 		if len(is.Sources) != len(slos) || len(is.Judged) != len(slos) {

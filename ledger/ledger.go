@@ -1,4 +1,17 @@
-package pipeline
+// Package ledger keeps, per model, the record of every scrape interval that
+// joint attainment needs: which first tokens the finishing requests can have
+// come from, what each interval's finishers were found to meet, and
+// cumulative sums at each scrape, so that a window's joint ("met every
+// objective", goodput, abandoned requests) is a difference of two
+// checkpoints tightened by the intervals kept.
+//
+// It is a store beside package history and follows its retention: it is fed
+// the interval increase each history append computes, and keeps a
+// checkpoint exactly as long as the history holds a point at that scrape, so
+// a window's joint covers the scrapes its other series cover. It does no
+// I/O and reads no clock; it keeps the sums the bounds are taken over, and
+// package slo proves and computes the bounds.
+package ledger
 
 import (
 	"math"
@@ -6,7 +19,6 @@ import (
 	"sort"
 	"time"
 
-	"github.com/vllm-slo-exporter/vllm-slo-exporter/history"
 	"github.com/vllm-slo-exporter/vllm-slo-exporter/slo"
 )
 
@@ -16,12 +28,17 @@ import (
 // flight, so a longer decode loses tightness, never truth.
 const matchHorizon = time.Hour
 
-// ledger is one model's record of every scrape interval: what the matching of
+// Ledger is one model's record of every scrape interval: what the matching of
 // first tokens to finishes needs from the recent intervals, and cumulative
 // sums at each kept scrape, so that a window is a difference of two of them.
-// Memory is bounded: intervals older than matchHorizon are dropped and the
-// checkpoints are thinned like the history's points.
-type ledger struct {
+//
+// Memory is bounded by the history's: intervals older than matchHorizon are
+// dropped (at most matchHorizon over the scrape interval of them), and a
+// checkpoint is kept only while the history holds a point at its time, plus
+// those the history dropped since the last thinning (at most thinEvery of
+// scrapes). A history within its memory limit therefore bounds the ledger
+// too, however often the target restarts.
+type Ledger struct {
 	slos      []slo.SLO
 	intervals []interval   // oldest first, within matchHorizon
 	points    []checkpoint // oldest first, thinned by the retention
@@ -31,8 +48,9 @@ type ledger struct {
 }
 
 // thinEvery is how often the checkpoints are thinned: each pass walks them
-// all, and a point kept up to this long past its tier costs nothing but
-// memory for that long.
+// all, and a checkpoint kept up to this long after the history dropped its
+// point costs nothing but memory for that long (window starts are always at
+// points the history holds, so it is never read).
 const thinEvery = time.Minute
 
 // interval is one scrape interval as a source of first tokens.
@@ -150,8 +168,21 @@ func metricsOf(mask uint8) []slo.Metric {
 	return out
 }
 
-func newLedger(slos []slo.SLO) *ledger {
-	return &ledger{slos: slos}
+// New returns an empty ledger judging slos.
+func New(slos []slo.SLO) *Ledger {
+	return &Ledger{slos: slos}
+}
+
+// Reconfigure moves the ledger to another SLO list and reports whether it
+// could: its sums depend on the SLOs' names and objectives (a new goal or
+// abandoned setting keeps them), so under another list it must start
+// afresh.
+func (l *Ledger) Reconfigure(slos []slo.SLO) bool {
+	if !slices.Equal(sloTexts(l.slos), sloTexts(slos)) {
+		return false
+	}
+	l.slos = slos
+	return true
 }
 
 // inFlightOf is running + waiting at the start and end of a window, NaN when
@@ -164,11 +195,16 @@ func inFlightOf(w slo.Window) (start, end float64) {
 		math.Max(0, w.Running.AtEnd) + math.Max(0, w.Waiting.AtEnd)
 }
 
-// append records the interval w (the increase since the model's previous
+// Held lists the times (Unix ns, ascending) at which the history holds a
+// point of the ledger's model: the checkpoints it keeps.
+type Held func() []int64
+
+// Append records the interval w (the increase since the model's previous
 // scrape). counted is false inside a warm-up: the interval then serves as a
 // source of first tokens and in the conservation of requests, but its
-// finishes are judged by no SLO.
-func (l *ledger) append(w slo.Window, counted bool, ret history.Retention) {
+// finishes are judged by no SLO. held is asked, at most once per thinEvery,
+// which checkpoints to keep.
+func (l *Ledger) Append(w slo.Window, counted bool, held Held) {
 	if !w.End.After(w.Start) {
 		return
 	}
@@ -192,7 +228,7 @@ func (l *ledger) append(w slo.Window, counted bool, ret history.Retention) {
 		}
 	}
 	l.intervals = append(l.intervals, iv)
-	fin := finishersOf(w)
+	fin := slo.FinishersOf(w)
 	prev := l.last()
 	cp := newCheckpoint(w.End.UnixNano(), l.seg, len(l.slos))
 	for i := range l.slos {
@@ -231,13 +267,13 @@ func (l *ledger) append(w slo.Window, counted bool, ret history.Retention) {
 	l.closeBlock(&cp)
 	l.raiseQueueLower(fin)
 	l.points = append(l.points, cp)
-	l.compact(w.End, ret)
+	l.compact(w.End, held)
 }
 
 // judge evaluates every SLO over the newest interval's finishers, carries the
 // bounds on the TTFT-good and TTFT-bad requests in flight to its end, and,
 // when counted, adds the results to the checkpoint's sums.
-func (l *ledger) judge(cp *checkpoint, w slo.Window, fin slo.Finishers, counted bool) {
+func (l *Ledger) judge(cp *checkpoint, w slo.Window, fin slo.Finishers, counted bool) {
 	noted := false
 	for i, s := range l.slos {
 		sums := cp.sum(i)
@@ -302,7 +338,7 @@ const blockLen = 5 * time.Minute
 // intersected with slo.CoupleWindow over its intervals. Each step keeps a
 // valid bound on the block, so the difference of the sums between two
 // boundaries bounds the blocks between them.
-func (l *ledger) closeBlock(cp *checkpoint) {
+func (l *Ledger) closeBlock(cp *checkpoint) {
 	if len(l.points) == 0 || cp.t/int64(blockLen) == l.points[len(l.points)-1].t/int64(blockLen) {
 		return
 	}
@@ -323,7 +359,7 @@ func (l *ledger) closeBlock(cp *checkpoint) {
 		if t, ok := l.totals(i, pb.t, cp.t); ok && sums.unknown == prev.unknown {
 			block = slo.TightenWindow(block, t)
 			if ivs, pre, ok := l.coupled(i, pb.t, cp.t); ok {
-				block = intersect(block, slo.CoupleWindow(ivs, pre, t.BadAtStart, t.GoodAtStart))
+				block = block.Intersect(slo.CoupleWindow(ivs, pre, t.BadAtStart, t.GoodAtStart))
 			}
 		}
 		sums.cLo, sums.cHi = prev.cLo+block.Lower, prev.cHi+block.Upper
@@ -333,7 +369,7 @@ func (l *ledger) closeBlock(cp *checkpoint) {
 // blocked bounds SLO i's good requests between checkpoints i0 and i1 by
 // the whole blocks between the first and the last boundary among them and
 // the per-interval sums outside; ok is false without a whole block.
-func (l *ledger) blocked(i, i0, i1 int) (slo.Bounded, bool) {
+func (l *Ledger) blocked(i, i0, i1 int) (slo.Bounded, bool) {
 	b0, b1 := -1, -1
 	for k := i0; k <= i1; k++ {
 		if l.points[k].boundary {
@@ -347,15 +383,15 @@ func (l *ledger) blocked(i, i0, i1 int) (slo.Bounded, bool) {
 		return slo.Bounded{}, false
 	}
 	a, s0, s1, b := l.points[i0].sum(i), l.points[b0].sum(i), l.points[b1].sum(i), l.points[i1].sum(i)
-	return nonNeg(slo.Bounded{
+	return slo.Bounded{
 		Lower: (s0.lo - a.lo) + (s1.cLo - s0.cLo) + (b.lo - s1.lo),
 		Upper: (s0.hi - a.hi) + (s1.cHi - s0.cHi) + (b.hi - s1.hi),
-	}), true
+	}.NonNegative(), true
 }
 
 // noteReach records on the newest interval how far back its finishers' first
 // tokens can lie: sources is what sourcesFor found (the same for every SLO).
-func (l *ledger) noteReach(sources []slo.Source) {
+func (l *Ledger) noteReach(sources []slo.Source) {
 	cur := &l.intervals[len(l.intervals)-1]
 	if len(sources) == 0 {
 		cur.reachStart, cur.reachOlder = cur.start.UnixNano(), false
@@ -373,7 +409,7 @@ func (l *ledger) noteReach(sources []slo.Source) {
 // requests past their first token in flight at its end, from those at its
 // start (the previous interval's, 0 after a restart, the requests in flight
 // at the first scrape when nothing older is known).
-func (l *ledger) carrySplit(i int, ttftGood slo.Bounded, n, queueHi float64) {
+func (l *Ledger) carrySplit(i int, ttftGood slo.Bounded, n, queueHi float64) {
 	last := len(l.intervals) - 1
 	cur := &l.intervals[last]
 	prevGood, prevBad := math.Inf(1), math.Inf(1)
@@ -396,31 +432,12 @@ func (l *ledger) carrySplit(i int, ttftGood slo.Bounded, n, queueHi float64) {
 	src.HasSplit = true
 }
 
-// finishersOf describes the requests that finished in w: their count (the
-// e2e histogram's, else another finish-observed one's) and their lag from
-// first token to finish (decode time, else the e2e time as an upper bound).
-func finishersOf(w slo.Window) slo.Finishers {
-	fin := slo.Finishers{Start: w.Start, End: w.End}
-	for _, m := range append([]slo.Metric{slo.E2E}, slo.Metrics...) {
-		if h, ok := w.Latency[m]; ok && m.ObservedAtFinish() && h.Valid() {
-			fin.N = h.Total()
-			break
-		}
-	}
-	if h, ok := w.Latency[slo.Decode]; ok && h.Valid() && h.Total() == fin.N {
-		fin.Lag = h
-	} else if h, ok := w.Latency[slo.E2E]; ok && h.Valid() {
-		fin.Lag, fin.LagUpperOnly = h, true
-	}
-	return fin
-}
-
 // sourcesFor lists the sources of SLO i that the newest interval's finishers
 // can reach: the intervals of the same process run back to the earliest
 // reachable one, and, when the kept intervals end before that without a
 // restart, a pseudo-source for everything older (unknown TTFT split, bounded
 // by the requests in flight where it ends).
-func (l *ledger) sourcesFor(i int, fin slo.Finishers) []slo.Source {
+func (l *Ledger) sourcesFor(i int, fin slo.Finishers) []slo.Source {
 	earliest := fin.Start.Add(-maxLag(fin) - 2*slo.MatchMargin)
 	last := len(l.intervals) - 1
 	seg := l.intervals[last].seg
@@ -474,7 +491,7 @@ func maxLag(fin slo.Finishers) time.Duration {
 // raiseQueueLower adds the newest finishers whose first token surely came
 // before an earlier scrape of the same run to that scrape's lower bound on
 // the requests past their first token in flight.
-func (l *ledger) raiseQueueLower(fin slo.Finishers) {
+func (l *Ledger) raiseQueueLower(fin slo.Finishers) {
 	for k := len(l.points) - 1; k >= 0; k-- {
 		p := &l.points[k]
 		if int(p.seg) != l.seg {
@@ -489,7 +506,7 @@ func (l *ledger) raiseQueueLower(fin slo.Finishers) {
 }
 
 // last returns the newest checkpoint, or a zero one with the SLO slots.
-func (l *ledger) last() checkpoint {
+func (l *Ledger) last() checkpoint {
 	if len(l.points) == 0 {
 		c := newCheckpoint(0, 0, len(l.slos))
 		c.qHi = math.Inf(1)
@@ -498,11 +515,11 @@ func (l *ledger) last() checkpoint {
 	return l.points[len(l.points)-1]
 }
 
-// compact drops intervals older than the matching horizon and thins the
-// checkpoints like the history's tiers: every one within the first tier,
-// then one per Step of each later tier (plus the last of each run), none
-// beyond the last tier's Keep.
-func (l *ledger) compact(now time.Time, ret history.Retention) {
+// compact drops intervals older than the matching horizon and, once per
+// thinEvery, the checkpoints at scrapes the history no longer holds: its
+// tiers and memory limit decide for both stores, so the checkpoint at a
+// window's start is there whenever the history's point is.
+func (l *Ledger) compact(now time.Time, held Held) {
 	cut := 0
 	for cut < len(l.intervals)-1 && l.intervals[cut].end.Before(now.Add(-matchHorizon)) {
 		cut++
@@ -510,36 +527,20 @@ func (l *ledger) compact(now time.Time, ret history.Retention) {
 	n := copy(l.intervals, l.intervals[cut:])
 	clear(l.intervals[n:])
 	l.intervals = trimCap(l.intervals[:n])
-	if len(ret.Tiers) == 0 || now.UnixNano()-l.thinned < int64(thinEvery) {
+	if held == nil || now.UnixNano()-l.thinned < int64(thinEvery) {
 		return
 	}
 	l.thinned = now.UnixNano()
+	times := held()
 	kept := l.points[:0]
-	var prevBucket int64 = math.MinInt64
-	for idx, p := range l.points {
-		age := time.Duration(now.UnixNano() - p.t)
-		tier := -1
-		for k, t := range ret.Tiers {
-			if age <= t.Keep {
-				tier = k
-				break
-			}
+	j := 0
+	for _, p := range l.points {
+		for j < len(times) && times[j] < p.t {
+			j++
 		}
-		if tier < 0 {
-			continue
+		if j < len(times) && times[j] == p.t {
+			kept = append(kept, p)
 		}
-		step := ret.Tiers[tier].Step
-		lastOfRun := idx+1 < len(l.points) && l.points[idx+1].seg != p.seg
-		if step > 0 && !lastOfRun {
-			b := p.t / int64(step)
-			if b == prevBucket {
-				continue
-			}
-			prevBucket = b
-		} else {
-			prevBucket = math.MinInt64
-		}
-		kept = append(kept, p)
 	}
 	clear(l.points[len(kept):])
 	l.points = trimCap(kept)
@@ -555,82 +556,81 @@ func trimCap[T any](s []T) []T {
 	return s
 }
 
-// window is one SLO's result over a window of the ledger.
-type ledgerWindow struct {
-	start, end time.Time
-	finished   float64
-	good       slo.Bounded
-	tokens     slo.Bounded
-	hasTokens  bool
-	abandoned  slo.Bounded
-	unknown    []slo.Metric
-	// finishedTokens are the generation tokens of all finished requests.
-	finishedTokens float64
-}
-
 // at returns the index of the newest checkpoint at or before t, -1 if none.
-func (l *ledger) at(t time.Time) int {
+func (l *Ledger) at(t time.Time) int {
 	ns := t.UnixNano()
 	return sort.Search(len(l.points), func(i int) bool { return l.points[i].t > ns }) - 1
 }
 
-// window returns SLO i over the window (start, end]: from the newest
+// Window returns SLO i's joint over the window (start, end]: from the newest
 // checkpoint at or before start (or the oldest) to the newest at or before
-// end. Callers pass the span of the history window they overlay, so both
-// cover the same scrapes. ok is false with fewer than two checkpoints.
-func (l *ledger) window(i int, start, end time.Time) (ledgerWindow, bool) {
+// end. Callers pass the span of the history window the joint belongs to;
+// the checkpoints are those of the history's points, so both cover the same
+// scrapes. ok is false with fewer than two checkpoints in the span.
+func (l *Ledger) Window(i int, start, end time.Time) (slo.Joint, bool) {
 	i1 := l.at(end)
 	if i1 < 1 {
-		return ledgerWindow{}, false
+		return slo.Joint{}, false
 	}
 	i0 := max(l.at(start), 0)
 	if i0 >= i1 {
-		return ledgerWindow{}, false
+		return slo.Joint{}, false
 	}
 	p0, p1 := l.points[i0], l.points[i1]
 	a, b := p0.sum(i), p1.sum(i)
-	w := ledgerWindow{start: time.Unix(0, p0.t).UTC(), end: time.Unix(0, p1.t).UTC(), finished: b.finished - a.finished}
-	w.finishedTokens = p1.finishedTokens - p0.finishedTokens
+	w := slo.Joint{Start: time.Unix(0, p0.t).UTC(), End: time.Unix(0, p1.t).UTC(), Finished: b.finished - a.finished}
+	w.FinishedTokens = p1.finishedTokens - p0.finishedTokens
 	if b.unknown > a.unknown {
-		w.unknown = metricsOf(b.unknownMask)
+		w.Unknown = metricsOf(b.unknownMask)
 		return w, true
 	}
-	w.good = nonNeg(slo.Bounded{Lower: b.lo - a.lo, Upper: b.hi - a.hi, Estimate: b.est - a.est})
-	if t, ok := l.totals(i, p0.t, p1.t); ok {
-		w.good = slo.TightenWindow(w.good, t)
-		if ivs, pre, ok := l.coupled(i, p0.t, p1.t); ok {
-			w.good = intersect(w.good, slo.CoupleWindow(ivs, pre, t.BadAtStart, t.GoodAtStart))
-		}
-	}
-	if bl, ok := l.blocked(i, i0, i1); ok {
-		w.good = intersect(w.good, bl)
-	}
-	w.hasTokens = b.tokensUnknown == a.tokensUnknown
-	w.tokens = nonNeg(slo.Bounded{Lower: b.tokLo - a.tokLo, Upper: b.tokHi - a.tokHi, Estimate: b.tokEst - a.tokEst})
+	w.Good = l.good(i, i0, i1)
+	w.HasTokens = b.tokensUnknown == a.tokensUnknown
+	w.Tokens = slo.Bounded{Lower: b.tokLo - a.tokLo, Upper: b.tokHi - a.tokHi, Estimate: b.tokEst - a.tokEst}.NonNegative()
 	// Rounding of the running sums aside, the good requests' tokens are a
 	// part of the finished requests' tokens.
-	w.tokens.Upper = math.Min(w.tokens.Upper, w.finishedTokens)
-	w.tokens = nonNeg(w.tokens)
+	w.Tokens.Upper = math.Min(w.Tokens.Upper, w.FinishedTokens)
+	w.Tokens = w.Tokens.NonNegative()
 	if curves, ok := l.tokenCurves(i, p0.t, p1.t); ok {
-		w.tokens = intersect(w.tokens, slo.CoupleTokens(curves, w.good))
+		w.Tokens = w.Tokens.Intersect(slo.CoupleTokens(curves, w.Good))
 	}
-	w.abandoned = slo.Abandoned(queueAt(p0), queueAt(p1), p1.firstTokens-p0.firstTokens, p1.finished-p0.finished)
-	w.good, w.tokens, w.abandoned = wholeCounts(w.good), wholeCounts(w.tokens), wholeCounts(w.abandoned)
+	w.Abandoned = slo.Abandoned(queueAt(p0), queueAt(p1), p1.firstTokens-p0.firstTokens, p1.finished-p0.finished)
+	w.Good, w.Tokens, w.Abandoned = w.Good.WholeCounts(), w.Tokens.WholeCounts(), w.Abandoned.WholeCounts()
 	return w, true
 }
 
-// wholeCounts rounds the bounds of a count of whole things (requests,
-// tokens) inward to whole numbers: the true count is whole, so a lower bound
-// L allows ⌈L⌉ and an upper bound U allows ⌊U⌋. Differences of running sums
-// carry float noise (261.00000000000003 for 261), and rounding it away keeps
-// a ratio of exact counts equal, bit for bit, to the same ratio computed
-// from the requests themselves. The 1e-6 slack only absorbs that noise.
-func wholeCounts(b slo.Bounded) slo.Bounded {
-	const noise = 1e-6
-	b.Lower = math.Ceil(b.Lower - noise)
-	b.Upper = math.Max(b.Lower, math.Floor(b.Upper+noise))
-	b.Estimate = math.Min(math.Max(b.Estimate, b.Lower), b.Upper)
-	return b
+// good bounds SLO i's good requests between checkpoints i0 and i1: the
+// per-interval sums, tightened by the kept intervals' totals and coupling
+// and by the closed blocks.
+func (l *Ledger) good(i, i0, i1 int) slo.Bounded {
+	p0, p1 := l.points[i0], l.points[i1]
+	a, b := p0.sum(i), p1.sum(i)
+	good := slo.Bounded{Lower: b.lo - a.lo, Upper: b.hi - a.hi, Estimate: b.est - a.est}.NonNegative()
+	if t, ok := l.totals(i, p0.t, p1.t); ok {
+		good = slo.TightenWindow(good, t)
+		if ivs, pre, ok := l.coupled(i, p0.t, p1.t); ok {
+			good = good.Intersect(slo.CoupleWindow(ivs, pre, t.BadAtStart, t.GoodAtStart))
+		}
+	}
+	if bl, ok := l.blocked(i, i0, i1); ok {
+		good = good.Intersect(bl)
+	}
+	return good
+}
+
+// LastGood is the estimated number of requests of the newest interval that
+// met every objective of SLO i, when that interval ends at end and every
+// objective could be judged over it: what a running total of good requests
+// adds.
+func (l *Ledger) LastGood(i int, end time.Time) (float64, bool) {
+	if len(l.points) < 2 {
+		return 0, false
+	}
+	a, b := l.points[len(l.points)-2], l.points[len(l.points)-1]
+	if b.t != end.UnixNano() || b.sum(i).unknown != a.sum(i).unknown {
+		return 0, false
+	}
+	return b.sum(i).est - a.sum(i).est, true
 }
 
 // queueAt bounds the requests past their first token in flight at a
@@ -678,19 +678,10 @@ func queueEstimate(w slo.Window, atStart bool) float64 {
 	return 0
 }
 
-// nonNeg rounds away the float noise of differences of sums: bounds below 0
-// become 0 and the estimate is kept between them.
-func nonNeg(b slo.Bounded) slo.Bounded {
-	b.Lower = math.Max(0, b.Lower)
-	b.Upper = math.Max(b.Lower, b.Upper)
-	b.Estimate = math.Min(math.Max(b.Estimate, b.Lower), b.Upper)
-	return b
-}
-
 // totals sums SLO i's window totals over the kept intervals of (from, to]
 // (Unix ns); ok is false when the SLO has no TTFT objective or the kept
 // intervals do not cover the window.
-func (l *ledger) totals(i int, from, to int64) (slo.WindowTotals, bool) {
+func (l *Ledger) totals(i int, from, to int64) (slo.WindowTotals, bool) {
 	if _, ok := slo.TTFTThreshold(l.slos[i]); !ok {
 		return slo.WindowTotals{}, false
 	}
@@ -738,7 +729,7 @@ func (l *ledger) totals(i int, from, to int64) (slo.WindowTotals, bool) {
 // (from, to] (Unix ns), after pre intervals before the window that its
 // finishers can reach; ok is false unless the kept intervals cover the
 // window (totals checks the same).
-func (l *ledger) coupled(i int, from, to int64) (ivs []slo.CoupledInterval, pre int, ok bool) {
+func (l *Ledger) coupled(i int, from, to int64) (ivs []slo.CoupledInterval, pre int, ok bool) {
 	first, last, ok := l.span(from, to)
 	if !ok {
 		return nil, 0, false
@@ -771,7 +762,7 @@ func (l *ledger) coupled(i int, from, to int64) (ivs []slo.CoupledInterval, pre 
 // dropped (compact keeps an hour): the reach then extends beyond the kept
 // ones, and a reach that falls inside an interval (only an inconsistent
 // state) is widened to take that interval in.
-func (l *ledger) reachIndex(k int) int {
+func (l *Ledger) reachIndex(k int) int {
 	iv := l.intervals[k]
 	if iv.reachOlder {
 		return -1
@@ -786,7 +777,7 @@ func (l *ledger) reachIndex(k int) int {
 // span returns the kept intervals of the window (from, to] (Unix ns) as
 // the range [first, last); ok is false unless they cover it from its start
 // and hold at least one.
-func (l *ledger) span(from, to int64) (first, last int, ok bool) {
+func (l *Ledger) span(from, to int64) (first, last int, ok bool) {
 	first = sort.Search(len(l.intervals), func(k int) bool { return l.intervals[k].end.UnixNano() > from })
 	if first >= len(l.intervals) || l.intervals[first].start.UnixNano() != from {
 		return 0, 0, false
@@ -801,7 +792,7 @@ func (l *ledger) span(from, to int64) (first, last int, ok bool) {
 // tokenCurves lists SLO i's token curves of the counted intervals of
 // (from, to] (Unix ns) for slo.CoupleTokens; ok is false unless the kept
 // intervals cover the window and each has its curve.
-func (l *ledger) tokenCurves(i int, from, to int64) ([]*slo.TokenCurve, bool) {
+func (l *Ledger) tokenCurves(i int, from, to int64) ([]*slo.TokenCurve, bool) {
 	first, last, ok := l.span(from, to)
 	if !ok {
 		return nil, false
@@ -819,4 +810,47 @@ func (l *ledger) tokenCurves(i int, from, to int64) ([]*slo.TokenCurve, bool) {
 		out = append(out, &j.tokens)
 	}
 	return out, len(out) > 0
+}
+
+// Judged is what the finishers of one counted interval were found to meet.
+type Judged struct {
+	Start, End time.Time
+	// Finished is the number of finishers; FinishGood bounds those meeting
+	// every objective observed at the finish.
+	Finished   float64
+	FinishGood slo.Bounded
+}
+
+// JudgedIntervals lists SLO i's counted intervals kept, oldest first: what
+// a check of the per-interval bounds against the truth reads.
+func (l *Ledger) JudgedIntervals(i int) []Judged {
+	var out []Judged
+	for _, iv := range l.intervals {
+		if !iv.counted || i >= len(iv.judged) {
+			continue
+		}
+		j := iv.judged[i]
+		out = append(out, Judged{Start: iv.start, End: iv.end, Finished: j.n, FinishGood: slo.Bounded{Lower: j.finLo, Upper: j.finHi}})
+	}
+	return out
+}
+
+// Sums bounds SLO i's good requests over the window (start, end] (as
+// Window spans it) by the per-interval sums alone, before the totals, the
+// coupling and the blocks tighten them.
+func (l *Ledger) Sums(i int, start, end time.Time) (slo.Bounded, bool) {
+	i1 := l.at(end)
+	i0 := max(l.at(start), 0)
+	if i1 < 1 || i0 >= i1 {
+		return slo.Bounded{}, false
+	}
+	a, b := l.points[i0].sum(i), l.points[i1].sum(i)
+	return slo.Bounded{Lower: b.lo - a.lo, Upper: b.hi - a.hi, Estimate: b.est - a.est}, true
+}
+
+// Len is how many intervals and checkpoints the ledger holds: intervals are
+// at most matchHorizon of scrapes, checkpoints at most the points the
+// history holds for the model plus the scrapes of one thinEvery.
+func (l *Ledger) Len() (intervals, checkpoints int) {
+	return len(l.intervals), len(l.points)
 }

@@ -534,7 +534,7 @@ func EvaluateInterval(s SLO, sources []Source, fin Finishers, latency map[Metric
 	hasTTFT := false
 	for _, o := range s.Objectives {
 		h, present := latency[o.Metric]
-		b, valid := prepare(h)
+		n, valid := observations(h)
 		if !present || !valid {
 			res.Unknown = append(res.Unknown, o.Metric)
 			continue
@@ -546,7 +546,7 @@ func EvaluateInterval(s SLO, sources []Source, fin Finishers, latency map[Metric
 			res.TTFTGood = FinishersTTFTGood(sources, fin)
 		default:
 			g := e.GoodCount(o.Threshold, h)
-			goods = append(goods, CarryGood(g, b.n, fin.N, math.Max(0, b.n-fin.N), math.Max(0, fin.N-b.n)))
+			goods = append(goods, CarryGood(g, n, fin.N, math.Max(0, n-fin.N), math.Max(0, fin.N-n)))
 			judgedBy = append(judgedBy, o)
 		}
 	}

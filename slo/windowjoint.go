@@ -1,0 +1,104 @@
+package slo
+
+import "time"
+
+// Joint is one SLO's "all" over a window as a per-interval ledger judges it
+// (package ledger): the requests that finished between two scrapes, those
+// among them that met every objective, their tokens and the requests
+// abandoned after their first token, each bounded interval by interval.
+type Joint struct {
+	// Start and End are the scrapes the joint runs between.
+	Start, End time.Time
+	// Finished is the number of requests that finished in (Start, End].
+	Finished float64
+	// Good bounds those that met every objective.
+	Good Bounded
+	// Tokens bounds their generation tokens; HasTokens is false when an
+	// interval lacked the token histogram.
+	Tokens    Bounded
+	HasTokens bool
+	// Abandoned bounds the requests that left after their first token.
+	Abandoned Bounded
+	// Unknown lists the objectives an interval could not judge: the joint
+	// is then absent, not guessed.
+	Unknown []Metric
+	// FinishedTokens are the generation tokens of all finished requests.
+	FinishedTokens float64
+}
+
+// HasPerRequestObjective reports whether s has an objective other than
+// ITL: its "all" is then over requests, and a ledger judges it interval by
+// interval (Evaluate); an SLO of ITL objectives only is judged over token
+// gaps.
+func HasPerRequestObjective(s SLO) bool {
+	for _, o := range s.Objectives {
+		if o.Metric != ITL {
+			return true
+		}
+	}
+	return false
+}
+
+// evaluateJoint is evaluateSLO for an SLO whose "all" a ledger judged: the
+// per-objective results come from the window, "all", goodput, the burn rate
+// and the abandoned requests from j, over j's span (the same scrapes). A
+// nil j, or one without length, leaves them absent; a j that could not
+// judge an objective replaces Unknown.
+//
+// Goodput tokens are the ledger's, intersected with the window's joint
+// bound over its token histogram when that histogram counts the same
+// finishers (a warm-up can leave the two with different ones): both hold
+// the truth, the per-interval one is usually tighter, the whole window's
+// wins when the bad requests may be spread over many intervals.
+func evaluateJoint(w Window, s SLO, nB, secs float64, e Estimator, j *Joint) SLOResult {
+	res := evaluateObjectives(w, s, nB, secs, e)
+	if j == nil {
+		return res
+	}
+	if len(j.Unknown) > 0 {
+		res.Unknown = j.Unknown
+		return res
+	}
+	span := j.End.Sub(j.Start).Seconds()
+	if !(span > 0) {
+		return res
+	}
+	res.Requests = j.Finished
+	res.Abandoned, res.HasAbandoned = j.Abandoned, true
+	res.GoodRequests[AllKey] = j.Good
+	res.GoodputRequestsPerSecond = Divide(j.Good, span)
+	if j.HasTokens {
+		tokens := j.Tokens
+		if whole, ok := GoodputTokens(j.Good, w.GenerationTokens); ok && w.GenerationTokens.Total() == j.Finished {
+			tokens = tokens.Intersect(whole)
+		}
+		res.GoodputTokensPerSecond, res.HasGoodputTokens = Divide(tokens, span), true
+	}
+	res.FinishedTokensPerSecond, res.HasFinishedTokens = j.FinishedTokens/span, true
+	all, ok := AttainmentOver(j.Good, j.Finished, j.Abandoned, s.Abandoned)
+	if !ok {
+		return res
+	}
+	res.Objectives[AllKey] = all
+	res.BurnRate, res.HasBurnRate = BurnRate(all, s.Goal)
+	return res
+}
+
+// FinishersOf describes the requests that finished in w: their count (the
+// e2e histogram's, else another finish-observed one's) and their lag from
+// first token to finish (decode time, else the e2e time as an upper bound).
+func FinishersOf(w Window) Finishers {
+	fin := Finishers{Start: w.Start, End: w.End}
+	for _, m := range append([]Metric{E2E}, Metrics...) {
+		if h, ok := w.Latency[m]; ok && m.ObservedAtFinish() && h.Valid() {
+			fin.N = h.Total()
+			break
+		}
+	}
+	if h, ok := w.Latency[Decode]; ok && h.Valid() && h.Total() == fin.N {
+		fin.Lag = h
+	} else if h, ok := w.Latency[E2E]; ok && h.Valid() {
+		fin.Lag, fin.LagUpperOnly = h, true
+	}
+	return fin
+}

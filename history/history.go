@@ -82,6 +82,7 @@ func (h *History) Append(s *scrape.Snapshot) error {
 		if sr == nil {
 			sr = newSeries(len(h.ret.Tiers))
 			h.models[name] = sr
+			h.bytes += modelBytes(name)
 		}
 		before := sr.bytes
 		if sr.add(t, ms) {
@@ -96,7 +97,7 @@ func (h *History) Append(s *scrape.Snapshot) error {
 		sr.compact(t, h.ret.Tiers)
 		h.bytes += sr.bytes - before
 		if sr.len() == 0 {
-			h.bytes -= sr.bytes
+			h.bytes -= sr.bytes + modelBytes(name)
 			delete(h.models, name)
 		}
 	}
@@ -277,7 +278,7 @@ func (h *History) Forget(model string) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if sr := h.models[model]; sr != nil {
-		h.bytes -= sr.bytes
+		h.bytes -= sr.bytes + modelBytes(model)
 	}
 	delete(h.models, model)
 }
@@ -293,7 +294,7 @@ func (h *History) ForgetUnseen(cutoff time.Time) []string {
 	for name, sr := range h.models {
 		if p := sr.last(); p == nil || p.t < c {
 			gone = append(gone, name)
-			h.bytes -= sr.bytes
+			h.bytes -= sr.bytes + modelBytes(name)
 			delete(h.models, name)
 		}
 	}

@@ -96,18 +96,25 @@ func RedactText(s string) string {
 	}
 }
 
-// urlStart is the index of the first "http://" or "https://" in s (any
-// case), -1 if none.
+// urlStart is the index of the first "http://" or "https://" in s (ASCII
+// letters in any case), -1 if none. It compares bytes, so that invalid
+// UTF-8 before a URL cannot shift the index.
 func urlStart(s string) int {
-	lower := strings.ToLower(s)
-	i, j := strings.Index(lower, "http://"), strings.Index(lower, "https://")
-	switch {
-	case i < 0:
-		return j
-	case j < 0:
-		return i
+	for i := 0; i < len(s); i++ {
+		if s[i] != 'h' && s[i] != 'H' {
+			continue
+		}
+		if hasPrefixFold(s[i:], "http://") || hasPrefixFold(s[i:], "https://") {
+			return i
+		}
 	}
-	return min(i, j)
+	return -1
+}
+
+// hasPrefixFold reports whether s begins with the ASCII prefix p, in any
+// case.
+func hasPrefixFold(s, p string) bool {
+	return len(s) >= len(p) && strings.EqualFold(s[:len(p)], p)
 }
 
 // urlEnd reports whether r ends a URL inside a text.

@@ -18,7 +18,7 @@ import (
 var (
 	// modelEntryBytes is a rough cost of one model's entry besides its name
 	// and points: the map entry (string header, pointer) and the series.
-	modelEntryBytes = int64(unsafe.Sizeof("")) + 8 + int64(unsafe.Sizeof(series{}))
+	modelEntryBytes    = int64(unsafe.Sizeof("")) + 8 + int64(unsafe.Sizeof(series{}))
 	pointHeaderBytes   = int64(unsafe.Sizeof(point{}))
 	segmentHeaderBytes = int64(unsafe.Sizeof(segment{}))
 	entryBytes         = int64(unsafe.Sizeof(entry{}))

@@ -17,7 +17,8 @@ const (
 	ReasonConnection = "connection"
 	// ReasonHTTPStatus: a response other than 2xx.
 	ReasonHTTPStatus = "http_status"
-	// ReasonBodyTooLarge: the (decompressed) body exceeds the size limit.
+	// ReasonBodyTooLarge: the (decompressed) body exceeds the size limit, or
+	// the response headers exceed theirs (MaxHeaderBytes).
 	ReasonBodyTooLarge = "body_too_large"
 	// ReasonDecompress: a compressed body that cannot be decompressed, or an
 	// unsupported Content-Encoding.

@@ -107,7 +107,9 @@ func (d *Daemon) loadState() {
 			return
 		}
 	}
-	d.setAsidePending.Store(true)
+	d.saveMu.Lock()
+	d.unusableState = path
+	d.saveMu.Unlock()
 	d.logger.Error("state file not usable, starting fresh; it is moved aside before the first save", "file", path, "err", err)
 }
 
@@ -168,16 +170,19 @@ func (d *Daemon) saveState() {
 }
 
 // setAsideIfPending moves the unusable state file aside if start-up found
-// one and it is not moved yet. d.saveMu must be held.
+// one at path and it is not moved yet (a reload that names another state
+// file leaves the unusable one alone: nothing will write over it). d.saveMu
+// must be held.
 func (d *Daemon) setAsideIfPending(path string) error {
-	if !d.setAsidePending.Load() {
+	if d.unusableState != path {
+		d.unusableState = ""
 		return nil
 	}
 	aside, err := setAside(path, d.clock.now())
 	if err != nil {
 		return err
 	}
-	d.setAsidePending.Store(false)
+	d.unusableState = ""
 	if aside != "" {
 		d.logger.Warn("unusable state file moved aside before the first save", "file", path, "moved_to", aside)
 	}

@@ -87,6 +87,11 @@ type Daemon struct {
 	clock    *steadyClock // scrape and evaluation times; see steadyClock
 	state    stateMetrics
 	eval     evaluationMetrics
+	saveMu   sync.Mutex // one save at a time; guards unusableState and saveErrKey
+	// unusableState is the state file start-up found unusable, which the
+	// next save must move aside before writing (see saveState); "" when none.
+	unusableState string
+	saveErrKey    string // masked error of the failing saves, "" while they succeed
 
 	reloadMu sync.Mutex // one reload at a time, from SIGHUP or HTTP
 

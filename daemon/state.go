@@ -78,7 +78,13 @@ func writeFileAtomic(path string, data []byte) (err error) {
 
 // loadState restores the history from the state file, if one is configured
 // and present, after removing the temporary files of interrupted saves.
-// Any problem is logged and the daemon starts fresh.
+// A file that is present but cannot be used (damaged, truncated, empty, of
+// another format) is logged and the daemon starts fresh; the first save
+// moves it aside before writing (see saveState), so that nothing that might
+// still be recovered is destroyed, and a start that fails before saving
+// (the port taken by the daemon that owns the file) leaves it alone. Saved
+// targets the configuration no longer has are kept for revival (see
+// pipeline.Pipeline.Retired), and the log names them.
 func (d *Daemon) loadState() {
 	path := d.config.get().StateFile
 	if path == "" {
@@ -90,35 +96,97 @@ func (d *Daemon) loadState() {
 		d.logger.Info("no state file yet, starting fresh", "file", path)
 		return
 	}
-	if err != nil {
-		d.logger.Error("state file unreadable, starting fresh", "file", path, "err", err)
-		return
+	if err == nil {
+		var n int
+		if n, err = d.pipe.UnmarshalState(data); err == nil {
+			d.logger.Info("state restored", "file", path, "targets", n)
+			if kept := d.pipe.Retired(); len(kept) > 0 {
+				d.logger.Warn("saved targets absent from the configuration: history kept for revival and saved with the state, not scraped",
+					"file", path, "targets", kept)
+			}
+			return
+		}
 	}
-	n, err := d.pipe.UnmarshalState(data)
-	if err != nil {
-		d.logger.Error("state file not usable, starting fresh", "file", path, "err", err)
-		return
-	}
-	d.logger.Info("state restored", "file", path, "targets", n)
+	d.saveMu.Lock()
+	d.unusableState = path
+	d.saveMu.Unlock()
+	d.logger.Error("state file not usable, starting fresh; it is moved aside before the first save", "file", path, "err", err)
 }
 
-// saveState writes the state file, if one is configured.
+// setAside renames the unusable state file at path to
+// <path>.corrupt-<UTC time> in the same directory and returns the new name.
+// The name never matches tempPrefix, so start-up never removes it. A file
+// already gone is not an error (there is nothing left to keep).
+func setAside(path string, now time.Time) (string, error) {
+	aside := path + ".corrupt-" + now.UTC().Format("20060102T150405.000Z")
+	if err := os.Rename(path, aside); err != nil {
+		if errors.Is(err, os.ErrNotExist) {
+			return "", nil
+		}
+		return "", fmt.Errorf("move the unusable state file %s aside (not saving over it): %w", path, err)
+	}
+	return aside, nil
+}
+
+// saveState writes the state file, if one is configured. The first save
+// after start-up found the file unusable moves it aside first, and writes
+// nothing while that fails. Saved targets absent from the configuration for
+// longer than their retention are dropped first
+// (pipeline.Pipeline.ExpireRetired). A failing save is counted each time
+// and logged once per change of its error (digits masked, as logKey does),
+// with one line when saving works again.
 func (d *Daemon) saveState() {
 	path := d.config.get().StateFile
 	if path == "" {
 		return
 	}
+	d.saveMu.Lock()
+	defer d.saveMu.Unlock()
 	d.state.saves.Inc()
-	data, err := d.pipe.MarshalState()
+	err := d.setAsideIfPending(path)
 	if err == nil {
-		err = writeFileAtomic(path, data)
+		for _, name := range d.pipe.ExpireRetired(d.clock.now()) {
+			d.logger.Info("retired target dropped from the state: its history is past the retention", "target", name)
+		}
+		var data []byte
+		data, err = d.pipe.MarshalState()
+		if err == nil {
+			err = writeFileAtomic(path, data)
+		}
 	}
 	if err != nil {
 		d.state.failures.Inc()
-		d.logger.Error("state not saved", "file", path, "err", err)
+		if key := maskDigits(err.Error()); key != d.saveErrKey {
+			d.saveErrKey = key
+			d.logger.Error("state not saved (logged again only when the error changes; see vllm_slo_exporter_state_save_failures_total)", "file", path, "err", err)
+		}
 		return
 	}
+	if d.saveErrKey != "" {
+		d.saveErrKey = ""
+		d.logger.Info("state saved again", "file", path)
+	}
 	d.state.lastSave.SetToCurrentTime()
+}
+
+// setAsideIfPending moves the unusable state file aside if start-up found
+// one at path and it is not moved yet (a reload that names another state
+// file leaves the unusable one alone: nothing will write over it). d.saveMu
+// must be held.
+func (d *Daemon) setAsideIfPending(path string) error {
+	if d.unusableState != path {
+		d.unusableState = ""
+		return nil
+	}
+	aside, err := setAside(path, d.clock.now())
+	if err != nil {
+		return err
+	}
+	d.unusableState = ""
+	if aside != "" {
+		d.logger.Warn("unusable state file moved aside before the first save", "file", path, "moved_to", aside)
+	}
+	return nil
 }
 
 // saveStateEvery saves the state every interval until ctx ends (not at all

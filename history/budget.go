@@ -16,12 +16,23 @@ import (
 
 // Sizes of the fixed parts, from the types themselves.
 var (
+	// modelEntryBytes is a rough cost of one model's entry besides its name
+	// and points: the map entry (string header, pointer) and the series.
+	modelEntryBytes    = int64(unsafe.Sizeof("")) + 8 + int64(unsafe.Sizeof(series{}))
 	pointHeaderBytes   = int64(unsafe.Sizeof(point{}))
 	segmentHeaderBytes = int64(unsafe.Sizeof(segment{}))
 	entryBytes         = int64(unsafe.Sizeof(entry{}))
 	// indexEntryBytes is a rough cost of one map entry of segment.index.
 	indexEntryBytes = int64(unsafe.Sizeof(key{})) + 8 + 16
 )
+
+// modelBytes is what one model holds besides its points: its name, which
+// the target chooses (a model_name of a kilobyte costs a kilobyte), and its
+// entry. It is counted in the history's total from the model's first point
+// to its removal.
+func modelBytes(name string) int64 {
+	return int64(len(name)) + modelEntryBytes
+}
 
 // pointBytes is what one point holds.
 func pointBytes(p *point) int64 {
@@ -130,9 +141,9 @@ func (h *History) enforceLimit(limit int64) {
 // recountAll recomputes every model's estimate and the total.
 func (h *History) recountAll() {
 	h.bytes = 0
-	for _, sr := range h.models {
+	for name, sr := range h.models {
 		sr.recount()
-		h.bytes += sr.bytes
+		h.bytes += sr.bytes + modelBytes(name)
 	}
 }
 

@@ -114,6 +114,7 @@ func (h *History) append(s *scrape.Snapshot, intervals bool, warmup time.Duratio
 		if sr == nil {
 			sr = newSeries(len(h.ret.Tiers))
 			h.models[name] = sr
+			h.bytes += modelBytes(name)
 		}
 		before := sr.bytes
 		if sr.add(t, ms) {
@@ -129,7 +130,7 @@ func (h *History) append(s *scrape.Snapshot, intervals bool, warmup time.Duratio
 		sr.compact(t, h.ret.Tiers)
 		h.bytes += sr.bytes - before
 		if sr.len() == 0 {
-			h.bytes -= sr.bytes
+			h.bytes -= sr.bytes + modelBytes(name)
 			delete(h.models, name)
 		}
 	}
@@ -353,7 +354,7 @@ func (h *History) Forget(model string) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if sr := h.models[model]; sr != nil {
-		h.bytes -= sr.bytes
+		h.bytes -= sr.bytes + modelBytes(model)
 	}
 	delete(h.models, model)
 }
@@ -369,7 +370,7 @@ func (h *History) ForgetUnseen(cutoff time.Time) []string {
 	for name, sr := range h.models {
 		if p := sr.last(); p == nil || p.t < c {
 			gone = append(gone, name)
-			h.bytes -= sr.bytes
+			h.bytes -= sr.bytes + modelBytes(name)
 			delete(h.models, name)
 		}
 	}

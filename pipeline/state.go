@@ -5,6 +5,7 @@ import (
 	"encoding/gob"
 	"fmt"
 	"maps"
+	"slices"
 
 	"github.com/vllm-slo-exporter/vllm-slo-exporter/history"
 	"github.com/vllm-slo-exporter/vllm-slo-exporter/ledger"
@@ -18,6 +19,10 @@ const stateVersion = 1
 type pipelineState struct {
 	Version int
 	Targets []targetState
+	// Retired holds the retired targets kept for revival (see retired.go),
+	// the most recently retired first; absent in states written before it
+	// existed.
+	Retired []targetState
 }
 
 type targetState struct {
@@ -31,13 +36,14 @@ type targetState struct {
 
 // MarshalState encodes every target's history, ledgers and good-request
 // totals, so that a restart of the daemon keeps its windows and error
-// budgets.
+// budgets; the retired targets kept for revival are saved too.
 func (p *Pipeline) MarshalState() ([]byte, error) {
 	p.mu.RLock()
 	targets := make([]*target, 0, len(p.targets))
 	for _, ts := range p.spec.Targets {
 		targets = append(targets, p.targets[ts.Name])
 	}
+	retired := slices.Clone(p.retired)
 	p.mu.RUnlock()
 	st := pipelineState{Version: stateVersion}
 	for _, t := range targets {
@@ -46,6 +52,13 @@ func (p *Pipeline) MarshalState() ([]byte, error) {
 			return nil, fmt.Errorf("state of target %q: %w", ts.Name, err)
 		}
 		st.Targets = append(st.Targets, ts)
+	}
+	for _, t := range retired {
+		ts, err := t.state()
+		if err != nil {
+			return nil, fmt.Errorf("state of retired target %q: %w", ts.Name, err)
+		}
+		st.Retired = append(st.Retired, ts)
 	}
 	var buf bytes.Buffer
 	if err := gob.NewEncoder(&buf).Encode(st); err != nil {
@@ -75,8 +88,12 @@ func (t *target) state() (targetState, error) {
 }
 
 // UnmarshalState restores the targets of a state that are still configured
-// with the same URL and profile; the others start fresh. A corrupt, partly
-// corrupt or foreign state is an error and changes nothing.
+// with the same URL and profile, from the saved targets or the saved retired
+// ones; it returns how many. The saved targets the configuration lacks (or
+// configures with another URL or profile) are kept as retired, for revival
+// by a later reload (see retired.go), the most recent first, up to
+// maxRetiredTargets. A corrupt, partly corrupt or foreign state is an error
+// and changes nothing.
 func (p *Pipeline) UnmarshalState(data []byte) (restored int, err error) {
 	defer func() {
 		// gob guards itself, but a state file is outside input: never panic.
@@ -91,41 +108,39 @@ func (p *Pipeline) UnmarshalState(data []byte) (restored int, err error) {
 	if st.Version != stateVersion {
 		return 0, fmt.Errorf("decode state: format version %d, want %d", st.Version, stateVersion)
 	}
-	p.mu.RLock()
-	defer p.mu.RUnlock()
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	configured := make(map[string]*target, len(p.targets))
+	for _, t := range p.targets {
+		t.mu.Lock()
+		configured[t.spec.identity()] = t
+		t.mu.Unlock()
+	}
 	// Decode every history first; swap them in only if all decode, so a
 	// partly corrupt state changes nothing.
-	type restore struct {
-		t       *target
-		hist    *history.History
-		good    map[string]map[string]map[string]float64
-		ledgers map[string]*ledger.Ledger
-	}
 	var todo []restore
-	for _, ts := range st.Targets {
-		t, ok := p.targets[ts.Name]
-		if !ok {
+	var retired []*target
+	seen := map[string]bool{}
+	for i, ts := range slices.Concat(st.Targets, st.Retired) {
+		id := stateIdentity(ts.Name, ts.URL, ts.Profile)
+		t := configured[id]
+		if seen[id] || (t == nil && len(retired) == maxRetiredTargets) {
 			continue
 		}
-		t.mu.Lock()
-		same := t.spec.URL == ts.URL && t.spec.Profile.Name == ts.Profile
-		retention := t.hist.Retention()
-		t.mu.Unlock()
-		if !same {
-			continue
+		seen[id] = true
+		what := "target"
+		if i >= len(st.Targets) {
+			what = "retired target"
 		}
-		h := history.New(retention)
-		if err := h.UnmarshalBinary(ts.History); err != nil {
-			return 0, fmt.Errorf("decode state of target %q: %w", ts.Name, err)
+		if t == nil {
+			t = newTarget(retiredSpec(ts.Name, ts.URL, ts.Profile), p.spec)
+			retired = append(retired, t)
 		}
-		ledgers := map[string]*ledger.Ledger{}
-		for model, ls := range ts.Ledgers {
-			// A ledger kept for other SLOs starts afresh.
-			if l, err := ledger.Restore(ls, p.spec.SLOs); err == nil {
-				ledgers[model] = l
-			}
+		r, err := p.decodeTarget(t, ts)
+		if err != nil {
+			return 0, fmt.Errorf("decode state of %s %q: %w", what, ts.Name, err)
 		}
-		todo = append(todo, restore{t: t, hist: h, good: ts.Good, ledgers: ledgers})
+		todo = append(todo, r)
 	}
 	for _, r := range todo {
 		r.t.mu.Lock()
@@ -136,5 +151,34 @@ func (p *Pipeline) UnmarshalState(data []byte) (restored int, err error) {
 		r.t.ledgers = r.ledgers
 		r.t.mu.Unlock()
 	}
-	return len(todo), nil
+	p.keepRetired(retired)
+	return len(todo) - len(retired), nil
+}
+
+// restore is one target's decoded state, waiting to be swapped in.
+type restore struct {
+	t       *target
+	hist    *history.History
+	good    map[string]map[string]map[string]float64
+	ledgers map[string]*ledger.Ledger
+}
+
+// decodeTarget decodes the saved state ts of t at t's retention; p.mu must
+// be held.
+func (p *Pipeline) decodeTarget(t *target, ts targetState) (restore, error) {
+	t.mu.Lock()
+	retention := t.hist.Retention()
+	t.mu.Unlock()
+	h := history.New(retention)
+	if err := h.UnmarshalBinary(ts.History); err != nil {
+		return restore{}, err
+	}
+	ledgers := map[string]*ledger.Ledger{}
+	for model, ls := range ts.Ledgers {
+		// A ledger kept for other SLOs starts afresh.
+		if l, err := ledger.Restore(ls, p.spec.SLOs); err == nil {
+			ledgers[model] = l
+		}
+	}
+	return restore{t: t, hist: h, good: ts.Good, ledgers: ledgers}, nil
 }

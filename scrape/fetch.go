@@ -24,6 +24,20 @@ const acceptHeader = "application/openmetrics-text;version=1.0.0;q=0.5,text/plai
 // maxRedirects bounds redirect chains, as net/http does by default.
 const maxRedirects = 10
 
+// MaxHeaderBytes bounds a response's status line and headers, counted as
+// sent (names, values, separators), beside the body size limit: a larger
+// response fails as ReasonBodyTooLarge. vLLM sends a few hundred bytes.
+// net/http itself reads at most 10 MiB of headers (its Transport's
+// default) and fails beyond: that failure is ReasonBodyTooLarge too, so
+// every oversized response is counted alike, and a scrape's memory is
+// bounded by the body size limit plus those 10 MiB.
+const MaxHeaderBytes = 1 << 20
+
+// headersTooLarge is how net/http's Transport words the failure of a
+// response whose headers exceed its limit (the error has no type of its
+// own).
+const headersTooLarge = "server response headers exceeded"
+
 // Fetcher GETs one target's metrics page with the target's HTTP settings
 // (auth, TLS, proxy), a timeout and a body size limit. It is safe for
 // concurrent use, though a target's loop never overlaps itself.
@@ -167,6 +181,10 @@ func (f *Fetcher) Fetch(ctx context.Context) (Response, error) {
 		return Response{}, f.fetchErr(f.requestReason(ctx, err), "%w", f.hideURL(err))
 	}
 	defer resp.Body.Close()
+	if n := headerBytes(resp); n > MaxHeaderBytes {
+		failed := Response{ContentType: resp.Header.Get("Content-Type"), Status: resp.StatusCode, Duration: time.Since(start)}
+		return failed, f.fetchErr(ReasonBodyTooLarge, "response headers of %d bytes exceed the limit of %d bytes", n, MaxHeaderBytes)
+	}
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
 		// Drain a little so the connection can be reused; ignore failures.
 		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 4096))
@@ -188,10 +206,25 @@ func (f *Fetcher) Fetch(ctx context.Context) (Response, error) {
 
 // requestReason classifies an error of client.Do.
 func (f *Fetcher) requestReason(ctx context.Context, err error) string {
-	if isTimeout(ctx, err) {
+	switch {
+	case isTimeout(ctx, err):
 		return ReasonTimeout
+	case strings.Contains(err.Error(), headersTooLarge):
+		return ReasonBodyTooLarge
 	}
 	return ReasonConnection
+}
+
+// headerBytes is the size of resp's status line and headers as sent, near
+// enough: "HTTP/1.1 200 OK\r\n", then "Name: value\r\n" for every value.
+func headerBytes(resp *http.Response) int {
+	n := len(resp.Proto) + 1 + len(resp.Status) + 2
+	for name, values := range resp.Header {
+		for _, v := range values {
+			n += len(name) + 2 + len(v) + 2
+		}
+	}
+	return n
 }
 
 // isTimeout reports whether err stems from a deadline, ours or the network's.

@@ -10,10 +10,26 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/prometheus/common/model"
 	"github.com/prometheus/prometheus/model/labels"
 	"github.com/prometheus/prometheus/model/textparse"
+)
+
+// The longest label name and value Parse accepts on a sample a profile
+// wants, in bytes. A model is refused (ReasonLabelTooLong) when one of its
+// samples carries a longer one: every series the exporter publishes for a
+// model repeats its model_name, and the history, the console and the
+// rendered /metrics would each hold another copy, so one 1 MiB name in a
+// body under the size limit would cost a hundred times that downstream.
+// vLLM's model names are Hugging Face ids or paths (a Hugging Face id is at
+// most 96 bytes, a Linux path component 255) and its label names a few
+// words, far below these limits. Samples the profile does not want are never
+// kept, and so not checked.
+const (
+	MaxLabelNameLength  = 128
+	MaxLabelValueLength = 1024
 )
 
 // Label names with a meaning to Parse.
@@ -240,6 +256,10 @@ func (c *collector) sample(p textparse.Parser, v float64, line int) {
 		return
 	}
 	modelName := c.lset.Get(labelModel)
+	if err := labelLengthError(c.lset); err != nil {
+		c.rejectAll(refs, shownModel(modelName), err, line)
+		return
+	}
 	// A child's identity is every label but the name and le, in the label
 	// set's own length-prefixed encoding, which no label value can forge.
 	c.key = c.lset.BytesWithoutLabels(c.key, model.MetricNameLabel, labelLE)
@@ -249,6 +269,60 @@ func (c *collector) sample(p textparse.Parser, v float64, line int) {
 		}
 		c.add(ref, modelName, v, line)
 	}
+}
+
+// rejectAll rejects model, for every family of refs that reads the
+// current sample, with a label too long (err).
+func (c *collector) rejectAll(refs []sampleRef, model string, err error, line int) {
+	for _, ref := range refs {
+		if ref.label != "" && c.lset.Get(ref.label) != ref.value {
+			continue
+		}
+		st := c.state(ref)
+		if ref.role != roleCreated {
+			st.present = true
+		}
+		st.reject(model, &ParseError{Reason: ReasonLabelTooLong, Line: line, Family: ref.sample, Model: model, Err: err})
+	}
+}
+
+// labelLengthError describes the first label of ls whose name or value is
+// longer than MaxLabelNameLength or MaxLabelValueLength, nil if none is.
+// The message shows no more than the start of the name.
+func labelLengthError(ls labels.Labels) error {
+	var err error
+	ls.Range(func(l labels.Label) {
+		switch {
+		case err != nil:
+		case len(l.Name) > MaxLabelNameLength:
+			err = fmt.Errorf("label name %q… of %d bytes, over the limit of %d", clip(l.Name, 32), len(l.Name), MaxLabelNameLength)
+		case len(l.Value) > MaxLabelValueLength:
+			err = fmt.Errorf("label %s: value of %d bytes, over the limit of %d", l.Name, len(l.Value), MaxLabelValueLength)
+		}
+	})
+	return err
+}
+
+// shownModel is how a refused model is named in rejections and messages: a
+// model_name over MaxLabelValueLength by its first 32 bytes and its length,
+// so that neither the rejection nor the log holds the whole value.
+func shownModel(model string) string {
+	if len(model) <= MaxLabelValueLength {
+		return model
+	}
+	return fmt.Sprintf("%s… (%d bytes)", clip(model, 32), len(model))
+}
+
+// clip returns at most the first n bytes of s, cut at a rune boundary and
+// made valid UTF-8.
+func clip(s string, n int) string {
+	if len(s) <= n {
+		return strings.ToValidUTF8(s, "?")
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return strings.ToValidUTF8(s[:n], "?")
 }
 
 // add records one sample that belongs to ref's family.

@@ -20,6 +20,9 @@ const (
 	ReasonInvalidValue = "invalid_value"
 	// ReasonDuplicateSeries: the same series (name and label set) appears twice.
 	ReasonDuplicateSeries = "duplicate_series"
+	// ReasonLabelTooLong: a sample the profile needs carries a label name
+	// or value over MaxLabelNameLength or MaxLabelValueLength.
+	ReasonLabelTooLong = "label_too_long"
 )
 
 // ParseError is a failed Parse, or one family of one model rejected in a

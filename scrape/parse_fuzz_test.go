@@ -4,19 +4,22 @@ import (
 	"bytes"
 	"errors"
 	"math"
+	"strings"
 	"testing"
 )
 
 // FuzzParse feeds arbitrary bodies and content types to Parse. It must never
 // panic, must return either a snapshot or an error, every error must be
 // classified and located, every rejected model must be absent, every line
-// number must point at its entry, and every histogram it returns must be
-// valid with sane values. The seed corpus is under testdata/fuzz/FuzzParse.
+// number must point at its entry, no model name kept or rejected may be over
+// MaxLabelValueLength, and every histogram it returns must be valid with
+// sane values. The seed corpus is under testdata/fuzz/FuzzParse.
 func FuzzParse(f *testing.F) {
 	f.Add([]byte("vllm:num_requests_running{model_name=\"m\"} 1\n"), "")
 	f.Add([]byte(hist(ttftName, "m", "0", []string{"0.1", "1", "+Inf"}, []string{"1", "2", "3"}, "1.5")), ctText004)
 	f.Add([]byte(hist(ttftName, "a", "0", []string{"0.1", "+Inf"}, []string{"1", "2"}, "1")+hist(ttftName, "b", "0", []string{"0.1"}, []string{"1"}, "1")), ctText004)
 	f.Add([]byte("# TYPE vllm:num_requests_running gauge\nvllm:num_requests_running{model_name=\"a\"} 1\nvllm:num_requests_running{model_name=\"b\"} NaN\n# EOF\n"), ctOM)
+	f.Add([]byte("vllm:num_requests_running{model_name=\"a\"} 1\nvllm:num_requests_running{model_name=\""+strings.Repeat("\u00e9", MaxLabelValueLength/2+1)+"\"} 1\n"), "")
 	f.Fuzz(func(t *testing.T, body []byte, contentType string) {
 		checkEntryLines(t, body, contentType)
 		s, err := Parse(body, contentType, VLLM, scrapeTime)
@@ -31,12 +34,18 @@ func FuzzParse(f *testing.F) {
 			t.Fatalf("Found %v and Missing %v do not cover the profile", s.Found, s.Missing)
 		}
 		for _, r := range s.Rejected {
+			if len(r.Model) > MaxLabelValueLength {
+				t.Fatalf("rejection names a model of %d bytes", len(r.Model))
+			}
 			if _, kept := s.Models[r.Model]; kept || !VLLM.Measures(r.Family) || r.Err == nil || r.Err.Model != r.Model {
 				t.Fatalf("rejection %+v (%v) with models %v", r, r.Err, keys(s.Models))
 			}
 			checkError(t, r.Err, body)
 		}
 		for model, ms := range s.Models {
+			if len(model) > MaxLabelValueLength {
+				t.Fatalf("model name of %d bytes kept", len(model))
+			}
 			for fam, h := range ms.Histograms {
 				if !h.Valid() || math.IsInf(h.Total(), 0) || math.IsNaN(h.Sum) || math.IsInf(h.Sum, 0) {
 					t.Fatalf("model %q %s: invalid histogram %+v", model, fam, h)

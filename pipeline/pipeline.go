@@ -741,28 +741,6 @@ func WindowCoverage(w slo.Window, length time.Duration) float64 {
 	return min(1, max(0, float64(w.End.Sub(w.Start))/float64(length)))
 }
 
-// objectiveEvidence sums the bad shares of the objectives of the joint
-// attainment (per-request ones, or ITL when it is the SLO's only kind of
-// objective, as the joint counts them) into the observed burn rate.
-func objectiveEvidence(r slo.SLOResult, s slo.SLO) Evidence {
-	var joint []slo.Metric
-	for _, o := range s.Objectives {
-		if o.Metric != slo.ITL {
-			joint = append(joint, o.Metric)
-		}
-	}
-	if len(joint) == 0 {
-		joint = []slo.Metric{slo.ITL}
-	}
-	var ev Evidence
-	for _, m := range joint {
-		if a, ok := r.Objectives[string(m)]; ok && s.Goal < 1 {
-			ev.Observed += (1 - a.Lower) / (1 - s.Goal)
-		}
-	}
-	return ev
-}
-
 // overlayAll applies overlay to each SLO result, found by name in the spec.
 func (t *target) overlayAll(spec Spec, model string, results []slo.SLOResult, w slo.Window) {
 	for k := range results {

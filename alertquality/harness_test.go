@@ -98,16 +98,16 @@ func sameLabels(t *testing.T, run *Run, k Key) {
 // evaluateRules replays every run through the generated rules in Prometheus.
 func evaluateRules(t *testing.T, runs []*Run) {
 	t.Helper()
-	rf, err := rules.Generate(runs[0].Config)
-	if err != nil {
-		t.Fatal(err)
-	}
 	prom, err := StartPrometheus(t.TempDir(), runs)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer prom.Stop()
 	for i, run := range runs {
+		rf, err := rules.Generate(run.Config)
+		if err != nil {
+			t.Fatal(err)
+		}
 		if err := prom.EvaluateRules(rf, run, i); err != nil {
 			t.Fatal(err)
 		}

@@ -14,11 +14,27 @@ import (
 	"github.com/vllm-slo-exporter/vllm-slo-exporter/sim"
 )
 
-// ConfigYAML is the exporter configuration every scenario runs: the demo's
-// interactive SLO over a 1-day period, so that the workbook's policy scaled
-// to it (page 5m/1m at 14.4x, page 12m/1m at 6x, ticket 2h24m/12m at 1x)
-// plays out within a simulated hour or two.
-const ConfigYAML = `global:
+// ConfigYAML is the exporter configuration every scenario runs unless it
+// names its own (Scenario.Config): the demo's interactive SLO over a 1-day
+// period, so that the workbook's policy scaled to it (page 5m/1m at 14.4x,
+// page 12m/1m at 6x, ticket 2h24m/12m at 1x) plays out within a simulated
+// hour or two. Abandoned requests count bad (the default).
+var ConfigYAML = SLOConfig("1d", "", "")
+
+// SLOConfig is the exporter configuration of a scenario: the demo target and
+// the interactive SLO (TTFT <= 500ms, TPOT <= 50ms unless objectives says
+// otherwise, as YAML flow mapping; goal 0.99) over period, with its
+// `abandoned` policy (empty: the default) and the default alert policy
+// scaled to the period.
+func SLOConfig(period, abandoned, objectives string) string {
+	if objectives == "" {
+		objectives = "{ttft: 500ms, tpot: 50ms}"
+	}
+	extra := ""
+	if abandoned != "" {
+		extra = "\n    abandoned: " + abandoned
+	}
+	return fmt.Sprintf(`global:
   scrape_interval: 15s
   windows: [1m, 5m]
 targets:
@@ -26,10 +42,11 @@ targets:
     url: http://127.0.0.1:8000/metrics
 slos:
   - name: interactive
-    objectives: {ttft: 500ms, tpot: 50ms}
+    objectives: %s
     goal: 0.99
-    period: 1d
-`
+    period: %s%s
+`, objectives, period, extra)
+}
 
 // Interval is the scrape and evaluation interval of every scenario.
 const Interval = 15 * time.Second
@@ -83,9 +100,14 @@ func (k Key) String() string {
 	return fmt.Sprintf("%s %s/%s", k.Severity, model.Duration(k.Long), model.Duration(k.Short))
 }
 
-// LoadConfig parses ConfigYAML.
-func LoadConfig() (*config.Config, error) {
-	cfg, err := config.Parse([]byte(ConfigYAML), "alertquality.yaml")
+// LoadConfig parses a scenario's configuration (ConfigYAML when it names
+// none).
+func LoadConfig(sc Scenario) (*config.Config, error) {
+	text := sc.Config
+	if text == "" {
+		text = ConfigYAML
+	}
+	cfg, err := config.Parse([]byte(text), "alertquality.yaml")
 	if err != nil {
 		return nil, fmt.Errorf("alert-quality configuration: %w", err)
 	}
@@ -98,9 +120,9 @@ var errDown = errors.New("connection refused")
 // Play runs a scenario through the pipeline on a virtual clock and computes
 // the truth's alerts from the simulator's records.
 func Play(sc Scenario) (*Run, error) {
-	cfg, err := LoadConfig()
+	cfg, err := LoadConfig(sc)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("scenario %s: %w", sc.Name, err)
 	}
 	sp := daemon.PipelineSpec(cfg)
 	simStart := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)

@@ -190,12 +190,14 @@ func (n *Notifier) Notify(now time.Time, alerts []pipeline.Alert) {
 // due picks what to send at now: one alert per identity (see breach), firing
 // when any of its sources fires, sent at once when it starts firing and
 // again every ResendDelay; resolved only when none of them fires any more,
-// sent at once when it stops firing and again every ResendDelay while the
-// report remembers a source of it (Prometheus keeps sending resolves while it
-// remembers them). A resolve is never sent twice within ResendDelay, even
-// across a flapping source or a reload storm that retires and revives a
-// target: the resolve that is not due yet goes out once the delay has passed.
-// With no Alertmanager configured nothing is due and nothing is remembered.
+// sent at once when it stops firing and again every ResendDelay, against a
+// lost post, until the last firing post's end time has passed (Alertmanager
+// has let that alert expire by then, so a later resolve would only close
+// what another sender, sharing the labels, still fires). A resolve is never
+// sent twice within ResendDelay, even across a flapping source or a reload
+// storm that retires and revives a target: the resolve that is not due yet
+// goes out once the delay has passed. With no Alertmanager configured
+// nothing is due and nothing is remembered.
 func (n *Notifier) due(now time.Time, alerts []pipeline.Alert) []amAlert {
 	n.mu.Lock()
 	defer n.mu.Unlock()
@@ -232,8 +234,8 @@ func (n *Notifier) due(now time.Time, alerts []pipeline.Alert) []amAlert {
 			// The breach stopped firing since the last evaluation.
 			st.firingSent, st.resolvePending = false, true
 		}
-		if !st.resolvePending && st.resolveSent && now.Sub(st.lastResolve) >= cfg.ResendDelay {
-			st.resolvePending = true // re-sent while remembered
+		if !st.resolvePending && st.resolveSent && now.Sub(st.lastResolve) >= cfg.ResendDelay && now.Before(st.lastFiring.Add(validFor)) {
+			st.resolvePending = true // re-sent while the last firing post may still hold the alert open
 		}
 		if !st.resolveSent && !st.resolvePending {
 			st.resolvePending = true // never sent before (a restart, a new Alertmanager)

@@ -260,7 +260,7 @@ func burn(target string, state pipeline.AlertState, active, now time.Time) pipel
 // the same burn-rate alert (no target label). When one recovers, nothing
 // resolved is posted while the other fires; when that one recovers too,
 // one resolve goes out, and it is re-sent no more often than the firing
-// alert was.
+// alert was, and only until the last firing post has expired.
 func TestBreachResolvesWhenNoTargetFires(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		am := &fakeAlertmanager{}
@@ -311,6 +311,11 @@ func TestBreachResolvesWhenNoTargetFires(t *testing.T) {
 		}
 		if len(sentAt) == 0 || lastResolve.IsZero() {
 			t.Fatalf("posts at %v: no resolve after both targets recovered", sentAt)
+		}
+		// Resolves stop once the last firing post (at most a resend delay
+		// before b recovered) has expired: 4 × max(resend, 1m) after it.
+		if limit := bDown.Add(4 * time.Minute); lastResolve.After(limit) {
+			t.Errorf("resolve re-sent at %v, after the firing alert expired in Alertmanager (%v)", lastResolve.Sub(start), limit.Sub(start))
 		}
 		if first := sentAt[slices.IndexFunc(sentAt, func(t time.Time) bool { return !t.Before(bDown) })]; !first.Equal(bDown) {
 			t.Errorf("first resolve at %v, want at once when the last target recovered (%v)", first.Sub(start), bDown.Sub(start))

@@ -179,6 +179,23 @@ func gaugeSum(names []string, offset time.Duration) string {
 	return "(" + strings.Join(parts, " or ") + ")"
 }
 
+// gaugeEstimate is a gauge summed per model_name as it was offset before
+// now, for an estimate: when the gauge has no sample there, the smallest
+// value since then stands in (at most the value at the first sample, so an
+// estimate built on it errs low, where gaugeSum's bound errs high).
+func gaugeEstimate(names []string, offset time.Duration) string {
+	parts := make([]string, len(names))
+	for i, n := range names {
+		if offset <= 0 {
+			parts[i] = fmt.Sprintf("sum by (model_name) (%s)", n)
+			continue
+		}
+		d := model.Duration(offset).String()
+		parts[i] = fmt.Sprintf("sum by (model_name) (%[1]s offset %[2]s or min_over_time(%[1]s[%[2]s]))", n, d)
+	}
+	return "(" + strings.Join(parts, " or ") + ")"
+}
+
 // inFlight is running + waiting per model_name at the scrape offset before
 // now: an upper bound on the requests past their first token in flight then
 // (every such request is running or, preempted, waiting).
@@ -394,10 +411,12 @@ func (lp ledgerPlan) windowRules(w model.Duration, first bool) []Rule {
 			Expr: fmt.Sprintf("clamp_min(%s - %s + on (model_name) group_left () %s, 0)", f, n, rStart)},
 	}
 	// The estimate, as the daemon's: Q at a scrape taken to be the running
-	// gauge there. It lies within the bounds without clamping: 0 <= running
-	// <= running + waiting at both edges.
+	// gauge there (at the window's start, when the series began inside the
+	// window, its smallest value: low rather than high). It lies within the
+	// bounds without clamping: 0 <= running <= running + waiting at both
+	// edges.
 	rs = append(rs, Rule{Record: windowed(recAbandoned, w), Labels: lp.windowLabels("", w),
-		Expr: fmt.Sprintf("clamp_min(%s - %s + on (model_name) group_left () (%s - %s), 0)", f, n, gaugeSum(lp.running, start), gaugeSum(lp.running, 0))})
+		Expr: fmt.Sprintf("clamp_min(%s - %s + on (model_name) group_left () (%s - %s), 0)", f, n, gaugeEstimate(lp.running, start), gaugeEstimate(lp.running, 0))})
 	if first {
 		rs[len(rs)-1].Comment = "Their estimate: first tokens - finished + running at the window's start - running at its end\n" +
 			"(the requests past their first token in flight taken to be the running ones), within the bounds."

@@ -76,6 +76,9 @@ type Run struct {
 	// DaemonLabels and RuleLabels are, per alert, the label sets each path
 	// fired with (as Alertmanager would see them), keyed by their text.
 	DaemonLabels, RuleLabels map[Key]map[string]bool
+	// Condition is, per alert and evaluation, whether the truth's page
+	// condition held (both windows above the factor, before `for`).
+	Condition map[Key][]bool
 	// Keys lists the alerts in policy order.
 	Keys []Key
 	// TargetDown are the episodes of the daemon's target-down alert.
@@ -131,7 +134,8 @@ func Play(sc Scenario) (*Run, error) {
 		return nil, fmt.Errorf("scenario %s: %w", sc.Name, err)
 	}
 	run := &Run{Scenario: sc, Config: cfg, Daemon: map[Key][]Episode{}, Truth: map[Key][]Episode{},
-		Checks: map[Key][]pipeline.BurnCheck{}, For: map[Key]time.Duration{}, DaemonLabels: map[Key]map[string]bool{}}
+		Checks: map[Key][]pipeline.BurnCheck{}, For: map[Key]time.Duration{}, DaemonLabels: map[Key]map[string]bool{},
+		Condition: map[Key][]bool{}}
 	for _, a := range sp.Alerts {
 		k := Key{a.Severity, a.Long, a.Short}
 		run.Keys = append(run.Keys, k)
@@ -199,7 +203,9 @@ func Play(sc Scenario) (*Run, error) {
 	truth := s.Truth().ForModel(sim.DemoModel)
 	run.Requests = truth
 	for i, a := range sp.Alerts {
-		run.Truth[run.Keys[i]] = trueEpisodes(newTrueLedger(truth, sp.SLOs[0]), a, first, sc.Length)
+		k := run.Keys[i]
+		run.Condition[k] = trueCondition(newTrueLedger(truth, sp.SLOs[0]), a, first, sc.Length)
+		run.Truth[k] = episodes(hold(run.Condition[k], a.For))
 	}
 	return run, nil
 }
@@ -211,10 +217,10 @@ func keyOf(labels map[string]string) Key {
 	return Key{labels["severity"], time.Duration(long), time.Duration(short)}
 }
 
-// trueEpisodes is when an alert should have fired: at each evaluation, the
-// true burn rate over both windows exceeds the factor, held for the alert's
-// For as Prometheus holds it.
-func trueEpisodes(l *trueLedger, a pipeline.BurnAlert, first time.Time, length time.Duration) []Episode {
+// trueCondition is, at each evaluation, whether the true burn rate over
+// both of an alert's windows exceeds its factor; held for the alert's For
+// (hold) it is when the alert should have fired.
+func trueCondition(l *trueLedger, a pipeline.BurnAlert, first time.Time, length time.Duration) []bool {
 	var cond []bool
 	for off := time.Duration(0); off <= length; off += Interval {
 		now := first.Add(off)
@@ -222,7 +228,7 @@ func trueEpisodes(l *trueLedger, a pipeline.BurnAlert, first time.Time, length t
 		short, _, okS := l.burn(now.Add(-a.Short), now)
 		cond = append(cond, okL && okS && long > a.Factor && short > a.Factor)
 	}
-	return episodes(hold(cond, a.For))
+	return cond
 }
 
 // hold turns a condition per evaluation into firing per evaluation: firing

@@ -9,7 +9,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/vllm-slo-exporter/vllm-slo-exporter/daemon"
 	"github.com/vllm-slo-exporter/vllm-slo-exporter/rules"
+	"github.com/vllm-slo-exporter/vllm-slo-exporter/slo"
 )
 
 var full = flag.Bool("full", false, "run every scenario of the library, the slow ones too")
@@ -142,7 +144,7 @@ func delays(s Score) string {
 // condition held, the steps each path paged and the false and missed pages.
 func pageTable(runs []*Run, withRules bool) string {
 	var b strings.Builder
-	b.WriteString("| scenario | policy | period | alert | true page condition | daemon paging | rules paging | false / missed (daemon, rules) |\n|---|---|---|---|---|---|---|---|\n")
+	b.WriteString("| scenario | policy | period | alert | true page condition | truth paging | daemon paging | rules paging | false / missed (daemon, rules) |\n|---|---|---|---|---|---|---|---|---|\n")
 	for _, run := range runs {
 		if run.Scenario.Config == "" {
 			continue
@@ -155,8 +157,8 @@ func pageTable(runs []*Run, withRules bool) string {
 			if withRules {
 				rules = fmt.Sprint(steps(run.Rules[k]))
 			}
-			fmt.Fprintf(&b, "| %s | `abandoned: %s` | %s | %s | %d of %d | %d | %s | %d / %d, %d / %d |\n",
-				run.Scenario.Name, s.Abandoned, s.Period, k, count(cond), len(cond), steps(run.Daemon[k]), rules,
+			fmt.Fprintf(&b, "| %s | `abandoned: %s` | %s | %s | %d of %d | %d | %d | %s | %d / %d, %d / %d |\n",
+				run.Scenario.Name, s.Abandoned, s.Period, k, count(cond), len(cond), steps(run.Truth[k]), steps(run.Daemon[k]), rules,
 				ds.False, ds.Missed, rs.False, rs.Missed)
 		}
 	}
@@ -180,4 +182,35 @@ func count(bs []bool) int {
 		}
 	}
 	return n
+}
+
+// TestJointOnlyBreach checks that the joint-only scenarios are what they
+// claim: the page's true condition holds for the SLO, while for each of its
+// objectives alone (the same requests judged on that objective only) it
+// never does; and the daemon pages.
+func TestJointOnlyBreach(t *testing.T) {
+	for _, sc := range Library() {
+		if !strings.HasPrefix(sc.Name, "joint-only") {
+			continue
+		}
+		run, err := Play(sc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		sp := daemon.PipelineSpec(run.Config)
+		first := run.Scrapes[0].At
+		for i, a := range sp.Alerts {
+			k := run.Keys[i]
+			if count(run.Condition[k]) == 0 || len(run.Daemon[k]) == 0 {
+				t.Errorf("%s %s: the joint's true condition holds %d times, the daemon fires %s", sc.Name, k, count(run.Condition[k]), describe(run.Daemon[k]))
+			}
+			for _, o := range sp.SLOs[0].Objectives {
+				alone := sp.SLOs[0]
+				alone.Objectives = []slo.Objective{o}
+				if n := count(trueCondition(newTrueLedger(run.Requests, alone), a, first, sc.Length)); n > 0 {
+					t.Errorf("%s %s: %s alone meets the page condition at %d evaluations, want none", sc.Name, k, o.Metric, n)
+				}
+			}
+		}
+	}
 }

@@ -145,22 +145,27 @@ var cancel15Known = map[string]map[string]Known{
 // jointOnlyLongPrompts is the share of long-context prompts of the joint-only
 // scenario (the demo has 0.2): their prefill is what breaks TTFT, while TPOT
 // breaks with the batch size, on mostly other requests.
-const jointOnlyLongPrompts = 0.4
+const jointOnlyLongPrompts = 0.5
 
 // jointOnly is a breach of the SLO that neither objective shows alone: TTFT
-// <= 250ms and TPOT <= 25ms (vLLM bucket edges); at 0.8x the demo rate
-// about 6% of requests miss TTFT and 0.4% TPOT; for 15 minutes from 10m at
-// 1.3x about 8% miss TTFT and 10% TPOT, mostly different ones, so 16-17% miss
-// some objective: a 16x burn over 8x and 10x per objective. The policy is
-// the 5m/1m page at 14.4x only (at 6x the healthy part would page).
+// <= 250ms and TPOT <= 25ms (vLLM bucket edges) on a workload with half its
+// prompts long; at 0.8x the demo rate about 7% of requests miss some
+// objective; for 15 minutes from 10m at 1.15x about 9.6% miss TTFT and 8.9%
+// TPOT, 1.1% both, so 17.4% miss some objective: a 17x burn over 9.6x and
+// 8.9x per objective (TestJointOnlyBreach checks that neither alone ever
+// meets the page condition). The policy is the 5m/1m page at 14.4x only (at
+// 6x the healthy part would page).
 func jointOnly(abandoned string) Scenario {
 	cfg := SLOConfig("1d", abandoned, "{ttft: 250ms, tpot: 25ms}") +
 		"    alerts:\n      - {severity: page, long_window: 5m, short_window: 1m, budget_consumed: 0.05, for: 4s}\n"
 	return Scenario{Name: "joint-only-" + abandoned,
-		What:   "8% bad TTFT and 10% bad TPOT on mostly different requests (16x joint) for 15 min from 10m, abandoned: " + abandoned,
-		Length: 40 * time.Minute, Config: cfg,
+		What:   "9.6% bad TTFT and 8.9% bad TPOT, 1.1% both (17x joint) for 15 min from 10m, abandoned: " + abandoned,
+		Length: 40 * time.Minute, Config: cfg, Known: map[string]Known{"page 5m/1m": {False: 1, Why: "at 19:45, for one evaluation: " +
+			"the true burn reads 14.15x and 14.10x over 5m at 19:30 and 19:45, the observed burn 14.96x and 14.88x; the sum of " +
+			"the objectives' bad shares counts the 1.1% of requests bad on both twice (its Frechet bound), so near the factor " +
+			"it runs about 0.8x above the truth; on both paths"}},
 		Sim: func(start time.Time) sim.Config {
-			c := demo(poisson(10*time.Minute, 0.8), poisson(15*time.Minute, 1.3), poisson(0, 0.8))(start)
+			c := demo(poisson(10*time.Minute, 0.8), poisson(15*time.Minute, 1.15), poisson(0, 0.8))(start)
 			mix := c.Models[0].Workload.Prompt.Mixture
 			mix[0].Weight, mix[1].Weight = 1-jointOnlyLongPrompts, jointOnlyLongPrompts
 			return c

@@ -14,7 +14,7 @@ func candidates() []Policy {
 		{"upper bound", func(c pipeline.BurnCheck) bool { return c.Long.Upper > f(c) && c.Short.Upper > f(c) }},
 		{"estimate", func(c pipeline.BurnCheck) bool { return c.Long.Estimate > f(c) && c.Short.Estimate > f(c) }},
 		{"lower bound", func(c pipeline.BurnCheck) bool { return c.Long.Lower > f(c) && c.Short.Lower > f(c) }},
-		{"upper and observed (chosen)", pipeline.BurnCheck.Active},
+		{"upper and evidence (chosen)", pipeline.BurnCheck.Active},
 	}
 }
 

@@ -285,7 +285,10 @@ func TestOneBreachAcrossTargets(t *testing.T) {
 		return time.Since(resolvedAt) > 5*resendDelay
 	})
 
-	checkResolves(t, rec.pageResolves(), lastFiring, begin)
+	resolves := rec.pageResolves()
+	t.Logf("%d polls; the last target stopped firing at %v; the daemon posted the page resolved %d times, from %v",
+		len(polls), lastFiring.Sub(begin), len(resolves), firstAfter(resolves, begin))
+	checkResolves(t, resolves, lastFiring, begin)
 	var notified []time.Duration
 	for _, e := range hook.snapshot() {
 		if isPage(e.labels) && e.status == "resolved" {
@@ -313,4 +316,12 @@ func checkResolves(t *testing.T, resolves []time.Time, lastFiring, begin time.Ti
 			t.Errorf("resolves posted at %v and %v, closer than resend_delay %v", resolves[i-1].Sub(begin), r.Sub(begin), resendDelay)
 		}
 	}
+}
+
+// firstAfter is the first time of ts after begin, or 0 when there is none.
+func firstAfter(ts []time.Time, begin time.Time) time.Duration {
+	if len(ts) == 0 {
+		return 0
+	}
+	return ts[0].Sub(begin)
 }

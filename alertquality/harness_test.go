@@ -144,7 +144,7 @@ func delays(s Score) string {
 // condition held, the steps each path paged and the false and missed pages.
 func pageTable(runs []*Run, withRules bool) string {
 	var b strings.Builder
-	b.WriteString("| scenario | policy | period | alert | true page condition | truth paging | daemon paging | rules paging | false / missed (daemon, rules) |\n|---|---|---|---|---|---|---|---|---|\n")
+	b.WriteString("| scenario | policy | period | alert | true page condition | truth paging | daemon paging | rules paging | false / missed (daemon, rules) | before: paging, false / missed |\n|---|---|---|---|---|---|---|---|---|---|\n")
 	for _, run := range runs {
 		if run.Scenario.Config == "" {
 			continue
@@ -153,13 +153,15 @@ func pageTable(runs []*Run, withRules bool) string {
 		for _, k := range run.Keys {
 			cond := run.Condition[k]
 			ds, rs := score(run.Truth[k], run.Daemon[k]), score(run.Truth[k], run.Rules[k])
-			rules := "not run"
+			rules, rulesScore := "not run", "–"
 			if withRules {
-				rules = fmt.Sprint(steps(run.Rules[k]))
+				rules, rulesScore = fmt.Sprint(steps(run.Rules[k])), fmt.Sprintf("%d / %d", rs.False, rs.Missed)
 			}
-			fmt.Fprintf(&b, "| %s | `abandoned: %s` | %s | %s | %d of %d | %d | %d | %s | %d / %d, %d / %d |\n",
+			before := run.Replay(k, finishedOnly())
+			bs := score(run.Truth[k], before)
+			fmt.Fprintf(&b, "| %s | `abandoned: %s` | %s | %s | %d of %d | %d | %d | %s | %d / %d, %s | %d, %d / %d |\n",
 				run.Scenario.Name, s.Abandoned, s.Period, k, count(cond), len(cond), steps(run.Truth[k]), steps(run.Daemon[k]), rules,
-				ds.False, ds.Missed, rs.False, rs.Missed)
+				ds.False, ds.Missed, rulesScore, steps(before), bs.False, bs.Missed)
 		}
 	}
 	return b.String()

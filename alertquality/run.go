@@ -23,7 +23,7 @@ var ConfigYAML = SLOConfig("1d", "", "")
 
 // SLOConfig is the exporter configuration of a scenario: the demo target and
 // the interactive SLO (TTFT <= 500ms, TPOT <= 50ms unless objectives says
-// otherwise, as YAML flow mapping; goal 0.99) over period, with its
+// otherwise, as YAML flow mapping; goal harnessGoal) over period, with its
 // `abandoned` policy (empty: the default) and the default alert policy
 // scaled to the period.
 func SLOConfig(period, abandoned, objectives string) string {
@@ -43,10 +43,13 @@ targets:
 slos:
   - name: interactive
     objectives: %s
-    goal: 0.99
+    goal: %v
     period: %s%s
-`, objectives, period, extra)
+`, objectives, harnessGoal, period, extra)
 }
+
+// harnessGoal is the goal of every scenario's SLO.
+const harnessGoal = 0.99
 
 // Interval is the scrape and evaluation interval of every scenario.
 const Interval = 15 * time.Second

@@ -218,6 +218,7 @@ func (n *Notifier) due(now time.Time, alerts []pipeline.Alert) []amAlert {
 		}
 		st.seen = now
 		al := amAlert{Labels: b.labels, Annotations: b.annotations, GeneratorURL: cfg.GeneratorURL}
+		st.last = al
 		if b.firing {
 			if st.since.IsZero() {
 				st.since = b.startsAt
@@ -234,6 +235,7 @@ func (n *Notifier) due(now time.Time, alerts []pipeline.Alert) []amAlert {
 			// The breach stopped firing since the last evaluation.
 			st.firingSent, st.resolvePending = false, true
 		}
+		st.resolvedAt = b.resolvedAt
 		if !st.resolvePending && st.resolveSent && now.Sub(st.lastResolve) >= cfg.ResendDelay && now.Before(st.lastFiring.Add(validFor)) {
 			st.resolvePending = true // re-sent while the last firing post may still hold the alert open
 		}
@@ -243,24 +245,42 @@ func (n *Notifier) due(now time.Time, alerts []pipeline.Alert) []amAlert {
 		if !st.resolvePending || (st.resolveSent && now.Sub(st.lastResolve) < cfg.ResendDelay) {
 			continue
 		}
-		start := st.since
-		if start.IsZero() {
-			start = b.startsAt
+		if st.since.IsZero() {
+			st.since = b.startsAt
 		}
-		st.resolveSent, st.lastResolve, st.resolvePending, st.since = true, now, false, time.Time{}
-		al.StartsAt, al.EndsAt = start, b.resolvedAt
-		out = append(out, al)
+		out = append(out, st.resolve(now))
 	}
-	for key, st := range n.sent {
+	for _, key := range slices.Sorted(maps.Keys(n.sent)) {
+		st := n.sent[key]
 		if st.seen.Equal(now) {
 			continue
 		}
-		// No source of the breach is in the report any more (its resolve
-		// aged out, or it was pending only): forgotten, so the map never
-		// outgrows the report.
+		// No source of the breach is in the report any more: its resolve
+		// aged out, or its sources are pending again or gone. A resolve
+		// still owed (held back by ResendDelay, or never made because the
+		// sources left firing) goes out when due; then the breach is
+		// forgotten, so the map never outgrows the report.
+		if st.firingSent {
+			st.firingSent, st.resolvePending, st.resolvedAt = false, true, now
+		}
+		if st.resolvePending {
+			if st.resolveSent && now.Sub(st.lastResolve) < cfg.ResendDelay {
+				continue
+			}
+			out = append(out, st.resolve(now))
+		}
 		delete(n.sent, key)
 	}
 	return out
+}
+
+// resolve is the breach's resolve, sent at now: the last post's labels and
+// annotations, from the episode's start to when it stopped firing.
+func (st *sendState) resolve(now time.Time) amAlert {
+	al := st.last
+	al.StartsAt, al.EndsAt = st.since, st.resolvedAt
+	st.resolveSent, st.lastResolve, st.resolvePending, st.since = true, now, false, time.Time{}
+	return al
 }
 
 // sendState is what was sent for one breach.
@@ -279,6 +299,10 @@ type sendState struct {
 	lastResolve                 time.Time
 	// seen is the last evaluation that held a source of the breach.
 	seen time.Time
+	// last is the breach as last seen (labels, annotations), and resolvedAt
+	// when it stopped firing: what a resolve sends.
+	last       amAlert
+	resolvedAt time.Time
 }
 
 // breach is one alert as Alertmanager holds it: the alerts of the report

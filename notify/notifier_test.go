@@ -387,3 +387,53 @@ func TestPerTargetAlerts(t *testing.T) {
 		}
 	})
 }
+
+// TestHeldResolveIsSentWhenSourcesLeave: a resolve held back by the resend
+// delay is still sent once the delay has passed, even when the breach's
+// source has left the report meanwhile (its alert pending again, or its
+// target gone), and then the breach is forgotten.
+func TestHeldResolveIsSentWhenSourcesLeave(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		am := &fakeAlertmanager{}
+		resend := 10 * time.Second
+		n := New(Config{Alertmanagers: []Alertmanager{am.target("am")}, ResendDelay: resend}, nil, nil)
+		running(t, n)
+		steps := []struct {
+			at    time.Duration
+			state pipeline.AlertState // "" : no alert in the report
+		}{
+			{0, pipeline.StateFiring},
+			{time.Second, pipeline.StateResolved}, // sent at once
+			{2 * time.Second, pipeline.StateFiring},
+			{3 * time.Second, pipeline.StateResolved}, // held: within the resend delay
+			{4 * time.Second, pipeline.StatePending},  // the source left
+			{5 * time.Second, ""},
+			{12 * time.Second, ""}, // due: sent
+			{30 * time.Second, ""}, // forgotten: nothing
+		}
+		var resolves []time.Duration
+		for _, s := range steps {
+			at := start.Add(s.at)
+			var alerts []pipeline.Alert
+			if s.state != "" {
+				alerts = append(alerts, burn("a", s.state, start, at))
+			}
+			before := len(am.received())
+			n.Notify(at, alerts)
+			synctest.Wait()
+			for _, batch := range am.received()[before:] {
+				for _, a := range batch {
+					if !a.EndsAt.After(at) {
+						resolves = append(resolves, s.at)
+						if s.at == 12*time.Second && !a.EndsAt.Equal(start.Add(3*time.Second)) {
+							t.Errorf("held resolve ends at %v, want when the breach stopped firing (3s)", a.EndsAt.Sub(start))
+						}
+					}
+				}
+			}
+		}
+		if want := []time.Duration{time.Second, 12 * time.Second}; !slices.Equal(resolves, want) {
+			t.Errorf("resolves posted at %v, want %v", resolves, want)
+		}
+	})
+}

@@ -1,6 +1,9 @@
 // Package notify pushes the pipeline's alerts to Alertmanager's v2 API, the
 // way Prometheus does: firing alerts again every resend delay, resolved
-// alerts with their end time.
+// alerts with their end time. The report's alerts that share their labels
+// (a burn-rate alert of one model's SLO on several targets) are one
+// Alertmanager alert, sent firing while any of them fires and resolved only
+// when none does, so that one target's resolve never closes another's page.
 //
 // It never evaluates anything: it only sends the alerts a pipeline Report
 // holds. Sending runs in its own goroutine, so a down or slow Alertmanager

@@ -113,13 +113,17 @@ type BurnCheck struct {
 //
 // The lower bound alone misses breaches (the joint's lower bound of 8% and
 // 8% bad on unknown requests is 8% bad, and at the live edge it assumes
-// every stream in decode will finish); the joint's estimate alone missed a
-// ticket at the edge of a burn. Where the two numbers disagree the observed
-// one is the larger on real breaches (it is an upper bound of the seen
-// requests' bad share), and it stays at the seen requests, so it shares
-// neither failure. TTFT counts requests at their first token, not at their
-// finish, so the evidence can trail the truth by a scrape at the edges of a
-// burn; the alert-quality harness measures this.
+// every stream in decode will finish); the observed burn rate misses none of
+// them, as it bounds the seen requests' bad share from above. Its price is
+// the Fréchet sum's: a request bad on two objectives counts twice, so on a
+// breach with overlap it reads above the truth (about 0.8x at the factor
+// with 1% of requests bad on both), and a breach that only grazes the factor
+// can page for an evaluation the truth does not. The ledger's estimate of
+// the joint would not count twice, but the generated rules have no estimate
+// of the joint, and the two paths must page on the same numbers. TTFT counts
+// requests at their first token, not at their finish, so the evidence can
+// trail the truth by a scrape at the edges of a burn. The alert-quality
+// harness measures all of this.
 func (c BurnCheck) Active() bool {
 	f := c.Alert.Factor
 	return c.Known && c.Long.Upper > f && c.Short.Upper > f &&

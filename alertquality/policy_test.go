@@ -14,8 +14,30 @@ func candidates() []Policy {
 		{"upper bound", func(c pipeline.BurnCheck) bool { return c.Long.Upper > f(c) && c.Short.Upper > f(c) }},
 		{"estimate", func(c pipeline.BurnCheck) bool { return c.Long.Estimate > f(c) && c.Short.Estimate > f(c) }},
 		{"lower bound", func(c pipeline.BurnCheck) bool { return c.Long.Lower > f(c) && c.Short.Lower > f(c) }},
-		{"upper and observed (chosen)", pipeline.BurnCheck.Active},
+		{"upper and evidence (chosen)", pipeline.BurnCheck.Active},
+		finishedOnly(),
 	}
+}
+
+// finishedOnly is the gate before it followed the SLO's population: the
+// upper bound and the observed burn of the finished requests alone (the
+// objectives' bad shares summed, without the abandoned requests), both above
+// the factor in both windows.
+func finishedOnly() Policy {
+	f := func(c pipeline.BurnCheck) float64 { return c.Alert.Factor }
+	// finished undoes the abandoned requests' part of Observed: with U of
+	// them beside N finished, Observed·(N + U) = (s·N + U)/(1 - goal), and
+	// the finished requests' observed burn is s/(1 - goal). A BurnCheck
+	// does not carry the goal; every scenario's is harnessGoal.
+	finished := func(e pipeline.Evidence) float64 {
+		if !(e.Requests > 0) {
+			return 0
+		}
+		return (e.Observed*(e.Requests+e.Unserved) - e.Unserved/(1-harnessGoal)) / e.Requests
+	}
+	return Policy{"upper and finished-only observed (before)", func(c pipeline.BurnCheck) bool {
+		return c.Long.Upper > f(c) && c.Short.Upper > f(c) && finished(c.LongEvidence) > f(c) && finished(c.ShortEvidence) > f(c)
+	}}
 }
 
 // comparePolicies writes one line per alert with the false and missed pages

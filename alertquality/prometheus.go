@@ -29,8 +29,9 @@ import (
 
 // runSpacing separates the runs in one backfilled TSDB: run i's samples are
 // shifted by i × runSpacing, more than any scenario lasts plus its longest
-// window, so that no window of one run reaches into another.
-const runSpacing = 6 * time.Hour
+// window (3d, the ticket of a 30d period), so that no window of one run
+// reaches into another.
+const runSpacing = 4 * 24 * time.Hour
 
 // sample is one value of one series at a time, in milliseconds.
 type sample struct {

@@ -14,11 +14,27 @@ import (
 	"github.com/vllm-slo-exporter/vllm-slo-exporter/sim"
 )
 
-// ConfigYAML is the exporter configuration every scenario runs: the demo's
-// interactive SLO over a 1-day period, so that the workbook's policy scaled
-// to it (page 5m/1m at 14.4x, page 12m/1m at 6x, ticket 2h24m/12m at 1x)
-// plays out within a simulated hour or two.
-const ConfigYAML = `global:
+// ConfigYAML is the exporter configuration every scenario runs unless it
+// names its own (Scenario.Config): the demo's interactive SLO over a 1-day
+// period, so that the workbook's policy scaled to it (page 5m/1m at 14.4x,
+// page 12m/1m at 6x, ticket 2h24m/12m at 1x) plays out within a simulated
+// hour or two. Abandoned requests count bad (the default).
+var ConfigYAML = SLOConfig("1d", "", "")
+
+// SLOConfig is the exporter configuration of a scenario: the demo target and
+// the interactive SLO (TTFT <= 500ms, TPOT <= 50ms unless objectives says
+// otherwise, as YAML flow mapping; goal harnessGoal) over period, with its
+// `abandoned` policy (empty: the default) and the default alert policy
+// scaled to the period.
+func SLOConfig(period, abandoned, objectives string) string {
+	if objectives == "" {
+		objectives = "{ttft: 500ms, tpot: 50ms}"
+	}
+	extra := ""
+	if abandoned != "" {
+		extra = "\n    abandoned: " + abandoned
+	}
+	return fmt.Sprintf(`global:
   scrape_interval: 15s
   windows: [1m, 5m]
 targets:
@@ -26,10 +42,14 @@ targets:
     url: http://127.0.0.1:8000/metrics
 slos:
   - name: interactive
-    objectives: {ttft: 500ms, tpot: 50ms}
-    goal: 0.99
-    period: 1d
-`
+    objectives: %s
+    goal: %v
+    period: %s%s
+`, objectives, harnessGoal, period, extra)
+}
+
+// harnessGoal is the goal of every scenario's SLO.
+const harnessGoal = 0.99
 
 // Interval is the scrape and evaluation interval of every scenario.
 const Interval = 15 * time.Second
@@ -59,6 +79,9 @@ type Run struct {
 	// DaemonLabels and RuleLabels are, per alert, the label sets each path
 	// fired with (as Alertmanager would see them), keyed by their text.
 	DaemonLabels, RuleLabels map[Key]map[string]bool
+	// Condition is, per alert and evaluation, whether the truth's page
+	// condition held (both windows above the factor, before `for`).
+	Condition map[Key][]bool
 	// Keys lists the alerts in policy order.
 	Keys []Key
 	// TargetDown are the episodes of the daemon's target-down alert.
@@ -83,9 +106,14 @@ func (k Key) String() string {
 	return fmt.Sprintf("%s %s/%s", k.Severity, model.Duration(k.Long), model.Duration(k.Short))
 }
 
-// LoadConfig parses ConfigYAML.
-func LoadConfig() (*config.Config, error) {
-	cfg, err := config.Parse([]byte(ConfigYAML), "alertquality.yaml")
+// LoadConfig parses a scenario's configuration (ConfigYAML when it names
+// none).
+func LoadConfig(sc Scenario) (*config.Config, error) {
+	text := sc.Config
+	if text == "" {
+		text = ConfigYAML
+	}
+	cfg, err := config.Parse([]byte(text), "alertquality.yaml")
 	if err != nil {
 		return nil, fmt.Errorf("alert-quality configuration: %w", err)
 	}
@@ -98,9 +126,9 @@ var errDown = errors.New("connection refused")
 // Play runs a scenario through the pipeline on a virtual clock and computes
 // the truth's alerts from the simulator's records.
 func Play(sc Scenario) (*Run, error) {
-	cfg, err := LoadConfig()
+	cfg, err := LoadConfig(sc)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("scenario %s: %w", sc.Name, err)
 	}
 	sp := daemon.PipelineSpec(cfg)
 	simStart := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
@@ -109,7 +137,8 @@ func Play(sc Scenario) (*Run, error) {
 		return nil, fmt.Errorf("scenario %s: %w", sc.Name, err)
 	}
 	run := &Run{Scenario: sc, Config: cfg, Daemon: map[Key][]Episode{}, Truth: map[Key][]Episode{},
-		Checks: map[Key][]pipeline.BurnCheck{}, For: map[Key]time.Duration{}, DaemonLabels: map[Key]map[string]bool{}}
+		Checks: map[Key][]pipeline.BurnCheck{}, For: map[Key]time.Duration{}, DaemonLabels: map[Key]map[string]bool{},
+		Condition: map[Key][]bool{}}
 	for _, a := range sp.Alerts {
 		k := Key{a.Severity, a.Long, a.Short}
 		run.Keys = append(run.Keys, k)
@@ -137,7 +166,9 @@ func Play(sc Scenario) (*Run, error) {
 	truth := s.Truth().ForModel(sim.DemoModel)
 	run.Requests = truth
 	for i, a := range sp.Alerts {
-		run.Truth[run.Keys[i]] = trueEpisodes(newTrueLedger(truth, sp.SLOs[0]), a, first, sc.Length)
+		k := run.Keys[i]
+		run.Condition[k] = trueCondition(newTrueLedger(truth, sp.SLOs[0]), a, first, sc.Length)
+		run.Truth[k] = episodes(hold(run.Condition[k], a.For))
 	}
 	return run, nil
 }
@@ -210,10 +241,10 @@ func keyOf(labels map[string]string) Key {
 	return Key{labels["severity"], time.Duration(long), time.Duration(short)}
 }
 
-// trueEpisodes is when an alert should have fired: at each evaluation, the
-// true burn rate over both windows exceeds the factor, held for the alert's
-// For as Prometheus holds it.
-func trueEpisodes(l *trueLedger, a pipeline.BurnAlert, first time.Time, length time.Duration) []Episode {
+// trueCondition is, at each evaluation, whether the true burn rate over
+// both of an alert's windows exceeds its factor; held for the alert's For
+// (hold) it is when the alert should have fired.
+func trueCondition(l *trueLedger, a pipeline.BurnAlert, first time.Time, length time.Duration) []bool {
 	var cond []bool
 	for off := time.Duration(0); off <= length; off += Interval {
 		now := first.Add(off)
@@ -221,7 +252,7 @@ func trueEpisodes(l *trueLedger, a pipeline.BurnAlert, first time.Time, length t
 		short, _, okS := l.burn(now.Add(-a.Short), now)
 		cond = append(cond, okL && okS && long > a.Factor && short > a.Factor)
 	}
-	return episodes(hold(cond, a.For))
+	return cond
 }
 
 // hold turns a condition per evaluation into firing per evaluation: firing

@@ -9,9 +9,9 @@ import (
 	"github.com/vllm-slo-exporter/vllm-slo-exporter/slo"
 )
 
-// trueLedger holds, in finish order, the finished requests of one model and
-// whether each met every objective of an SLO, so that the true attainment of
-// any window is two binary searches.
+// trueLedger holds, in the order they ended, the requests of one model that
+// an SLO's population counts and whether each met every objective, so that
+// the true attainment of any window is two binary searches.
 type trueLedger struct {
 	finish []time.Time
 	// badBefore[i] is the number of bad requests among finish[:i].
@@ -19,28 +19,43 @@ type trueLedger struct {
 	goal      float64
 }
 
-// newTrueLedger scores every finished request of the truth against an SLO.
-// Only finished requests count, as in the daemon's joint attainment: a
-// request lost in a restart or cancelled by its client has no finish
-// observation in vLLM's histograms and no finish in its true record either.
+// newTrueLedger scores every request of the truth that the SLO's population
+// holds against it: the finished requests, each bad when it missed some
+// objective, and with `abandoned: bad` the requests that got a first token
+// and never finished (cancelled by their client or lost in a restart), bad,
+// at the time they ended, as the daemon's population counts them. A request
+// cancelled before its first token is in no population.
 func newTrueLedger(truth sim.Truth, s slo.SLO) *trueLedger {
-	var done []sim.Request
+	type scored struct {
+		at  time.Time
+		bad bool
+	}
+	var done []scored
 	for _, r := range truth {
-		if r.Finished() {
-			done = append(done, r)
+		switch {
+		case r.Finished():
+			done = append(done, scored{r.Finish, !meetsAll(r, s)})
+		case unfinished(r) && s.Abandoned == slo.AbandonedBad:
+			done = append(done, scored{r.Finish, true})
 		}
 	}
-	sort.SliceStable(done, func(i, j int) bool { return done[i].Finish.Before(done[j].Finish) })
+	sort.SliceStable(done, func(i, j int) bool { return done[i].at.Before(done[j].at) })
 	l := &trueLedger{goal: s.Goal, badBefore: make([]int, 1, len(done)+1)}
 	for _, r := range done {
 		bad := 0
-		if !meetsAll(r, s) {
+		if r.bad {
 			bad = 1
 		}
-		l.finish = append(l.finish, r.Finish)
+		l.finish = append(l.finish, r.at)
 		l.badBefore = append(l.badBefore, l.badBefore[len(l.badBefore)-1]+bad)
 	}
 	return l
+}
+
+// unfinished reports whether a request got its first token and ended
+// without finishing: abandoned by its client or lost in a restart.
+func unfinished(r sim.Request) bool {
+	return !r.Finish.IsZero() && !r.FirstToken.IsZero() && (r.Cancelled || r.Aborted)
 }
 
 // meetsAll reports whether a finished request met every objective.
@@ -54,8 +69,9 @@ func meetsAll(r sim.Request, s slo.SLO) bool {
 	return true
 }
 
-// burn is the true burn rate of the requests that finished in (from, to]:
-// the bad share over the allowed bad share. ok is false when none finished.
+// burn is the true burn rate of the population's requests that ended in
+// (from, to]: the bad share over the allowed bad share. ok is false when
+// none did.
 func (l *trueLedger) burn(from, to time.Time) (rate float64, requests int, ok bool) {
 	i := upperIndex(l.finish, from)
 	j := upperIndex(l.finish, to)

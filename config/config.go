@@ -165,6 +165,11 @@ type Alerting struct {
 	ResendDelay model.Duration `yaml:"resend_delay"`
 	// ExternalLabels are added to every pushed alert.
 	ExternalLabels map[string]string `yaml:"external_labels,omitempty"`
+	// PerTarget adds the target label to the pushed burn-rate alerts: one
+	// Alertmanager alert per target serving a model, for teams that route
+	// on the target, instead of one per breach of the model's SLO (which
+	// merges with the generated rule's alert; per-target alerts do not).
+	PerTarget bool `yaml:"per_target,omitempty"`
 }
 
 // Alertmanager is one Alertmanager to push alerts to.

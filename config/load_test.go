@@ -29,6 +29,8 @@ var fileErrors = map[string]string{
 	"bad_duration.yml":                `testdata/bad_duration.yml:3: global.scrape_timeout: "abc" is not a valid duration (use e.g. 500ms, 15s, 1h30m, 30d)`,
 	"bad_abandoned.yml":               `testdata/bad_abandoned.yml:8: slos[0].abandoned: "ignored" must be "bad" (the default) or "excluded"`,
 	"good_abandoned_excluded.yml":     ``,
+	"good_per_target.yml":             ``,
+	"bad_per_target.yml":              `testdata/bad_per_target.yml:5: alerting.per_target: labels the alerts pushed to Alertmanager, and alerting.alertmanagers is empty`,
 	"bad_empty.yml":                   `testdata/bad_empty.yml: configuration is empty`,
 	"bad_external_label.yml":          `testdata/bad_external_label.yml:5: alerting.external_labels.severity: label name "severity" is reserved for the exporter's own use`,
 	"bad_global_list.yml":             `testdata/bad_global_list.yml:1: global: expected a mapping, got a list`,

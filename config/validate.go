@@ -318,6 +318,9 @@ func validateAlerting(a *Alerting) *fieldError {
 	if a.ResendDelay <= 0 {
 		return errorf("alerting.resend_delay", "%s must be positive", a.ResendDelay)
 	}
+	if a.PerTarget && len(a.Alertmanagers) == 0 {
+		return errorf("alerting.per_target", "labels the alerts pushed to Alertmanager, and alerting.alertmanagers is empty")
+	}
 	return validateLabels(a.ExternalLabels, "alerting.external_labels")
 }
 

@@ -90,6 +90,7 @@ func notifierConfig(cfg *config.Config, dial commoncfg.DialContextFunc) (notify.
 		ResendDelay:        time.Duration(a.ResendDelay),
 		EvaluationInterval: time.Duration(cfg.Global.EvaluationInterval),
 		ExternalLabels:     a.ExternalLabels,
+		PerTarget:          a.PerTarget,
 	}
 	var opts []commoncfg.HTTPClientOption
 	if dial != nil {

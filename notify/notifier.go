@@ -1,6 +1,9 @@
 // Package notify pushes the pipeline's alerts to Alertmanager's v2 API, the
 // way Prometheus does: firing alerts again every resend delay, resolved
-// alerts with their end time.
+// alerts with their end time. The report's alerts that share their labels
+// (a burn-rate alert of one model's SLO on several targets) are one
+// Alertmanager alert, sent firing while any of them fires and resolved only
+// when none does, so that one target's resolve never closes another's page.
 //
 // It never evaluates anything: it only sends the alerts a pipeline Report
 // holds. Sending runs in its own goroutine, so a down or slow Alertmanager
@@ -55,6 +58,10 @@ type Config struct {
 	ExternalLabels map[string]string
 	// GeneratorURL is the link back to us in every alert.
 	GeneratorURL string
+	// PerTarget adds the target label to burn-rate alerts: one Alertmanager
+	// alert per target instead of one per breach of the model's SLO (which
+	// then no longer merges with the generated rule's alert).
+	PerTarget bool
 }
 
 // Metrics counts notifications; build it once per registry.
@@ -92,9 +99,9 @@ type Notifier struct {
 	metrics *Metrics
 	queue   chan []amAlert
 
-	mu       sync.Mutex // guards cfg and lastSent
-	cfg      Config
-	lastSent map[string]time.Time
+	mu   sync.Mutex // guards cfg and sent
+	cfg  Config
+	sent map[string]*sendState // by breach (labelKey)
 }
 
 // amAlert is an alert in Alertmanager's v2 API (postableAlert).
@@ -116,11 +123,11 @@ func New(cfg Config, logger *slog.Logger, metrics *Metrics) *Notifier {
 		logger = slog.New(slog.DiscardHandler)
 	}
 	return &Notifier{
-		logger:   logger,
-		metrics:  metrics,
-		queue:    make(chan []amAlert, 1),
-		cfg:      cfg,
-		lastSent: map[string]time.Time{},
+		logger:  logger,
+		metrics: metrics,
+		queue:   make(chan []amAlert, 1),
+		cfg:     cfg,
+		sent:    map[string]*sendState{},
 	}
 }
 
@@ -182,52 +189,224 @@ func (n *Notifier) Notify(now time.Time, alerts []pipeline.Alert) {
 	}
 }
 
-// due picks the alerts due: firing ones not sent within ResendDelay, and
-// every resolved one (Prometheus keeps sending resolves while it remembers
-// them). With no Alertmanager configured nothing is due and nothing is
-// remembered.
+// due picks what to send at now: one alert per identity (see breach), firing
+// when any of its sources fires, sent at once when it starts firing and
+// again every ResendDelay; resolved only when none of them fires any more,
+// sent at once when it stops firing and again every ResendDelay, against a
+// lost post, until the last firing post's end time has passed (Alertmanager
+// has let that alert expire by then, so a later resolve would only close
+// what another sender, sharing the labels, still fires). A resolve is never
+// sent twice within ResendDelay, even across a flapping source or a reload
+// storm that retires and revives a target: the resolve that is not due yet
+// goes out once the delay has passed. With no Alertmanager configured
+// nothing is due and nothing is remembered.
 func (n *Notifier) due(now time.Time, alerts []pipeline.Alert) []amAlert {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	cfg := n.cfg
 	if len(cfg.Alertmanagers) == 0 {
-		clear(n.lastSent)
+		clear(n.sent)
 		return nil
 	}
 	validFor := 4 * max(cfg.ResendDelay, cfg.EvaluationInterval, time.Minute)
-	// Only the firing alerts of this evaluation are remembered, so the map
-	// never grows, and an alert that fires again after resolving (a new
-	// ActiveAt) is a new instance, sent at once.
-	sent := make(map[string]time.Time, len(n.lastSent))
-	defer func() { n.lastSent = sent }()
+	breaches := gather(alerts, cfg)
 	var out []amAlert
+	for _, key := range slices.Sorted(maps.Keys(breaches)) {
+		b := breaches[key]
+		st := n.sent[key]
+		if st == nil {
+			st = &sendState{}
+			n.sent[key] = st
+		}
+		st.seen = now
+		al := amAlert{Labels: b.labels, Annotations: b.annotations, GeneratorURL: cfg.GeneratorURL}
+		st.last = al
+		if b.firing {
+			if st.since.IsZero() {
+				st.since = b.startsAt
+			}
+			if st.firingSent && now.Sub(st.lastFiring) < cfg.ResendDelay {
+				continue
+			}
+			st.firingSent, st.lastFiring, st.resolvePending = true, now, false
+			al.StartsAt, al.EndsAt = st.since, now.Add(validFor)
+			out = append(out, al)
+			continue
+		}
+		if st.firingSent {
+			// The breach stopped firing since the last evaluation.
+			st.firingSent, st.resolvePending = false, true
+		}
+		st.resolvedAt = b.resolvedAt
+		if !st.resolvePending && st.resolveSent && now.Sub(st.lastResolve) >= cfg.ResendDelay && now.Before(st.lastFiring.Add(validFor)) {
+			st.resolvePending = true // re-sent while the last firing post may still hold the alert open
+		}
+		if !st.resolveSent && !st.resolvePending {
+			st.resolvePending = true // never sent before (a restart, a new Alertmanager)
+		}
+		if !st.resolvePending || (st.resolveSent && now.Sub(st.lastResolve) < cfg.ResendDelay) {
+			continue
+		}
+		if st.since.IsZero() {
+			st.since = b.startsAt
+		}
+		out = append(out, st.resolve(now))
+	}
+	for _, key := range slices.Sorted(maps.Keys(n.sent)) {
+		st := n.sent[key]
+		if st.seen.Equal(now) {
+			continue
+		}
+		// No source of the breach is in the report any more: its resolve
+		// aged out, or its sources are pending again or gone. A resolve
+		// still owed (held back by ResendDelay, or never made because the
+		// sources left firing) goes out when due; then the breach is
+		// forgotten, so the map never outgrows the report.
+		if st.firingSent {
+			st.firingSent, st.resolvePending, st.resolvedAt = false, true, now
+		}
+		if st.resolvePending {
+			if st.resolveSent && now.Sub(st.lastResolve) < cfg.ResendDelay {
+				continue
+			}
+			out = append(out, st.resolve(now))
+		}
+		delete(n.sent, key)
+	}
+	return out
+}
+
+// resolve is the breach's resolve, sent at now: the last post's labels and
+// annotations, from the episode's start to when it stopped firing.
+func (st *sendState) resolve(now time.Time) amAlert {
+	al := st.last
+	al.StartsAt, al.EndsAt = st.since, st.resolvedAt
+	st.resolveSent, st.lastResolve, st.resolvePending, st.since = true, now, false, time.Time{}
+	return al
+}
+
+// sendState is what was sent for one breach.
+type sendState struct {
+	// since is when the breach's current firing episode started (sent as
+	// startsAt); zero while it does not fire.
+	since time.Time
+	// firingSent is true while the breach fires and was sent firing, at
+	// lastFiring.
+	firingSent bool
+	lastFiring time.Time
+	// resolveSent is true once a resolve was sent, at lastResolve;
+	// resolvePending when a resolve is due but the last one is less than
+	// ResendDelay old.
+	resolveSent, resolvePending bool
+	lastResolve                 time.Time
+	// seen is the last evaluation that held a source of the breach.
+	seen time.Time
+	// last is the breach as last seen (labels, annotations), and resolvedAt
+	// when it stopped firing: what a resolve sends.
+	last       amAlert
+	resolvedAt time.Time
+}
+
+// breach is one alert as Alertmanager holds it: the alerts of the report
+// that share its own labels as sent (ownLabels) are its sources.
+//
+// Why sources merge: the burn-rate alert of one SLO and model carries no
+// target (so that the daemon's and the generated rule's alert for one breach
+// are one alert in Alertmanager), so every target serving the model is a
+// source of the same alert, and Alertmanager keeps the most recently
+// updated of the posts it gets for one label set: a resolve for one target
+// closes the alert while another still fires it, until that one's next
+// resend. Sent as one breach, firing while any source fires and resolved
+// only when none does, no target of this daemon can close another's page.
+type breach struct {
+	labels, annotations map[string]string
+	firing              bool
+	// startsAt is the earliest ActiveAt of the firing sources (of every
+	// source when none fires); resolvedAt the latest ResolvedAt.
+	startsAt, resolvedAt time.Time
+}
+
+// gather groups the report's firing and resolved alerts into breaches by
+// their own labels as sent. The annotations are the earliest firing source's
+// (the earliest source's when none fires), with "targets" listing the
+// targets the breach fires on (or fired on, once resolved).
+func gather(alerts []pipeline.Alert, cfg Config) map[string]*breach {
+	out := map[string]*breach{}
+	targets := map[string][]string{}
+	first := map[string]pipeline.Alert{}
 	for _, a := range alerts {
 		if a.State == pipeline.StatePending {
 			continue
 		}
-		if a.State == pipeline.StateFiring {
-			key := a.Fingerprint() + "@" + a.ActiveAt.Format(time.RFC3339Nano)
-			if last, ok := n.lastSent[key]; ok && now.Sub(last) < cfg.ResendDelay {
-				sent[key] = last
-				continue
+		own := ownLabels(a, cfg)
+		key := labelKey(own)
+		labels := withExternal(own, cfg)
+		b, ok := out[key]
+		if !ok {
+			b = &breach{labels: labels}
+			out[key] = b
+		}
+		firing := a.State == pipeline.StateFiring
+		switch {
+		case firing && !b.firing:
+			b.firing, b.startsAt, first[key] = true, a.ActiveAt, a
+			targets[key] = nil
+		case firing == b.firing && (!ok || a.ActiveAt.Before(b.startsAt)):
+			b.startsAt, first[key] = a.ActiveAt, a
+		}
+		if !firing && a.ResolvedAt.After(b.resolvedAt) {
+			b.resolvedAt = a.ResolvedAt
+		}
+		if firing == b.firing && a.Target != "" && !slices.Contains(targets[key], a.Target) {
+			targets[key] = append(targets[key], a.Target)
+		}
+	}
+	for key, b := range out {
+		b.annotations = maps.Clone(first[key].Annotations)
+		if ts := targets[key]; len(ts) > 0 && first[key].Name() == pipeline.AlertBurnRate {
+			if b.annotations == nil {
+				b.annotations = map[string]string{}
 			}
-			sent[key] = now
+			slices.Sort(ts)
+			b.annotations["targets"] = strings.Join(ts, ", ")
 		}
-		labels := maps.Clone(a.Labels)
-		for k, v := range cfg.ExternalLabels {
-			if _, ok := labels[k]; !ok {
-				labels[k] = v
-			}
-		}
-		al := amAlert{Labels: labels, Annotations: a.Annotations, StartsAt: a.ActiveAt, GeneratorURL: cfg.GeneratorURL}
-		if a.State == pipeline.StateResolved {
-			al.EndsAt = a.ResolvedAt
-		} else {
-			al.EndsAt = now.Add(validFor)
-		}
-		out = append(out, al)
 	}
 	return out
+}
+
+// ownLabels are an alert's own labels as sent: with PerTarget a burn-rate
+// alert carries its target. They identify the breach: the external labels,
+// the same on every alert and changed by a reload, do not (so a reload that
+// changes them does not make a still-firing alert new).
+func ownLabels(a pipeline.Alert, cfg Config) map[string]string {
+	labels := maps.Clone(a.Labels)
+	if cfg.PerTarget && a.Name() == pipeline.AlertBurnRate && a.Target != "" {
+		labels["target"] = a.Target
+	}
+	return labels
+}
+
+// withExternal adds the external labels without overriding the alert's own.
+func withExternal(own map[string]string, cfg Config) map[string]string {
+	labels := maps.Clone(own)
+	for k, v := range cfg.ExternalLabels {
+		if _, ok := labels[k]; !ok {
+			labels[k] = v
+		}
+	}
+	return labels
+}
+
+// labelKey is a label set as one string, in sorted order.
+func labelKey(labels map[string]string) string {
+	var b strings.Builder
+	for _, k := range slices.Sorted(maps.Keys(labels)) {
+		b.WriteString(k)
+		b.WriteByte(0)
+		b.WriteString(labels[k])
+		b.WriteByte(0)
+	}
+	return b.String()
 }
 
 // Run sends queued batches until ctx ends.

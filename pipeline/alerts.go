@@ -3,6 +3,7 @@ package pipeline
 import (
 	"fmt"
 	"maps"
+	"math"
 	"slices"
 	"strconv"
 	"strings"
@@ -79,25 +80,54 @@ type BurnCheck struct {
 }
 
 // Active reports whether the alert's condition holds: over both windows,
-// the upper (pessimistic) burn rate exceeds the factor, and so does the
-// observed burn rate (Evidence.Observed), the same quantity the generated
-// rules page on.
+// the upper bound of the SLO's burn rate exceeds the factor, and so does its
+// evidence (Evidence.Burn): the burn rate of what the window has seen bad,
+// over the population the SLO itself judges. The generated rules page on the
+// same two numbers.
 //
-// Why this pages on a true breach: the true burn rate of the window's
-// finished requests cannot exceed the upper bound; and a request that missed
-// some objective missed at least one, so the bad share of the joint is at
-// most the sum of the objectives' bad shares, which is Observed when each
-// objective's histogram counts the same requests. (TTFT counts requests by
-// their first token, not by their finish, so Observed can trail the truth by
-// a scrape at the edges of a burn; the alert-quality harness measures this.)
-// Why it does not page on nothing: Observed counts only requests the
-// histograms show bad, so an upper bound made wide by what the window cannot
-// see (requests in flight, a window of seconds after a start or a restart)
-// pages only when bad requests stand behind it.
+// The burn rate is the SLO's own: the bad share of its population, finished
+// requests plus, with `abandoned: bad`, the requests abandoned after their
+// first token (and, once the report bounds them, rejected ones; see
+// unservedBad), each request bad when it missed any objective.
+//
+// Why the upper bound: the truth cannot exceed it, so a window whose upper
+// bound is under the factor is surely not burning that fast.
+//
+// Why the evidence as well: the upper bound alone pages on nothing. Right
+// after a start or a restart, or over a 1m window, it is wide only because
+// of requests the window cannot see yet (in flight, first token without a
+// finish), and it paged with no bad request behind it ("estimate 0, bounds
+// [0, 95]"). The evidence counts only what was seen: it does not grow with
+// what the window cannot see, so a vacuous upper bound never pages. It is
+// the larger of two numbers, each of which rests on observations only:
+//   - the joint burn rate's lower bound (the truth is at least this): when
+//     it exceeds the factor, the breach is proven;
+//   - the observed burn rate (Evidence.Observed): the objectives' bad shares
+//     summed (Fréchet: a request that missed some objective missed at least
+//     one, so the bad share of the joint is at most the sum, and a joint
+//     breach of objectives that each stay under the factor, 8% bad TTFT and
+//     8% bad TPOT on different requests, reads 16x), with the abandoned
+//     requests added to the bad ones and to the population at their
+//     estimate from the running gauge (not at their upper bound, whose width
+//     is the requests in decode at the window's end).
+//
+// The lower bound alone misses breaches (the joint's lower bound of 8% and
+// 8% bad on unknown requests is 8% bad, and at the live edge it assumes
+// every stream in decode will finish); the observed burn rate misses none of
+// them, as it bounds the seen requests' bad share from above. Its price is
+// the Fréchet sum's: a request bad on two objectives counts twice, so on a
+// breach with overlap it reads above the truth (about 0.8x at the factor
+// with 1% of requests bad on both), and a breach that only grazes the factor
+// can page for an evaluation the truth does not. The ledger's estimate of
+// the joint would not count twice, but the generated rules have no estimate
+// of the joint, and the two paths must page on the same numbers. TTFT counts
+// requests at their first token, not at their finish, so the evidence can
+// trail the truth by a scrape at the edges of a burn. The alert-quality
+// harness measures all of this.
 func (c BurnCheck) Active() bool {
 	f := c.Alert.Factor
 	return c.Known && c.Long.Upper > f && c.Short.Upper > f &&
-		c.LongEvidence.Observed > f && c.ShortEvidence.Observed > f
+		c.LongEvidence.Burn(c.Long) > f && c.ShortEvidence.Burn(c.Short) > f
 }
 
 // Evidence is what one window's burn rate rests on.
@@ -108,12 +138,82 @@ type Evidence struct {
 	// spans (scrapes since start, since a restart's warm-up, or since a gap
 	// the window may not cross), in [0, 1].
 	Coverage float64
-	// Observed is the burn rate of the requests the histograms show bad: the
-	// sum over the joint's objectives of each one's bad share (1 - its
-	// attainment lower bound), over 1 - goal. It is what the generated rules
-	// compute (the Frechet bound), without the allowance the daemon's bounds
-	// make for requests the window cannot see.
+	// Observed is the burn rate of the requests seen bad, over the SLO's
+	// population: with s the sum over the joint's objectives of each one's
+	// bad share (1 - its attainment lower bound, each over its own
+	// histogram's population, at most 1), N the finished requests and U
+	// the requests the population counts bad without a finish observation
+	// (unservedBad), (s·N + U) / (N + U) / (1 - goal). With U = 0 it is the
+	// Fréchet bound of the joint from the histograms alone. It is what the
+	// generated rules compute (model_name:vllm_slo_burn_rate_observed:...),
+	// without the allowance the daemon's bounds make for requests the
+	// window cannot see.
 	Observed float64
+	// Unserved is U: the requests of the population that reached no finish
+	// and count bad (abandoned ones under `abandoned: bad`).
+	Unserved float64
+}
+
+// Burn is the evidence that the window burns its budget: the larger of the
+// observed burn rate and the burn rate's lower bound b.Lower (see Active).
+func (e Evidence) Burn(b slo.Bounded) float64 { return math.Max(e.Observed, b.Lower) }
+
+// objectiveEvidence computes the observed burn rate of an SLO result (see
+// Evidence.Observed): the per-request objectives of the joint, or ITL when
+// it is the SLO's only kind of objective, as the joint counts them.
+func objectiveEvidence(r slo.SLOResult, s slo.SLO) Evidence {
+	var joint []slo.Metric
+	for _, o := range s.Objectives {
+		if o.Metric != slo.ITL {
+			joint = append(joint, o.Metric)
+		}
+	}
+	if len(joint) == 0 {
+		joint = []slo.Metric{slo.ITL}
+	}
+	var ev Evidence
+	if !(s.Goal < 1) {
+		return ev
+	}
+	var bad float64
+	for _, m := range joint {
+		if a, ok := r.Objectives[string(m)]; ok {
+			bad += 1 - a.Lower
+		}
+	}
+	bad = math.Min(1, bad)
+	ev.Unserved = unservedBad(r, s)
+	n := r.Requests
+	if joint[0] == slo.ITL || !(n+ev.Unserved > 0) {
+		// ITL's share is over token gaps, not requests: no population to
+		// add the unserved requests to.
+		ev.Observed = bad / (1 - s.Goal)
+		return ev
+	}
+	ev.Observed = (bad*n + ev.Unserved) / (n + ev.Unserved) / (1 - s.Goal)
+	return ev
+}
+
+// unservedBad is how many requests the SLO's population counts bad although
+// they reached no finish observation, at the estimate the report makes of
+// them: the requests abandoned after their first token (SLOResult.Abandoned)
+// under `abandoned: bad`, none under `excluded`. Only when the ledger bounds
+// them; an estimate whose upper bound is unbounded (no running or waiting
+// gauge) falls back to the lower bound, which never counts a request that
+// may not exist.
+//
+// This is the one place a further population joins the evidence: requests
+// rejected before their first token, once the report bounds them, add here
+// under the SLO's policy for them, as the abandoned ones do.
+func unservedBad(r slo.SLOResult, s slo.SLO) float64 {
+	if !r.HasAbandoned || s.Abandoned != slo.AbandonedBad {
+		return 0
+	}
+	a := r.Abandoned
+	if math.IsInf(a.Upper, 0) || math.IsNaN(a.Estimate) {
+		return math.Max(0, a.Lower)
+	}
+	return math.Max(0, a.Estimate)
 }
 
 // resolvedRetention keeps a resolved alert in the report long enough for a
@@ -248,7 +348,7 @@ func burnCondition(base map[string]string, modelName string, c BurnCheck) condit
 			base["target"], shortNumber(a.Factor), model.Duration(a.Long)),
 		"description": fmt.Sprintf("Burn rate over %s: observed %s, estimate %s, bounds [%s, %s], from %s finished requests over %s%% of the window; "+
 			"over %s: observed %s, estimate %s, bounds [%s, %s], from %s finished requests over %s%% of the window; threshold %s. "+
-			"It pages when the upper bound and the observed burn rate (requests the histograms show bad) both exceed the threshold in both windows.",
+			"It pages when the upper bound and the evidence (the larger of the lower bound and the observed burn rate: requests seen bad, abandoned ones included as the SLO counts them) both exceed the threshold in both windows.",
 			model.Duration(a.Long), shortNumber(c.LongEvidence.Observed), shortNumber(c.Long.Estimate), shortNumber(c.Long.Lower), shortNumber(c.Long.Upper),
 			shortNumber(c.LongEvidence.Requests), shortNumber(100*c.LongEvidence.Coverage),
 			model.Duration(a.Short), shortNumber(c.ShortEvidence.Observed), shortNumber(c.Short.Estimate), shortNumber(c.Short.Lower), shortNumber(c.Short.Upper),

@@ -570,28 +570,6 @@ func (t *target) goodTotals(model string) []GoodTotal {
 	return out
 }
 
-// objectiveEvidence sums the bad shares of the objectives of the joint
-// attainment (per-request ones, or ITL when it is the SLO's only kind of
-// objective, as the joint counts them) into the observed burn rate.
-func objectiveEvidence(r slo.SLOResult, s slo.SLO) Evidence {
-	var joint []slo.Metric
-	for _, o := range s.Objectives {
-		if o.Metric != slo.ITL {
-			joint = append(joint, o.Metric)
-		}
-	}
-	if len(joint) == 0 {
-		joint = []slo.Metric{slo.ITL}
-	}
-	var ev Evidence
-	for _, m := range joint {
-		if a, ok := r.Objectives[string(m)]; ok && s.Goal < 1 {
-			ev.Observed += (1 - a.Lower) / (1 - s.Goal)
-		}
-	}
-	return ev
-}
-
 // WindowReads is how many history windows the target's evaluations and
 // ingestion have read since its history was created (see
 // history.History.WindowReads): what one pass costs.

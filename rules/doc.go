@@ -19,8 +19,11 @@
 // it (intervalRules, windowRules).
 //
 // The alerts page, as the daemon's do, when the burn rate's upper bound and
-// the observed burn rate (the requests the histograms show bad) both exceed
-// the factor in both windows.
+// its evidence both exceed the factor in both windows: the evidence is the
+// larger of the burn rate's lower bound and the observed burn rate, the
+// requests seen bad over the SLO's population (the objectives' bad shares
+// summed, plus the abandoned requests at their estimate when the SLO counts
+// them bad); pipeline.BurnCheck.Active argues the choice.
 //
 // The package only builds text; it never scrapes, serves or evaluates
 // anything, and it never changes the configuration it is given.

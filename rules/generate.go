@@ -110,18 +110,14 @@ func sloGroup(cfg *config.Config, s config.SLO) (Group, error) {
 				selector(windowed(recAttain, w), "slo", s.Name, "objective", allObjective), budgetFactor),
 			Labels: map[string]string{"slo": s.Name, "window": w.String()},
 		}
-		observed := Rule{
-			Record: windowed(recBurnObs, w),
-			Expr: fmt.Sprintf("sum without (objective) (1 - %s{slo=%q,objective=~%q}) / %s",
-				windowed(recAttain, w), s.Name, strings.Join(jointObjectives(plans), "|"), budgetFactor),
-			Labels: map[string]string{"slo": s.Name, "window": w.String()},
-		}
+		observed, lower := evidenceRules(s, plans, w, useLedger)
 		if wi == 0 {
 			burn.Comment = fmt.Sprintf("Burn rate upper bound: (1 - joint attainment lower bound) / (1 - goal %s).", formatFloat(s.Goal))
-			observed.Comment = "Observed burn rate: the requests the histograms show bad, the sum over the joint's objectives\n" +
-				"of each one's bad share over its own population, / (1 - goal); the daemon's Evidence.Observed."
 		}
 		g.Rules = append(g.Rules, burn, observed)
+		if useLedger {
+			g.Rules = append(g.Rules, lower)
+		}
 	}
 	g.Rules = append(g.Rules, Rule{
 		Record:  recBudget,
@@ -130,7 +126,7 @@ func sloGroup(cfg *config.Config, s config.SLO) (Group, error) {
 		Comment: fmt.Sprintf("Share of the %s error budget not yet spent (lower bound; negative when overspent).", s.Period),
 	})
 	for _, a := range s.Alerts {
-		g.Rules = append(g.Rules, burnAlert(s, a, objs))
+		g.Rules = append(g.Rules, burnAlert(s, a, objs, useLedger))
 	}
 	return g, nil
 }
@@ -272,7 +268,7 @@ func jointObjectives(plans []objectivePlan) []string {
 }
 
 // burnAlert is the multiwindow, multi-burn-rate alert of one policy entry.
-func burnAlert(s config.SLO, a config.AlertPolicy, objs []config.Objective) Rule {
+func burnAlert(s config.SLO, a config.AlertPolicy, objs []config.Objective, ledger bool) Rule {
 	factor := formatFloat(a.BurnFactor(time.Duration(s.Period)))
 	names := make([]string, len(objs))
 	for i, o := range objs {
@@ -280,11 +276,9 @@ func burnAlert(s config.SLO, a config.AlertPolicy, objs []config.Objective) Rule
 	}
 	r := Rule{
 		Alert: AlertBurnRate,
-		Expr: fmt.Sprintf("max without (window) (%[1]s) > %[5]s\nand on (model_name, slo)\nmax without (window) (%[2]s) > %[5]s\nand on (model_name, slo)\n%[3]s > %[5]s\nand on (model_name, slo)\n%[4]s > %[5]s",
-			selector(windowed(recBurn, a.LongWindow), "slo", s.Name),
-			selector(windowed(recBurnObs, a.LongWindow), "slo", s.Name),
-			selector(windowed(recBurn, a.ShortWindow), "slo", s.Name),
-			selector(windowed(recBurnObs, a.ShortWindow), "slo", s.Name), factor),
+		Expr: fmt.Sprintf("max without (window) (%[1]s) > %[3]s\nand on (model_name, slo)\n%[2]s\nand on (model_name, slo)\nmax without (window) (%[4]s) > %[3]s\nand on (model_name, slo)\n%[5]s",
+			selector(windowed(recBurn, a.LongWindow), "slo", s.Name), evidenceAbove(s, a.LongWindow, factor, ledger), factor,
+			selector(windowed(recBurn, a.ShortWindow), "slo", s.Name), evidenceAbove(s, a.ShortWindow, factor, ledger)),
 		For: a.For,
 		Labels: map[string]string{
 			"slo":          s.Name,
@@ -299,8 +293,9 @@ func burnAlert(s config.SLO, a config.AlertPolicy, objs []config.Objective) Rule
 				a.LongWindow, factor, a.ShortWindow, formatFloat(a.BudgetConsumed*100), s.Period, a.LongWindow, boundNote(names)),
 		},
 		Comment: fmt.Sprintf("%s: multiwindow burn-rate alert (Google SRE workbook): %s%% of the budget within %s means burning %s times too fast.\n"+
-			"It pages when the burn rate's upper bound and the observed burn rate (the requests the histograms show\n"+
-			"bad) both exceed the factor in both windows, as the daemon does; its labels\n"+
+			"It pages when the burn rate's upper bound and its evidence (the larger of the lower bound and the\n"+
+			"observed burn rate: the requests seen bad, abandoned ones as the SLO counts them) both exceed the\n"+
+			"factor in both windows, as the daemon does (pipeline.BurnCheck.Active says why); its labels\n"+
 			"(alertname, severity, slo, model_name, long_window, short_window) are the daemon's, so Alertmanager\n"+
 			"merges the two into one alert.",
 			a.Severity, formatFloat(a.BudgetConsumed*100), a.LongWindow, factor),
@@ -314,5 +309,45 @@ func burnAlert(s config.SLO, a config.AlertPolicy, objs []config.Objective) Rule
 // boundNote says what the burn rate in an alert's description is.
 func boundNote(objectives []string) string {
 	return "The value is the upper bound of the burn rate of the requests judged on " + strings.Join(objectives, ", ") +
-		" (per-interval ledger, thresholds rounded to vLLM's bucket edges); the page also needs the observed burn rate, the requests the histograms show bad, above the threshold in both windows."
+		" (per-interval ledger, thresholds rounded to vLLM's bucket edges); the page also needs the evidence, the larger of the lower bound and the observed burn rate (the requests seen bad, abandoned ones as the SLO counts them), above the threshold in both windows."
+}
+
+// evidenceRules record a window's observed burn rate and, with the ledger,
+// the burn rate's lower bound: the two numbers the page's evidence is the
+// larger of (pipeline.BurnCheck.Active argues the gate). The observed burn
+// rate is the daemon's Evidence.Observed: with s the objectives' bad shares
+// summed (each over its own histogram's population, at most 1), N the
+// finished requests and U the abandoned ones at their estimate when the SLO
+// counts them bad, (s·N + U) / (N + U) / (1 - goal); without the ledger
+// (ITL only) s / (1 - goal).
+func evidenceRules(s config.SLO, plans []objectivePlan, w model.Duration, ledger bool) (observed, lower Rule) {
+	budget := formatFloat(1 - s.Goal)
+	labels := map[string]string{"slo": s.Name, "window": w.String()}
+	bad := fmt.Sprintf("clamp_max(sum without (objective) (1 - %s{slo=%q,objective=~%q}), 1)",
+		windowed(recAttain, w), s.Name, strings.Join(jointObjectives(plans), "|"))
+	observed = Rule{Record: windowed(recBurnObs, w), Labels: labels, Expr: fmt.Sprintf("%s / %s", bad, budget)}
+	if ledger && s.AbandonedPopulation() == slo.AbandonedBad {
+		n := selector(windowed(recFinished, w), "slo", s.Name)
+		u := selector(windowed(recAbandoned, w), "slo", s.Name)
+		observed.Expr = fmt.Sprintf("(%[1]s * %[2]s + %[3]s)\n/\n((%[2]s + %[3]s) > 0)\n/ %[4]s", bad, n, u, budget)
+	}
+	lower = Rule{Record: windowed(recBurnLo, w), Labels: labels,
+		Expr: fmt.Sprintf("(1 - %s) / %s", selector(windowed(recAttainHi, w), "slo", s.Name, "objective", allObjective), budget)}
+	if w == sloWindows(s)[0] {
+		observed.Comment = "Observed burn rate: the requests seen bad over the SLO's population, (s * N + U) / (N + U) / (1 - goal),\n" +
+			"s the objectives' bad shares summed (at most 1), N the finished requests, U the abandoned ones at\n" +
+			"their estimate when the SLO counts them bad; the daemon's Evidence.Observed."
+		lower.Comment = "Burn rate lower bound: (1 - joint attainment upper bound) / (1 - goal)."
+	}
+	return observed, lower
+}
+
+// evidenceAbove is the alert's evidence test over one window: the observed
+// burn rate or the lower bound above the factor.
+func evidenceAbove(s config.SLO, w model.Duration, factor string, ledger bool) string {
+	obs := fmt.Sprintf("max without (window) (%s) > %s", selector(windowed(recBurnObs, w), "slo", s.Name), factor)
+	if !ledger {
+		return obs
+	}
+	return fmt.Sprintf("(\n  %s\n  or\n  max without (window) (%s) > %s\n)", obs, selector(windowed(recBurnLo, w), "slo", s.Name), factor)
 }

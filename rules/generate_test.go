@@ -244,13 +244,15 @@ func TestDefaultPolicyAlerts(t *testing.T) {
 	}
 	for i, w := range want {
 		a := alerts[i]
+		evidence := func(w, f string) string {
+			return "(\n  max without (window) (model_name:vllm_slo_burn_rate_observed:ratio_rate" + w + `{slo="interactive"}) > ` + f +
+				"\n  or\n  max without (window) (model_name:vllm_slo_burn_rate_lower:ratio_rate" + w + `{slo="interactive"}) > ` + f + "\n)"
+		}
 		wantExpr := `max without (window) (model_name:vllm_slo_burn_rate_upper:ratio_rate` + w.long + `{slo="interactive"}) > ` + w.factor +
+			"\nand on (model_name, slo)\n" + evidence(w.long, w.factor) +
 			"\nand on (model_name, slo)\n" +
-			`max without (window) (model_name:vllm_slo_burn_rate_observed:ratio_rate` + w.long + `{slo="interactive"}) > ` + w.factor +
-			"\nand on (model_name, slo)\n" +
-			`model_name:vllm_slo_burn_rate_upper:ratio_rate` + w.short + `{slo="interactive"} > ` + w.factor +
-			"\nand on (model_name, slo)\n" +
-			`model_name:vllm_slo_burn_rate_observed:ratio_rate` + w.short + `{slo="interactive"} > ` + w.factor
+			`max without (window) (model_name:vllm_slo_burn_rate_upper:ratio_rate` + w.short + `{slo="interactive"}) > ` + w.factor +
+			"\nand on (model_name, slo)\n" + evidence(w.short, w.factor)
 		if a.Expr != wantExpr {
 			t.Errorf("alert %d expr =\n%s\nwant\n%s", i, a.Expr, wantExpr)
 		}

@@ -37,8 +37,10 @@ const (
 	recJointGoodHi = "model_name:vllm_slo_good_requests_upper:increase"
 	recAbandonedLo = "model_name:vllm_slo_abandoned_requests_lower:increase"
 	recAbandonedHi = "model_name:vllm_slo_abandoned_requests_upper:increase"
+	recAbandoned   = "model_name:vllm_slo_abandoned_requests:increase"
 	recAttainHi    = "model_name:vllm_slo_attainment_upper:ratio_rate"
 	recBurnObs     = "model_name:vllm_slo_burn_rate_observed:ratio_rate"
+	recBurnLo      = "model_name:vllm_slo_burn_rate_lower:ratio_rate"
 )
 
 // ledgerPlan is what the ledger rules of one SLO need: the family names of
@@ -173,6 +175,23 @@ func gaugeSum(names []string, offset time.Duration) string {
 		}
 		d := model.Duration(offset).String()
 		parts[i] = fmt.Sprintf("sum by (model_name) (%[1]s offset %[2]s or max_over_time(%[1]s[%[2]s]))", n, d)
+	}
+	return "(" + strings.Join(parts, " or ") + ")"
+}
+
+// gaugeEstimate is a gauge summed per model_name as it was offset before
+// now, for an estimate: when the gauge has no sample there, the smallest
+// value since then stands in (at most the value at the first sample, so an
+// estimate built on it errs low, where gaugeSum's bound errs high).
+func gaugeEstimate(names []string, offset time.Duration) string {
+	parts := make([]string, len(names))
+	for i, n := range names {
+		if offset <= 0 {
+			parts[i] = fmt.Sprintf("sum by (model_name) (%s)", n)
+			continue
+		}
+		d := model.Duration(offset).String()
+		parts[i] = fmt.Sprintf("sum by (model_name) (%[1]s offset %[2]s or min_over_time(%[1]s[%[2]s]))", n, d)
 	}
 	return "(" + strings.Join(parts, " or ") + ")"
 }
@@ -391,7 +410,16 @@ func (lp ledgerPlan) windowRules(w model.Duration, first bool) []Rule {
 		{Record: windowed(recAbandonedHi, w), Labels: lp.windowLabels("", w),
 			Expr: fmt.Sprintf("clamp_min(%s - %s + on (model_name) group_left () %s, 0)", f, n, rStart)},
 	}
+	// The estimate, as the daemon's: Q at a scrape taken to be the running
+	// gauge there (at the window's start, when the series began inside the
+	// window, its smallest value: low rather than high). It lies within the
+	// bounds without clamping: 0 <= running <= running + waiting at both
+	// edges.
+	rs = append(rs, Rule{Record: windowed(recAbandoned, w), Labels: lp.windowLabels("", w),
+		Expr: fmt.Sprintf("clamp_min(%s - %s + on (model_name) group_left () (%s - %s), 0)", f, n, gaugeEstimate(lp.running, start), gaugeEstimate(lp.running, 0))})
 	if first {
+		rs[len(rs)-1].Comment = "Their estimate: first tokens - finished + running at the window's start - running at its end\n" +
+			"(the requests past their first token in flight taken to be the running ones), within the bounds."
 		rs[1].Comment = "Requests of the window that met every objective: the per-interval bounds summed, intersected\n" +
 			"with the whole window's (Frechet, at most TTFT-bad first tokens + running + waiting at the\n" +
 			"window's start of the finishers missed TTFT)."

@@ -1,0 +1,87 @@
+package pipeline
+
+import (
+	"math"
+	"testing"
+	"time"
+
+	"github.com/vllm-slo-exporter/vllm-slo-exporter/slo"
+)
+
+// gateSLO is a two-objective SLO at goal 0.99 under a population policy.
+func gateSLO(p slo.Population) slo.SLO {
+	return slo.SLO{Name: "interactive", Goal: 0.99, Period: 24 * time.Hour, Abandoned: p,
+		Objectives: []slo.Objective{{Metric: slo.TTFT, Threshold: 0.5}, {Metric: slo.TPOT, Threshold: 0.05}}}
+}
+
+// gateResult is an SLO result over n finished requests whose TTFT and TPOT
+// attainments have the given lower bounds, with abandoned requests a (nil:
+// not judged interval by interval).
+func gateResult(n, ttftLower, tpotLower float64, a *slo.Bounded) slo.SLOResult {
+	r := slo.SLOResult{Requests: n, Objectives: map[string]slo.Bounded{
+		"ttft": {Lower: ttftLower, Estimate: ttftLower, Upper: 1},
+		"tpot": {Lower: tpotLower, Estimate: tpotLower, Upper: 1},
+	}}
+	if a != nil {
+		r.Abandoned, r.HasAbandoned = *a, true
+	}
+	return r
+}
+
+func closeTo(a, b float64) bool { return math.Abs(a-b) < 1e-9 }
+
+// TestObservedBurnFollowsThePopulation: the observed burn rate counts the
+// abandoned requests bad, at their estimate, under `abandoned: bad` only;
+// sums the objectives' bad shares (a joint breach neither shows alone); and
+// never counts requests whose bound is unbounded.
+func TestObservedBurnFollowsThePopulation(t *testing.T) {
+	fifteen := slo.Bounded{Lower: 2, Estimate: 15, Upper: 38}
+	unbounded := slo.Bounded{Lower: 3, Estimate: 20, Upper: math.Inf(1)}
+	for _, c := range []struct {
+		name     string
+		s        slo.SLO
+		r        slo.SLOResult
+		observed float64
+	}{
+		{"cancellations alone, abandoned bad", gateSLO(slo.AbandonedBad), gateResult(85, 1, 1, &fifteen), 15},
+		{"cancellations alone, abandoned excluded", gateSLO(slo.AbandonedExcluded), gateResult(85, 1, 1, &fifteen), 0},
+		{"joint breach, 8% and 8%", gateSLO(slo.AbandonedBad), gateResult(100, 0.92, 0.92, &slo.Bounded{}), 16},
+		{"both: (0.1·90 + 10) / 100", gateSLO(slo.AbandonedBad), gateResult(90, 0.95, 0.95, &slo.Bounded{Lower: 4, Estimate: 10, Upper: 30}), 19},
+		{"unbounded abandoned: the lower bound only", gateSLO(slo.AbandonedBad), gateResult(97, 1, 1, &unbounded), 3},
+		{"no ledger: no abandoned", gateSLO(slo.AbandonedBad), gateResult(100, 0.99, 1, nil), 1},
+		{"bad shares summed at most 1", gateSLO(slo.AbandonedExcluded), gateResult(10, 0.2, 0.3, nil), 100},
+	} {
+		ev := objectiveEvidence(c.r, c.s)
+		if !closeTo(ev.Observed, c.observed) {
+			t.Errorf("%s: observed burn %v, want %v", c.name, ev.Observed, c.observed)
+		}
+	}
+}
+
+// TestGateNeedsEvidence: the page needs the upper bound and the evidence
+// (the larger of the lower bound and the observed burn) above the factor in
+// both windows; a vacuous upper bound with nothing seen bad never pages,
+// and a proven lower bound pages even when the observed burn reads less.
+func TestGateNeedsEvidence(t *testing.T) {
+	check := func(long, short slo.Bounded, obsLong, obsShort float64) BurnCheck {
+		return BurnCheck{Alert: BurnAlert{Factor: 14.4}, Known: true, Long: long, Short: short,
+			LongEvidence: Evidence{Observed: obsLong}, ShortEvidence: Evidence{Observed: obsShort}}
+	}
+	breach := slo.Bounded{Lower: 10, Estimate: 17, Upper: 25}
+	for _, c := range []struct {
+		name string
+		c    BurnCheck
+		want bool
+	}{
+		{"observed above in both", check(breach, breach, 17, 16), true},
+		{"vacuous upper bound, nothing seen bad", check(slo.Bounded{Upper: 95}, slo.Bounded{Upper: 95}, 0, 0), false},
+		{"short window under the factor", check(breach, breach, 17, 14), false},
+		{"upper bound under the factor", check(slo.Bounded{Lower: 1, Estimate: 5, Upper: 14}, breach, 20, 20), false},
+		{"proven by the lower bound", check(slo.Bounded{Lower: 15, Estimate: 18, Upper: 22}, slo.Bounded{Lower: 16, Estimate: 18, Upper: 30}, 12, 13), true},
+		{"unknown", BurnCheck{Alert: BurnAlert{Factor: 14.4}, Long: breach, Short: breach, LongEvidence: Evidence{Observed: 20}, ShortEvidence: Evidence{Observed: 20}}, false},
+	} {
+		if got := c.c.Active(); got != c.want {
+			t.Errorf("%s: active %v, want %v", c.name, got, c.want)
+		}
+	}
+}

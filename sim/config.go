@@ -109,6 +109,9 @@ type Phase struct {
 	// RateOff, On and Off shape a Bursty phase.
 	RateOff float64
 	On, Off time.Duration
+	// Prompt, when non-nil, replaces the workload's prompt lengths for the
+	// requests that arrive in this phase (a mix that shifts during a day).
+	Prompt *LengthDist
 }
 
 // LengthDist is a distribution of token counts. With Mixture set it picks a
@@ -320,6 +323,11 @@ func (w Workload) validate() error {
 			}
 		default:
 			return fmt.Errorf("workload: phase %d unknown kind %d", i, p.Kind)
+		}
+		if p.Prompt != nil {
+			if err := p.Prompt.validate(); err != nil {
+				return fmt.Errorf("workload: phase %d prompt: %w", i, err)
+			}
 		}
 	}
 	if w.StopProbability < 0 || w.StopProbability > 1 {

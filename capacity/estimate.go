@@ -101,21 +101,30 @@ func Fit(all []Window, cfg Config, now time.Time, reason string) Estimate {
 	case k.above:
 		e.Kind = LowerOnly
 		e.Reason = join(reason, "the load never came near the knee: the capacity is at least the highest load seen with the SLO met")
-		e.Requests = Range{Estimate: k.load, Lower: k.load, Upper: math.Inf(1)}
+		lo := k.load * (1 - cfg.Transient)
+		e.Requests = Range{Estimate: lo, Lower: lo, Upper: math.Inf(1)}
 	default:
 		e.Kind = Bounded
-		e.Requests = predictionInterval(ws, cfg, k.load)
+		e.Requests = predictionInterval(ws, cfg, k)
+		if math.IsInf(e.Requests.Upper, 1) {
+			// Too many resamples never saw the SLO break: the history
+			// supports a lower bound only.
+			e.Kind = LowerOnly
+			e.Reason = join(reason, "the load crossed the knee too briefly to bound it from above")
+		}
 	}
 	e.fill(ws, cfg)
 	return e
 }
 
 // predictionInterval is the bootstrap's central Level interval around the
-// knee. Replicates that find the SLO met at every load they drew count at
-// the top of the interval's range (the knee is above their highest load),
-// those that miss it everywhere at the bottom: either keeps the interval
-// honest instead of dropping the awkward resamples.
-func predictionInterval(ws []Window, cfg Config, est float64) Range {
+// knee, widened to the two bins around the crossing (the data place the
+// knee no more finely) and then by Config.Transient on either side. Replicates that find the SLO met at every load
+// they drew count at the top of the range (the knee is above their highest
+// load), those that miss it everywhere at the bottom: either keeps the
+// interval honest instead of dropping the awkward resamples.
+func predictionInterval(ws []Window, cfg Config, k knee) Range {
+	est := k.load
 	knees, below, above := bootstrap(ws, cfg)
 	all := make([]float64, 0, len(knees)+below+above)
 	for range below {
@@ -126,8 +135,8 @@ func predictionInterval(ws []Window, cfg Config, est float64) Range {
 		all = append(all, math.Inf(1))
 	}
 	r := Range{Estimate: est, Lower: quantile(all, (1-cfg.Level)/2), Upper: quantile(all, (1+cfg.Level)/2)}
-	r.Lower = math.Max(0, math.Min(r.Lower, est))
-	r.Upper = math.Max(r.Upper, est)
+	r.Lower = math.Max(0, math.Min(r.Lower, k.good)*(1-cfg.Transient))
+	r.Upper = math.Max(r.Upper, k.bad) * (1 + cfg.Transient)
 	return r
 }
 
@@ -185,11 +194,13 @@ func inFlightAt(ws []Window, load float64) float64 {
 	return -f[len(f)-1]
 }
 
-// usable keeps the windows with judged requests enough to count.
+// usable keeps the windows with judged requests enough to count, and
+// leaves out those in which a queue left by an earlier, higher load
+// drained (see Window.Draining).
 func usable(ws []Window, cfg Config) []Window {
 	out := make([]Window, 0, len(ws))
 	for _, w := range ws {
-		if w.Known && w.Finished >= cfg.MinFinished {
+		if w.Known && w.Finished >= cfg.MinFinished && !w.Draining() {
 			out = append(out, w)
 		}
 	}

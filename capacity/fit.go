@@ -73,6 +73,9 @@ func monotone(bs []bin) []float64 {
 type knee struct {
 	load         float64
 	below, above bool
+	// good and bad are the loads of the bins on either side of the
+	// crossing: the data cannot place the knee more finely than that.
+	good, bad float64
 }
 
 func kneeOf(ps []point, width, goal float64) knee {
@@ -87,7 +90,7 @@ func kneeOf(ps []point, width, goal float64) knee {
 	for i := 1; i < len(f); i++ {
 		if f[i] < goal {
 			x := bs[i-1].load + (f[i-1]-goal)/(f[i-1]-f[i])*(bs[i].load-bs[i-1].load)
-			return knee{load: x}
+			return knee{load: x, good: bs[i-1].load, bad: bs[i].load}
 		}
 	}
 	return knee{load: bs[len(bs)-1].load, above: true}
@@ -149,10 +152,19 @@ func quantile(xs []float64, q float64) float64 {
 	}
 	h := q * float64(len(xs)-1)
 	i := int(math.Floor(h))
-	if i+1 >= len(xs) {
-		return xs[len(xs)-1]
+	f := h - float64(i)
+	switch {
+	case i+1 >= len(xs) || f == 0:
+		return xs[i]
+	case math.IsInf(xs[i], 0) || math.IsInf(xs[i+1], 0):
+		// An infinite neighbour (a replicate without a crossing) wins:
+		// the interval widens rather than making up a finite end.
+		if q < 0.5 {
+			return xs[i]
+		}
+		return xs[i+1]
 	}
-	return xs[i] + (h-float64(i))*(xs[i+1]-xs[i])
+	return xs[i] + f*(xs[i+1]-xs[i])
 }
 
 func estimateOf(w Window) float64 { return w.Good.Estimate }

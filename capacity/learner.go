@@ -12,9 +12,9 @@ import (
 // attainment-against-load curve (Config.Window long).
 type Window struct {
 	Start, End time.Time
-	// Arrivals sums the intervals' arrivals; WaitingStart is the queue at
-	// the window's first scrape (demand left over from before it).
-	Arrivals, WaitingStart float64
+	// Arrivals sums the intervals' arrivals; WaitingStart and WaitingEnd
+	// are the queue at the window's first and last scrapes.
+	Arrivals, WaitingStart, WaitingEnd float64
 	// Finished and Good are the judged requests and the bounds on the good
 	// ones; Known is false when one interval could not be judged.
 	Finished float64
@@ -28,22 +28,42 @@ type Window struct {
 	TTFT, TPOT                                  Mean
 	// Restarted is true when vLLM restarted inside the window.
 	Restarted bool
+	// Recent is the arrival rate averaged with exponentially decaying
+	// weights over the windows up to this one (time constant Config.Memory),
+	// set when the window closes.
+	Recent float64
 }
 
 // Seconds is the window's length.
 func (w Window) Seconds() float64 { return w.End.Sub(w.Start).Seconds() }
 
-// Load is the demand the window's finishers met: its arrivals plus the
-// queue it started with, per second. The queue matters after a burst:
-// requests still waiting from it finish, late, in the calmer windows that
-// follow, and counting them as those windows' demand keeps their bad
-// attainment at the load that caused it.
-func (w Window) Load() float64 {
+// Load is the load the window's attainment is placed at on the curve: the
+// greater of its own demand (its arrivals plus the queue it started with,
+// per second) and Recent, the load of the last minutes. A queue has
+// memory: after a peak, windows at a lower rate still serve requests
+// delayed by it, and placing their attainment at the rate that built the
+// queue keeps it from pulling the curve down at loads that did no harm.
+func (w Window) Load() float64 { return max(w.Demand(), w.Recent) }
+
+// Demand is the window's arrivals plus the queue it started with, per
+// second: the requests it had to serve.
+func (w Window) Demand() float64 {
 	s := w.Seconds()
 	if s <= 0 {
 		return 0
 	}
 	return (w.Arrivals + w.WaitingStart) / s
+}
+
+// Draining reports whether the window worked off a queue built before it:
+// it started with more waiting than a tenth of its arrivals and ended with
+// less than half of that. Its finishers waited behind an earlier load, so
+// their attainment says nothing about its own, and at the end of a drain,
+// when the queue is small, not even the queue counted in Load places them
+// right. Under steady load below the knee the queue at a scrape is a few
+// requests, far from a tenth of two minutes' arrivals.
+func (w Window) Draining() bool {
+	return w.WaitingStart > 0.1*w.Arrivals && w.WaitingEnd < 0.5*w.WaitingStart
 }
 
 // Attainment returns the window's share of good requests: estimate and bounds.
@@ -72,7 +92,7 @@ func (w *Window) add(iv Interval) {
 	if w.Start.IsZero() {
 		w.Start, w.WaitingStart, w.Known, w.Mixed = iv.Start, iv.WaitingStart, true, true
 	}
-	w.End = iv.End
+	w.End, w.WaitingEnd = iv.End, iv.WaitingEnd
 	w.Arrivals += iv.Arrivals()
 	w.Finished += iv.Finished
 	w.Good.Lower += iv.Good.Lower
@@ -113,12 +133,23 @@ type Config struct {
 	Block int
 	// MixSpan is how much recent history the mix is compared over (20m)
 	// and MixTolerance the relative change in mean prompt or output length
-	// that invalidates what was learned (0.25).
+	// that invalidates what was learned (0.2).
 	MixSpan      time.Duration
 	MixTolerance float64
 	// LoadSpan is the span the current load is averaged over (10m) and
 	// TrendSpan the span its trend is fitted over (30m).
 	LoadSpan, TrendSpan time.Duration
+	// Memory is the time constant of Window.Recent (5m): about how long a
+	// queue built near the knee takes to drain.
+	Memory time.Duration
+	// Transient widens both ends of the interval, relatively (0.04), for
+	// the difference between the curve a day traces and the one a
+	// constant-rate sweep measures: under a varying load the queue lags
+	// the rate, so a day's windows at a load are not in the state a
+	// constant rate would hold. On the simulator's diurnal days the
+	// day's knee lay 2-4% above the sweep's (BENCHMARKS.md); a load that
+	// swings faster needs more.
+	Transient float64
 	// Seed seeds the bootstrap, so that the same windows give the same answer.
 	Seed uint64
 }
@@ -128,8 +159,8 @@ func DefaultConfig(goal float64) Config {
 	return Config{
 		Goal: goal, Window: 2 * time.Minute, History: 24 * time.Hour,
 		MinWindows: 15, MinFinished: 20, BinWidth: 0.04, Level: 0.9,
-		Resamples: 200, Block: 5, MixSpan: 20 * time.Minute, MixTolerance: 0.25,
-		LoadSpan: 10 * time.Minute, TrendSpan: 30 * time.Minute, Seed: 1,
+		Resamples: 200, Block: 5, MixSpan: 20 * time.Minute, MixTolerance: 0.2,
+		LoadSpan: 10 * time.Minute, TrendSpan: 30 * time.Minute, Memory: 5 * time.Minute, Transient: 0.04, Seed: 1,
 	}
 }
 
@@ -180,6 +211,7 @@ func (l *Learner) close() {
 	if w.End.Sub(w.Start) < l.cfg.Window/2 {
 		return
 	}
+	l.recent(&w)
 	l.windows = append(l.windows, w)
 	l.checkMix(w.End)
 	cut := 0
@@ -187,6 +219,23 @@ func (l *Learner) close() {
 		cut++
 	}
 	l.windows = append(l.windows[:0], l.windows[cut:]...)
+}
+
+// recent sets w.Recent from the previous window's: the decay over the time
+// between their ends, restarted after a gap of more than Memory.
+func (l *Learner) recent(w *Window) {
+	rate := ratio(w.Arrivals, w.Seconds())
+	w.Recent = rate
+	if len(l.windows) == 0 || l.cfg.Memory <= 0 {
+		return
+	}
+	prev := l.windows[len(l.windows)-1]
+	gap := w.End.Sub(prev.End)
+	if gap > l.cfg.Window+l.cfg.Memory {
+		return
+	}
+	keep := math.Exp(-gap.Seconds() / l.cfg.Memory.Seconds())
+	w.Recent = keep*prev.Recent + (1-keep)*rate
 }
 
 // checkMix compares the mean prompt and output lengths of the last MixSpan
@@ -219,17 +268,35 @@ func (l *Learner) checkMix(now time.Time) {
 	}
 }
 
-// changePoint is the first window of the recent span whose mix is nearer
-// the recent mix than the old one (the recent span may begin before the
-// change).
+// changePoint is where the mix changed: the split of the windows from
+// (split minus the recent span's length) to the newest into two runs of
+// constant mean prompt and output length that fits them best (least
+// squares, each window weighted by its finished requests, each length
+// relative to the old mix's). The recent span may begin before the change.
 func (l *Learner) changePoint(split int, old, recent mix) int {
-	for k := split; k < len(l.windows); k++ {
-		m := mixOf(l.windows[k : k+1])
-		if math.Abs(m.prompt-recent.prompt)+math.Abs(m.output-recent.output) < math.Abs(m.prompt-old.prompt)+math.Abs(m.output-old.output) {
-			return k
+	lo := max(0, 2*split-len(l.windows))
+	best, bestCost := split, math.Inf(1)
+	for k := lo + 1; k < len(l.windows); k++ {
+		if c := mixCost(l.windows[lo:k], old) + mixCost(l.windows[k:], old); c < bestCost {
+			best, bestCost = k, c
 		}
 	}
-	return split
+	return best
+}
+
+// mixCost is the weighted squared deviation of the windows' mean lengths
+// from their pooled means, relative to ref's.
+func mixCost(ws []Window, ref mix) float64 {
+	m := mixOf(ws)
+	c := 0.0
+	for _, w := range ws {
+		if !w.Mixed || w.Finished <= 0 || ref.prompt <= 0 || ref.output <= 0 {
+			continue
+		}
+		dp, do := (w.PromptMean()-m.prompt)/ref.prompt, (w.OutputMean()-m.output)/ref.output
+		c += w.Finished * (dp*dp + do*do)
+	}
+	return c
 }
 
 // mix is the pooled mean lengths of some windows.

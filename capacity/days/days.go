@@ -12,6 +12,7 @@ package days
 import (
 	"fmt"
 	"math"
+	"sort"
 	"time"
 
 	"github.com/vllm-slo-exporter/vllm-slo-exporter/capacity"
@@ -51,10 +52,10 @@ type Server struct {
 	Cancel sim.Cancellation
 }
 
-// LongPrompts is the demo mix with every prompt about twice as long.
+// LongPrompts is the demo mix with every prompt about 1.5 times as long.
 var LongPrompts = sim.LengthDist{Mixture: []sim.Component{
-	{Weight: 0.8, Dist: sim.LengthDist{Median: 800, Sigma: 0.8, Min: 16, Max: 8000}},
-	{Weight: 0.2, Dist: sim.LengthDist{Median: 5000, Sigma: 0.5, Min: 1000, Max: 16000}},
+	{Weight: 0.8, Dist: sim.LengthDist{Median: 600, Sigma: 0.8, Min: 12, Max: 6000}},
+	{Weight: 0.2, Dist: sim.LengthDist{Median: 3750, Sigma: 0.5, Min: 750, Max: 15000}},
 }}
 
 // The servers of the truth suite.
@@ -95,7 +96,7 @@ type Sweep struct {
 // (those still unfinished at the end of the drain count as bad).
 const (
 	sweepWarm    = 3 * time.Minute
-	sweepMeasure = 40 * time.Minute
+	sweepMeasure = 30 * time.Minute
 	sweepDrain   = 20 * time.Minute
 )
 
@@ -280,15 +281,22 @@ func Run(d Day, seed uint64, cfg capacity.Config) (Result, error) {
 	res.Final = learner.Estimate(Start.Add(d.Length))
 	res.Baseline = learner.Baseline(SLO)
 	res.Windows = learner.Windows()
-	truth := sm.Truth()
-	for _, w := range res.Windows {
-		good := 0.0
-		for _, r := range truth.FinishedIn(w.Start, w.End) {
-			if meets(r) {
-				good++
-			}
-		}
-		res.TrueGood = append(res.TrueGood, good)
-	}
+	res.TrueGood = trueGood(sm.Truth(), res.Windows)
 	return res, nil
+}
+
+// trueGood counts, per window, the finished requests that met SLO by the
+// truth (windows in time order and disjoint).
+func trueGood(truth sim.Truth, ws []capacity.Window) []float64 {
+	out := make([]float64, len(ws))
+	for _, r := range truth {
+		if !meets(r) {
+			continue
+		}
+		k := sort.Search(len(ws), func(k int) bool { return ws[k].End.After(r.Finish) || ws[k].End.Equal(r.Finish) })
+		if k < len(ws) && r.Finish.After(ws[k].Start) {
+			out[k]++
+		}
+	}
+	return out
 }

@@ -91,7 +91,8 @@ func Fit(all []Window, cfg Config, now time.Time, reason string) Estimate {
 	if c := kneeOf(sortedPoints(ws, lowerOf), cfg.BinWidth, cfg.Goal); !c.below && !c.above {
 		e.Conservative = c.load
 	}
-	if o := kneeOf(sortedPoints(ws, upperOf), cfg.BinWidth, cfg.Goal); !o.below && !o.above {
+	o := kneeOf(sortedPoints(ws, upperOf), cfg.BinWidth, cfg.Goal)
+	if !o.below && !o.above {
 		e.Optimistic = o.load
 	}
 	switch {
@@ -106,6 +107,12 @@ func Fit(all []Window, cfg Config, now time.Time, reason string) Estimate {
 	default:
 		e.Kind = Bounded
 		e.Requests = predictionInterval(ws, cfg, k)
+		if math.IsInf(e.Requests.Upper, 1) && !o.below && !o.above {
+			// The resamples that missed the breach do not undo it: at
+			// o.bad even the upper bounds on the windows' good requests
+			// fall short of the goal.
+			e.Requests.Upper = math.Max(o.bad, k.bad) * (1 + cfg.Transient)
+		}
 		if math.IsInf(e.Requests.Upper, 1) {
 			// Too many resamples never saw the SLO break: the history
 			// supports a lower bound only.

@@ -259,9 +259,14 @@ func (l *Learner) checkMix(now time.Time) {
 		old, new float64
 	}{{"prompt", old.prompt, recent.prompt}, {"output", old.output, recent.output}} {
 		if c.old > 0 && math.Abs(c.new-c.old)/c.old > l.cfg.MixTolerance {
-			at := l.changePoint(split, old, recent)
+			at := l.changePoint(split, old)
+			before, since := mixOf(l.windows[:at]), mixOf(l.windows[at:])
+			b, a := before.prompt, since.prompt
+			if c.name == "output" {
+				b, a = before.output, since.output
+			}
 			l.windows = append([]Window(nil), l.windows[at:]...)
-			l.reason = fmt.Sprintf("the mix changed: mean %s tokens %.0f before, %.0f since", c.name, c.old, c.new)
+			l.reason = fmt.Sprintf("the mix changed: mean %s tokens %.0f before, %.0f since", c.name, b, a)
 			l.resetAt = l.windows[0].Start
 			return
 		}
@@ -273,7 +278,7 @@ func (l *Learner) checkMix(now time.Time) {
 // constant mean prompt and output length that fits them best (least
 // squares, each window weighted by its finished requests, each length
 // relative to the old mix's). The recent span may begin before the change.
-func (l *Learner) changePoint(split int, old, recent mix) int {
+func (l *Learner) changePoint(split int, old mix) int {
 	lo := max(0, 2*split-len(l.windows))
 	best, bestCost := split, math.Inf(1)
 	for k := lo + 1; k < len(l.windows); k++ {

@@ -79,7 +79,9 @@ type Score struct {
 	// Baseline is the mean-based model's capacity and BaselineError its
 	// relative error.
 	Baseline, BaselineError float64
-	// PeakShare is the day's highest window load over the knee.
+	// Within15 is true when the interval lies within ±15% of the knee.
+	Within15 bool
+	// PeakShare is the highest window demand learned from, over the knee.
 	PeakShare float64
 }
 
@@ -95,6 +97,7 @@ func ScoreOf(r Result, k Knees) Score {
 		s.Error = math.Abs(e.Requests.Estimate-knee) / knee
 		s.Width = (e.Requests.Upper - e.Requests.Lower) / knee
 	}
+	s.Within15 = e.Requests.Lower >= 0.85*knee && e.Requests.Upper <= 1.15*knee
 	s.BaselineError = math.Abs(s.Baseline-knee) / knee
 	for _, w := range r.Windows {
 		if !w.End.Before(e.Since) {
@@ -108,8 +111,8 @@ func ScoreOf(r Result, k Knees) Score {
 // seeds' figures pooled: cases inside, mean error and width of the bounded
 // answers, the baseline's mean error.
 func Table(w io.Writer, scores []Score) {
-	fmt.Fprintln(w, "| day | true knee (req/s) | ours: estimate [interval] per seed | inside | error | width | baseline (req/s) | baseline error |")
-	fmt.Fprintln(w, "|---|---|---|---|---|---|---|---|")
+	fmt.Fprintln(w, "| day | true knee (req/s) | ours: estimate [interval] per seed | inside | within ±15% | error | width | baseline (req/s) | baseline error |")
+	fmt.Fprintln(w, "|---|---|---|---|---|---|---|---|---|")
 	var order []string
 	by := map[string][]Score{}
 	for _, s := range scores {
@@ -121,19 +124,22 @@ func Table(w io.Writer, scores []Score) {
 	for _, d := range order {
 		ss := by[d]
 		var ests, bases []string
-		inside, errs, widths, berr := 0, meanOf{}, meanOf{}, meanOf{}
+		inside, within, errs, widths, berr := 0, 0, meanOf{}, meanOf{}, meanOf{}
 		for _, s := range ss {
 			ests = append(ests, fmt.Sprintf("%.2f [%.2f, %s]%s", s.Estimate, s.Lower, upper(s.Upper), kindMark(s.Kind)))
 			bases = append(bases, fmt.Sprintf("%.2f", s.Baseline))
 			if s.Inside {
 				inside++
 			}
+			if s.Within15 {
+				within++
+			}
 			errs.add(s.Error)
 			widths.add(s.Width)
 			berr.add(s.BaselineError)
 		}
-		fmt.Fprintf(w, "| %s | %.2f | %s | %d/%d | %s | %s | %s | %s |\n", d, ss[0].Knee, strings.Join(ests, "; "),
-			inside, len(ss), errs.pct(), widths.pct(), strings.Join(bases, ", "), berr.pct())
+		fmt.Fprintf(w, "| %s | %.2f | %s | %d/%d | %d/%d | %s | %s | %s | %s |\n", d, ss[0].Knee, strings.Join(ests, "; "),
+			inside, len(ss), within, len(ss), errs.pct(), widths.pct(), strings.Join(bases, ", "), berr.pct())
 	}
 }
 

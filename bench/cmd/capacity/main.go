@@ -112,7 +112,7 @@ func runConverge(args []string) error {
 	}
 	d := days.Suite(k, time.Duration(*hours)*time.Hour)[0]
 	knee := d.Knee(k)
-	type acc struct{ err, width, n, inside, bounded float64 }
+	type acc struct{ err, width, n, inside, bounded, lower float64 }
 	per := make([]acc, *hours)
 	for s := 1; s <= *seeds; s++ {
 		r, err := days.Run(d, uint64(s), capacity.DefaultConfig(days.SLO.Goal))
@@ -125,6 +125,7 @@ func runConverge(args []string) error {
 			if e.Requests.Lower <= knee && knee <= e.Requests.Upper {
 				a.inside++
 			}
+			a.lower += e.Requests.Lower / knee
 			if e.Kind == capacity.Bounded {
 				a.bounded++
 				a.err += math.Abs(e.Requests.Estimate-knee) / knee
@@ -133,14 +134,14 @@ func runConverge(args []string) error {
 		}
 	}
 	fmt.Printf("diurnal day of %d h (peak 110%% of the knee at hour %d), %d seeds, knee %.2f req/s\n\n", *hours, *hours/2, *seeds, knee)
-	fmt.Println("| hours of history | bounded | inside | mean error | mean width |")
-	fmt.Println("|---|---|---|---|---|")
+	fmt.Println("| hours of history | bounded | inside | mean error | mean width | mean lower end / knee |")
+	fmt.Println("|---|---|---|---|---|---|")
 	for h, a := range per {
 		e, w := "–", "–"
 		if a.bounded > 0 {
 			e, w = fmt.Sprintf("%.1f%%", 100*a.err/a.bounded), fmt.Sprintf("%.1f%%", 100*a.width/a.bounded)
 		}
-		fmt.Printf("| %d | %.0f/%.0f | %.0f/%.0f | %s | %s |\n", h+1, a.bounded, a.n, a.inside, a.n, e, w)
+		fmt.Printf("| %d | %.0f/%.0f | %.0f/%.0f | %s | %s | %.2f |\n", h+1, a.bounded, a.n, a.inside, a.n, e, w, a.lower/a.n)
 	}
 	return nil
 }

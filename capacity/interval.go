@@ -56,11 +56,12 @@ func (m Mean) Value() float64 {
 }
 
 // Arrivals is the number of requests that arrived in the interval: the
-// first tokens plus the growth of the waiting queue. It is exact when no
-// request left the queue before its first token (a cancelled or preempted
-// one) and no first token came from a request that arrived before the
-// previous scrape and was still waiting there (those are counted at their
-// first token, and the queue shrinks by them: the two cancel).
+// first tokens plus the growth of the waiting queue. A request admitted to
+// a step but not yet through its prefill at a scrape is in neither, so each
+// interval's count is off by at most the prompts in prefill at its two
+// scrapes (a step's admissions), and over a run of intervals those errors
+// cancel but at its ends. Requests that leave the queue before their first
+// token (cancelled, or preempted and waiting again) are missed.
 func (iv Interval) Arrivals() float64 {
 	return max(0, iv.FirstTokens+iv.WaitingEnd-iv.WaitingStart)
 }

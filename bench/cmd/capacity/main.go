@@ -2,7 +2,7 @@
 // truth and prints the tables of BENCHMARKS.md:
 //
 //	go run ./bench/cmd/capacity knees  [-out capacity/days/testdata/knees.json]
-//	go run ./bench/cmd/capacity table  [-knees F] [-seeds 5] [-hours 6]
+//	go run ./bench/cmd/capacity table  [-knees F] [-seeds 5] [-hours 6] [-transient 0.04]
 //	go run ./bench/cmd/capacity converge [-knees F] [-seeds 5] [-hours 8]
 package main
 
@@ -67,6 +67,7 @@ func runTable(args []string) error {
 	path := fs.String("knees", defaultKnees, "true knees (from the knees command)")
 	seeds := fs.Int("seeds", 5, "seeds per day")
 	hours := fs.Float64("hours", 6, "simulated hours per day")
+	transient := fs.Float64("transient", capacity.DefaultConfig(0).Transient, "the interval's transient margin (capacity.Config.Transient)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -77,7 +78,9 @@ func runTable(args []string) error {
 	var scores []days.Score
 	for _, d := range days.Suite(k, time.Duration(*hours*float64(time.Hour))) {
 		for s := 1; s <= *seeds; s++ {
-			r, err := days.Run(d, uint64(s), capacity.DefaultConfig(days.SLO.Goal))
+			cfg := capacity.DefaultConfig(days.SLO.Goal)
+			cfg.Transient = *transient
+			r, err := days.Run(d, uint64(s), cfg)
 			if err != nil {
 				return err
 			}

@@ -99,6 +99,9 @@ type Daemon struct {
 	// when the otlp section is off); calibration logs failed bounds.
 	exact       *otlp.ExactMode
 	calibration *otlp.CalibrationLog
+	// capacity learns each target's, model's and SLO's capacity from the
+	// pipeline at every evaluation; its series are in self.
+	capacity *pipeline.CapacityLearners
 }
 
 // New loads the configuration file and builds the daemon; nothing runs
@@ -141,7 +144,9 @@ func New(opts Options) (*Daemon, error) {
 		clock:       newSteadyClock(time.Now, nil),
 		exact:       exact,
 		calibration: otlp.NewCalibrationLog(logger),
+		capacity:    pipeline.NewCapacityLearners(),
 	}
+	self.MustRegister(exporter.NewCapacityCollector(d.capacity.Reports))
 	d.pipe = pipeline.New(d.pipelineSpec(cfg))
 	d.loops = newScrapeLoops(logger, opts.Dial, d.ingest, d.evaluate)
 	d.loops.now = d.clock.now
@@ -279,6 +284,7 @@ func (d *Daemon) evaluate() {
 	defer d.evalMu.Unlock()
 	rep := d.pipe.Evaluate(d.clock.now())
 	d.report.Store(rep)
+	d.capacity.Update(d.pipe, rep.Time)
 	d.warnOnce(rep)
 	d.calibration.Observe(rep)
 	d.logTargetStates(rep)

@@ -57,8 +57,8 @@ type Estimate struct {
 	Headroom Range
 	// TimeToBreach is when the load, growing at Trend req/s per second (the
 	// least-squares slope over the last TrendSpan), reaches the capacity's
-	// estimate (Lower: its lower end); HasBreach is false unless the trend
-	// points there.
+	// estimate (Lower: its lower end); HasBreach is false unless the answer
+	// is bounded and the trend points there.
 	TimeToBreach, TimeToBreachLower time.Duration
 	HasBreach                       bool
 	Trend                           float64
@@ -151,12 +151,14 @@ func predictionInterval(ws []Window, cfg Config, k knee) Range {
 // capacity in requests.
 func (e *Estimate) fill(ws []Window, cfg Config) {
 	e.Tokens = scale(e.Requests, e.OutputMean)
-	e.Concurrency = Range{Estimate: inFlightAt(ws, e.Requests.Estimate), Lower: inFlightAt(ws, e.Requests.Lower), Upper: inFlightAt(ws, e.Requests.Upper)}
+	e.Concurrency = Range{Estimate: inFlightAt(ws, cfg, e.Requests.Estimate), Lower: inFlightAt(ws, cfg, e.Requests.Lower), Upper: inFlightAt(ws, cfg, e.Requests.Upper)}
 	e.Headroom = Range{Estimate: 1 - e.Load/e.Requests.Estimate, Lower: 1 - e.Load/e.Requests.Lower, Upper: 1 - e.Load/e.Requests.Upper}
 	if e.Kind == LowerOnly {
 		e.Headroom.Estimate = e.Headroom.Lower
 	}
-	if e.Trend > 0 {
+	// A one-sided answer's capacity is only the highest load seen with the
+	// SLO met: reaching it breaches nothing known.
+	if e.Trend > 0 && e.Kind == Bounded {
 		if gap := e.Requests.Estimate - e.Load; gap > 0 && !math.IsInf(gap, 1) {
 			e.TimeToBreach, e.HasBreach = seconds(gap/e.Trend), true
 		}
@@ -176,7 +178,7 @@ func scale(r Range, f float64) Range {
 // inFlightAt is the mean running + waiting at a load: the non-decreasing
 // fit of the windows' mean in flight against their load, linear between
 // bins, at load (the last bin's beyond it, +Inf for an infinite load).
-func inFlightAt(ws []Window, load float64) float64 {
+func inFlightAt(ws []Window, cfg Config, load float64) float64 {
 	if math.IsInf(load, 1) {
 		return math.Inf(1)
 	}
@@ -187,7 +189,7 @@ func inFlightAt(ws []Window, load float64) float64 {
 		ps = append(ps, point{load: w.Load(), n: w.Seconds(), good: -w.InFlight})
 	}
 	sortPoints(ps)
-	bs := binned(ps, 0.04)
+	bs := binned(ps, cfg.BinWidth)
 	f := monotone(bs) // non-increasing in −in flight
 	for i := range bs {
 		if bs[i].load >= load {

@@ -284,3 +284,56 @@ func TestIntervalCoverageOnASyntheticCurve(t *testing.T) {
 	}
 	t.Logf("synthetic coverage: %d of %d", inside, runs)
 }
+
+// TestFitInvariants fits random histories (loads, attainments, bounds,
+// queues, gaps) and checks what every estimate must satisfy whatever the
+// data: a known kind, Lower ≤ Estimate ≤ Upper, a finite upper end exactly
+// when bounded, headroom ordered the same way, and a time to breach only
+// on a bounded answer.
+func TestFitInvariants(t *testing.T) {
+	rng := rand.New(rand.NewPCG(9, 9))
+	cfg := DefaultConfig(0.95)
+	cfg.Resamples = 30
+	kinds := map[Kind]int{}
+	defer func() {
+		if kinds[Bounded] == 0 || kinds[LowerOnly] == 0 || kinds[Unknown] == 0 {
+			t.Errorf("kinds seen %v: the random histories must reach every kind", kinds)
+		}
+	}()
+	for run := range 300 {
+		n, top := rng.IntN(80), 0.5+rng.Float64()*9.5
+		ws := make([]Window, 0, n)
+		for k := range n {
+			load := rng.Float64() * top
+			att := math.Min(1, math.Max(0, 1.2-load/8+0.1*rng.NormFloat64()))
+			w := window(k+rng.IntN(3), load, att, math.Floor(rng.Float64()*500), rng.Float64()*0.2)
+			w.WaitingStart, w.WaitingEnd = rng.Float64()*100, rng.Float64()*100
+			w.Recent = load * (0.8 + 0.4*rng.Float64())
+			ws = append(ws, w)
+		}
+		now := t0.Add(3 * time.Hour)
+		e := Fit(ws, cfg, now, "")
+		r, h := e.Requests, e.Headroom
+		kinds[e.Kind]++
+		switch e.Kind {
+		case Unknown:
+			if e.Reason == "" {
+				t.Fatalf("run %d: unknown without a reason", run)
+			}
+			continue
+		case Bounded:
+			if !(0 <= r.Lower && r.Lower <= r.Estimate && r.Estimate <= r.Upper) || math.IsInf(r.Upper, 1) {
+				t.Fatalf("run %d: bounded %+v", run, r)
+			}
+		case LowerOnly:
+			if !(r.Lower == r.Estimate && r.Lower >= 0) || !math.IsInf(r.Upper, 1) || e.HasBreach {
+				t.Fatalf("run %d: lower_only %+v breach %v", run, r, e.HasBreach)
+			}
+		default:
+			t.Fatalf("run %d: kind %q", run, e.Kind)
+		}
+		if r.Lower > 0 && !(h.Lower <= h.Estimate && h.Estimate <= h.Upper) {
+			t.Fatalf("run %d: headroom %+v for capacity %+v at load %v", run, h, r, e.Load)
+		}
+	}
+}

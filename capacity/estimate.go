@@ -115,8 +115,9 @@ func Fit(all []Window, cfg Config, now time.Time, reason string) Estimate {
 		}
 		if math.IsInf(e.Requests.Upper, 1) {
 			// Too many resamples never saw the SLO break: the history
-			// supports a lower bound only.
+			// supports a lower bound only, and that is the answer.
 			e.Kind = LowerOnly
+			e.Requests.Estimate = e.Requests.Lower
 			e.Reason = join(reason, "the load crossed the knee too briefly to bound it from above")
 		}
 	}

@@ -127,10 +127,11 @@ func Fit(all []Window, cfg Config, now time.Time, reason string) Estimate {
 
 // predictionInterval is the bootstrap's central Level interval around the
 // knee, widened to the two bins around the crossing (the data place the
-// knee no more finely) and then by Config.Transient on either side. Replicates that find the SLO met at every load
-// they drew count at the top of the range (the knee is above their highest
-// load), those that miss it everywhere at the bottom: either keeps the
-// interval honest instead of dropping the awkward resamples.
+// knee no more finely) and then by Config.Transient on either side.
+// Replicates that find the SLO met at every load they drew count at the
+// top of the range (the knee is above their highest load), those that miss
+// it everywhere at the bottom: either keeps the interval honest instead of
+// dropping the awkward resamples.
 func predictionInterval(ws []Window, cfg Config, k knee) Range {
 	est := k.load
 	knees, below, above := bootstrap(ws, cfg)

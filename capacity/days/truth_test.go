@@ -61,8 +61,10 @@ var testSeeds = []uint64{1, 2}
 // TestCapacityAgainstTruth replays every day of the suite with each seed
 // through the pipeline and judges the published capacity against the
 // server's true knee: the knee must lie inside the prediction interval in
-// at least 90% of the (day, seed) cases, and on the low-load day the
-// answer must be one-sided and its lower bound never above the knee.
+// at least 90% of the (day, seed) cases, on the low-load day the answer
+// must be one-sided and its lower bound never above the knee, every other
+// day must publish a capacity, and the mix-shift day must say it started
+// over.
 func TestCapacityAgainstTruth(t *testing.T) {
 	k := knees(t)
 	var mu sync.Mutex
@@ -79,6 +81,9 @@ func TestCapacityAgainstTruth(t *testing.T) {
 					s := ScoreOf(r, k)
 					if d.LowLoad && (s.Kind != string(capacity.LowerOnly) || !(s.Lower <= s.Knee) || !math.IsInf(s.Upper, 1)) {
 						t.Errorf("seed %d: low-load day published %s [%.3f, %.3f], want lower_only with its lower bound at most the knee %.3f", seed, s.Kind, s.Lower, s.Upper, s.Knee)
+					}
+					if !d.LowLoad && s.Kind == string(capacity.Unknown) {
+						t.Errorf("seed %d: a day whose load passed the knee published no capacity (%q)", seed, r.Final.Reason)
 					}
 					if strings.HasPrefix(d.Name, "mix shift") && !strings.Contains(r.Final.Reason, "mix changed") {
 						t.Errorf("seed %d: the mix shifted and the estimate does not say so (reason %q)", seed, r.Final.Reason)

@@ -63,8 +63,9 @@ var testSeeds = []uint64{1, 2}
 // server's true knee: the knee must lie inside the prediction interval in
 // at least 90% of the (day, seed) cases, on the low-load day the answer
 // must be one-sided and its lower bound never above the knee, every other
-// day must publish a capacity, and the mix-shift day must say it started
-// over.
+// day must publish a capacity, the mix-shift day must say it started over,
+// and every bounded answer must be nearer the knee than the mean-based
+// baseline's.
 func TestCapacityAgainstTruth(t *testing.T) {
 	k := knees(t)
 	var mu sync.Mutex
@@ -102,6 +103,11 @@ func TestCapacityAgainstTruth(t *testing.T) {
 	for _, s := range scores {
 		if s.Inside {
 			inside++
+		}
+	}
+	for _, s := range scores {
+		if !math.IsNaN(s.Error) && !(s.Error < s.BaselineError) {
+			t.Errorf("%s, seed %d: our error %.3f is not below the mean-based baseline's %.3f", s.Day, s.Seed, s.Error, s.BaselineError)
 		}
 	}
 	if n := len(scores); n == 0 || float64(inside) < 0.9*float64(n) {

@@ -87,8 +87,9 @@ func capacityInterval(w slo.Window) capacity.Interval {
 }
 
 // CapacityLearners keeps a capacity.Learner for every target, model and SLO
-// of a pipeline, fed from the ledger's intervals, and the latest estimate
-// of each for the exporter. An SLO whose objectives or goal change starts
+// of a pipeline whose `all` the ledger judges (an SLO of ITL objectives
+// only is judged per token and has none), fed from the ledger's intervals,
+// and the latest estimate of each for the exporter. An SLO whose objectives or goal change starts
 // learning over, and says so; a target or model the pipeline no longer
 // holds is forgotten (a new model is a new server to learn).
 type CapacityLearners struct {
@@ -153,6 +154,9 @@ func (c *CapacityLearners) Update(p *Pipeline, now time.Time) {
 		sort.Strings(models)
 		for _, model := range models {
 			for i, s := range spec.SLOs {
+				if !judgedByLedger(spec.SLOs, s.Name) {
+					continue // ITL objectives only: judged per token, not per request
+				}
 				k := capacityKey{name, model, s.Name}
 				seen[k] = true
 				c.update(p, k, i, s, labels, now)

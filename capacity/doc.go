@@ -71,8 +71,10 @@
 //     `abandoned` setting: the windows' abandoned counts are too loose at
 //     the scale of two minutes to judge them;
 //   - the load varies slowly beside the queue's relaxation: the curve a day
-//     traces lags the constant-rate one, which Config.Transient covers on
-//     the simulator's days (2-4%).
+//     traces lags the constant-rate one (on the simulator's days its knee
+//     lay up to 3% above the sweep's, and a one-sided answer an hour after
+//     a mix shift up to 3% above the new knee), which Config.Transient
+//     covers.
 //
 // The coverage of the interval is measured, not assumed: against the
 // simulator's true knee over days of varying load, bursts, a mix shift, two

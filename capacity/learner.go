@@ -146,9 +146,10 @@ type Config struct {
 	// the difference between the curve a day traces and the one a
 	// constant-rate sweep measures: under a varying load the queue lags
 	// the rate, so a day's windows at a load are not in the state a
-	// constant rate would hold. On the simulator's diurnal days the
-	// day's knee lay 2-4% above the sweep's (BENCHMARKS.md); a load that
-	// swings faster needs more.
+	// constant rate would hold. On the simulator's days the day's knee
+	// lay up to 3% above the sweep's, and one hour after a mix shift a
+	// one-sided lower end up to 3% above the new knee (BENCHMARKS.md); a
+	// load that swings faster needs more.
 	Transient float64
 	// Seed seeds the bootstrap, so that the same windows give the same answer.
 	Seed uint64

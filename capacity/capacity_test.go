@@ -311,29 +311,34 @@ func TestFitInvariants(t *testing.T) {
 			w.Recent = load * (0.8 + 0.4*rng.Float64())
 			ws = append(ws, w)
 		}
-		now := t0.Add(3 * time.Hour)
-		e := Fit(ws, cfg, now, "")
-		r, h := e.Requests, e.Headroom
+		e := Fit(ws, cfg, t0.Add(3*time.Hour), "")
 		kinds[e.Kind]++
-		switch e.Kind {
-		case Unknown:
-			if e.Reason == "" {
-				t.Fatalf("run %d: unknown without a reason", run)
-			}
-			continue
-		case Bounded:
-			if !(0 <= r.Lower && r.Lower <= r.Estimate && r.Estimate <= r.Upper) || math.IsInf(r.Upper, 1) {
-				t.Fatalf("run %d: bounded %+v", run, r)
-			}
-		case LowerOnly:
-			if !(r.Lower == r.Estimate && r.Lower >= 0) || !math.IsInf(r.Upper, 1) || e.HasBreach {
-				t.Fatalf("run %d: lower_only %+v breach %v", run, r, e.HasBreach)
-			}
-		default:
-			t.Fatalf("run %d: kind %q", run, e.Kind)
+		checkInvariants(t, run, e)
+	}
+}
+
+// checkInvariants fails unless e satisfies what every estimate must.
+func checkInvariants(t *testing.T, run int, e Estimate) {
+	t.Helper()
+	r, h := e.Requests, e.Headroom
+	switch e.Kind {
+	case Unknown:
+		if e.Reason == "" {
+			t.Fatalf("run %d: unknown without a reason", run)
 		}
-		if r.Lower > 0 && !(h.Lower <= h.Estimate && h.Estimate <= h.Upper) {
-			t.Fatalf("run %d: headroom %+v for capacity %+v at load %v", run, h, r, e.Load)
+		return
+	case Bounded:
+		if !(0 <= r.Lower && r.Lower <= r.Estimate && r.Estimate <= r.Upper) || math.IsInf(r.Upper, 1) {
+			t.Fatalf("run %d: bounded %+v", run, r)
 		}
+	case LowerOnly:
+		if !(r.Lower == r.Estimate && r.Lower >= 0) || !math.IsInf(r.Upper, 1) || e.HasBreach {
+			t.Fatalf("run %d: lower_only %+v breach %v", run, r, e.HasBreach)
+		}
+	default:
+		t.Fatalf("run %d: kind %q", run, e.Kind)
+	}
+	if r.Lower > 0 && !(h.Lower <= h.Estimate && h.Estimate <= h.Upper) {
+		t.Fatalf("run %d: headroom %+v for capacity %+v at load %v", run, h, r, e.Load)
 	}
 }

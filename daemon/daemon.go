@@ -104,6 +104,9 @@ type Daemon struct {
 	// when the otlp section is off); calibration logs failed bounds.
 	exact       *exactMode
 	calibration *calibrationLog
+	// capacity learns each target's, model's and SLO's capacity from the
+	// pipeline at every evaluation; its series are in self.
+	capacity *pipeline.CapacityLearners
 }
 
 // New loads the configuration file and builds the daemon; nothing runs
@@ -147,7 +150,9 @@ func New(opts Options) (*Daemon, error) {
 		clock:       newSteadyClock(time.Now, nil),
 		exact:       exact,
 		calibration: newCalibrationLog(logger),
+		capacity:    pipeline.NewCapacityLearners(),
 	}
+	self.MustRegister(exporter.NewCapacityCollector(d.capacity.Reports))
 	d.pipe = pipeline.New(d.pipelineSpec(cfg))
 	d.loops = newScrapeLoops(logger, opts.Dial, d.ingest, d.evaluate)
 	d.loops.now = d.clock.now
@@ -291,6 +296,7 @@ func (d *Daemon) evaluate() {
 	rep := d.pipe.Evaluate(d.clock.now())
 	d.eval.duration.Observe(time.Since(began).Seconds())
 	d.report.Store(rep)
+	d.capacity.Update(d.pipe, rep.Time)
 	d.warnOnce(rep)
 	d.calibration.Observe(rep)
 	d.logTargetStates(rep)

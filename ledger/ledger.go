@@ -854,3 +854,41 @@ func (l *Ledger) Sums(i int, start, end time.Time) (slo.Bounded, bool) {
 func (l *Ledger) Len() (intervals, checkpoints int) {
 	return len(l.intervals), len(l.points)
 }
+
+// IntervalGood is one kept scrape interval as the capacity estimate reads
+// it: its span, whether a restart opened it, and SLO i's bounds on its good
+// requests.
+type IntervalGood struct {
+	Start, End time.Time
+	Restarted  bool
+	// Finished is the interval's finishers; Good bounds those that met
+	// every per-request objective. GoodKnown is false inside a warm-up or
+	// when an objective could not be judged in the interval.
+	Finished  float64
+	Good      slo.Bounded
+	GoodKnown bool
+}
+
+// Intervals lists SLO i's kept intervals that end after since, oldest
+// first, whose two checkpoints are both still kept at the interval's own
+// scrapes (so their difference is that interval's alone).
+func (l *Ledger) Intervals(i int, since time.Time) []IntervalGood {
+	var out []IntervalGood
+	for _, iv := range l.intervals {
+		if !iv.end.After(since) {
+			continue
+		}
+		i0, i1 := l.at(iv.start), l.at(iv.end)
+		if i0 < 0 || i1 <= i0 || l.points[i0].t != iv.start.UnixNano() || l.points[i1].t != iv.end.UnixNano() {
+			continue
+		}
+		a, b := l.points[i0].sum(i), l.points[i1].sum(i)
+		out = append(out, IntervalGood{
+			Start: iv.start, End: iv.end, Restarted: iv.restarted,
+			Finished:  b.finished - a.finished,
+			Good:      slo.Bounded{Lower: b.lo - a.lo, Upper: b.hi - a.hi, Estimate: b.est - a.est}.NonNegative(),
+			GoodKnown: iv.counted && b.unknown == a.unknown,
+		})
+	}
+	return out
+}

@@ -117,6 +117,9 @@ type Phase struct {
 	// RateOff, On and Off shape a Bursty phase.
 	RateOff float64
 	On, Off time.Duration
+	// Prompt, when non-nil, replaces the workload's prompt lengths for the
+	// requests that arrive in this phase (a mix that shifts during a day).
+	Prompt *LengthDist
 }
 
 // LengthDist is a distribution of token counts. With Mixture set it picks a
@@ -300,8 +303,8 @@ func (w Workload) validate() error {
 		return errors.New("workload: no phases")
 	}
 	for i, p := range w.Phases {
-		if err := p.validate(i, i == len(w.Phases)-1 && !w.Repeat); err != nil {
-			return err
+		if err := p.validate(i == len(w.Phases)-1 && !w.Repeat); err != nil {
+			return fmt.Errorf("workload: phase %d %w", i, err)
 		}
 	}
 	if w.StopProbability < 0 || w.StopProbability > 1 {
@@ -319,29 +322,34 @@ func (w Workload) validate() error {
 	return nil
 }
 
-// validate checks phase i of a workload; only the final phase of a workload
-// that does not repeat (final) may have duration 0, meaning it runs forever.
-func (p Phase) validate(i int, final bool) error {
+// validate checks one phase; only the final phase of a workload that does
+// not repeat (final) may last forever.
+func (p Phase) validate(final bool) error {
 	if p.Duration < 0 || (p.Duration == 0 && !final) {
-		return fmt.Errorf("workload: phase %d duration %v (0 only for a final, non-repeating phase)", i, p.Duration)
+		return fmt.Errorf("duration %v (0 only for a final, non-repeating phase)", p.Duration)
 	}
 	for _, r := range []float64{p.Rate, p.RateEnd, p.RateOff} {
 		if r < 0 || math.IsNaN(r) || math.IsInf(r, 0) {
-			return fmt.Errorf("workload: phase %d rate %v, want finite >= 0", i, r)
+			return fmt.Errorf("rate %v, want finite >= 0", r)
 		}
 	}
 	switch p.Kind {
 	case Poisson:
 	case Bursty:
 		if p.On <= 0 || p.Off < 0 {
-			return fmt.Errorf("workload: phase %d bursty on %v off %v, want on > 0", i, p.On, p.Off)
+			return fmt.Errorf("bursty on %v off %v, want on > 0", p.On, p.Off)
 		}
 	case Ramp:
 		if p.Duration == 0 {
-			return fmt.Errorf("workload: phase %d: a ramp needs a duration", i)
+			return errors.New("kind ramp needs a duration")
 		}
 	default:
-		return fmt.Errorf("workload: phase %d unknown kind %d", i, p.Kind)
+		return fmt.Errorf("unknown kind %d", p.Kind)
+	}
+	if p.Prompt != nil {
+		if err := p.Prompt.validate(); err != nil {
+			return fmt.Errorf("prompt: %w", err)
+		}
 	}
 	return nil
 }

@@ -489,3 +489,43 @@ func BenchmarkExposition(b *testing.B) {
 		s.Exposition()
 	}
 }
+
+// TestPhasePromptOverridesTheMix checks that a phase's own prompt lengths
+// apply to exactly the requests arriving in it.
+func TestPhasePromptOverridesTheMix(t *testing.T) {
+	cfg := DemoConfig(3, t0)
+	seven := LengthDist{Fixed: 7}
+	cfg.Models[0].Workload.Phases = []Phase{
+		{Duration: time.Minute, Kind: Poisson, Rate: 5},
+		{Duration: time.Minute, Kind: Poisson, Rate: 5, Prompt: &seven},
+	}
+	cfg.Models[0].Workload.Repeat = false
+	s, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.AdvanceTo(t0.Add(2 * time.Minute))
+	var first, second, sevens int
+	for _, r := range s.Truth() {
+		if r.Arrival.Before(t0.Add(time.Minute)) {
+			first++
+			if r.PromptTokens == 7 {
+				sevens++
+			}
+			continue
+		}
+		second++
+		if r.PromptTokens != 7 {
+			t.Fatalf("request %d arrived in the second phase with a %d-token prompt, want 7", r.ID, r.PromptTokens)
+		}
+	}
+	if first < 100 || second < 100 || sevens > first/10 {
+		t.Fatalf("%d requests in the first phase (%d of 7 tokens), %d in the second", first, sevens, second)
+	}
+	bad := cfg
+	bad.Models = append([]ModelConfig(nil), cfg.Models...)
+	bad.Models[0].Workload.Phases = []Phase{{Kind: Poisson, Rate: 1, Prompt: &LengthDist{Min: 5, Max: 2}}}
+	if _, err := New(bad); err == nil || !strings.Contains(err.Error(), "phase 0 prompt") {
+		t.Fatalf("a phase with an invalid prompt distribution: err %v", err)
+	}
+}

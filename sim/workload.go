@@ -39,13 +39,14 @@ func newArrivals(w Workload) *arrivals {
 	return a
 }
 
-// rate returns the arrival rate (per second) at t ns since Start, and false
-// once a non-repeating workload has ended.
-func (a *arrivals) rate(t int64) (float64, bool) {
+// phaseAt returns the index of the phase running at t ns since Start and
+// t's offset into the phases' period, and false once a non-repeating
+// workload has ended.
+func (a *arrivals) phaseAt(t int64) (int, int64, bool) {
 	if a.period > 0 {
 		if t >= a.period {
 			if !a.w.Repeat {
-				return 0, false
+				return 0, 0, false
 			}
 			t %= a.period
 		}
@@ -53,6 +54,25 @@ func (a *arrivals) rate(t int64) (float64, bool) {
 	i := len(a.starts) - 1
 	for i > 0 && a.starts[i] > t {
 		i--
+	}
+	return i, t, true
+}
+
+// prompt returns the prompt-length distribution of a request arriving at t
+// ns since Start: its phase's when set, else the workload's.
+func (a *arrivals) prompt(t int64) LengthDist {
+	if i, _, ok := a.phaseAt(t); ok && a.w.Phases[i].Prompt != nil {
+		return *a.w.Phases[i].Prompt
+	}
+	return a.w.Prompt
+}
+
+// rate returns the arrival rate (per second) at t ns since Start, and false
+// once a non-repeating workload has ended.
+func (a *arrivals) rate(t int64) (float64, bool) {
+	i, t, ok := a.phaseAt(t)
+	if !ok {
+		return 0, false
 	}
 	p := a.w.Phases[i]
 	in := t - a.starts[i]

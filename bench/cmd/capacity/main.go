@@ -1,0 +1,150 @@
+// Command capacity measures the capacity estimate against the simulator's
+// truth and prints the tables of BENCHMARKS.md:
+//
+//	go run ./bench/cmd/capacity knees  [-out capacity/days/testdata/knees.json]
+//	go run ./bench/cmd/capacity table  [-knees F] [-seeds 5] [-hours 6] [-transient 0.04]
+//	go run ./bench/cmd/capacity converge [-knees F] [-seeds 5] [-hours 8]
+package main
+
+import (
+	"flag"
+	"fmt"
+	"math"
+	"os"
+	"time"
+
+	"github.com/vllm-slo-exporter/vllm-slo-exporter/capacity"
+	"github.com/vllm-slo-exporter/vllm-slo-exporter/capacity/days"
+)
+
+func main() {
+	if len(os.Args) < 2 {
+		fmt.Fprintln(os.Stderr, "usage: capacity knees|table|converge [flags]")
+		os.Exit(2)
+	}
+	var err error
+	switch cmd, args := os.Args[1], os.Args[2:]; cmd {
+	case "knees":
+		err = runKnees(args)
+	case "table":
+		err = runTable(args)
+	case "converge":
+		err = runConverge(args)
+	default:
+		err = fmt.Errorf("unknown command %q", cmd)
+	}
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "capacity %s: %v\n", os.Args[1], err)
+		os.Exit(1)
+	}
+}
+
+const defaultKnees = "capacity/days/testdata/knees.json"
+
+func runKnees(args []string) error {
+	fs := flag.NewFlagSet("knees", flag.ContinueOnError)
+	out := fs.String("out", defaultKnees, "where to write the knees")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	k, sweeps, err := days.SweepAll(days.KneeSeeds)
+	if err != nil {
+		return err
+	}
+	for _, s := range days.ServersUsed {
+		sw := sweeps[s.Name]
+		fmt.Printf("%-28s knee %.3f req/s;", s.Name, k[s.Name])
+		for i, r := range sw.Rates {
+			fmt.Printf(" %.2f:%.4f", r, sw.Attainment[i])
+		}
+		fmt.Println()
+	}
+	return days.WriteKnees(*out, k)
+}
+
+func runTable(args []string) error {
+	fs := flag.NewFlagSet("table", flag.ContinueOnError)
+	path := fs.String("knees", defaultKnees, "true knees (from the knees command)")
+	seeds := fs.Int("seeds", 5, "seeds per day")
+	hours := fs.Float64("hours", 6, "simulated hours per day")
+	transient := fs.Float64("transient", capacity.DefaultConfig(0).Transient, "the interval's transient margin (capacity.Config.Transient)")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	k, err := days.ReadKnees(*path)
+	if err != nil {
+		return err
+	}
+	var scores []days.Score
+	for _, d := range days.Suite(k, time.Duration(*hours*float64(time.Hour))) {
+		for s := 1; s <= *seeds; s++ {
+			cfg := capacity.DefaultConfig(days.SLO.Goal)
+			cfg.Transient = *transient
+			r, err := days.Run(d, uint64(s), cfg)
+			if err != nil {
+				return err
+			}
+			scores = append(scores, days.ScoreOf(r, k))
+		}
+	}
+	days.Table(os.Stdout, scores)
+	inside, oneSidedAbove := 0, 0
+	for _, s := range scores {
+		if s.Inside {
+			inside++
+		}
+		if s.Kind == "lower_only" && s.Lower > s.Knee {
+			oneSidedAbove++
+		}
+	}
+	fmt.Printf("\ninside: %d of %d (%.0f%%); one-sided answers above the knee: %d\n", inside, len(scores), 100*float64(inside)/float64(len(scores)), oneSidedAbove)
+	return nil
+}
+
+func runConverge(args []string) error {
+	fs := flag.NewFlagSet("converge", flag.ContinueOnError)
+	path := fs.String("knees", defaultKnees, "true knees (from the knees command)")
+	seeds := fs.Int("seeds", 5, "seeds")
+	hours := fs.Int("hours", 8, "simulated hours of the day")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	k, err := days.ReadKnees(*path)
+	if err != nil {
+		return err
+	}
+	d := days.Suite(k, time.Duration(*hours)*time.Hour)[0]
+	knee := d.Knee(k)
+	type acc struct{ err, width, n, inside, bounded, lower float64 }
+	per := make([]acc, *hours)
+	for s := 1; s <= *seeds; s++ {
+		r, err := days.Run(d, uint64(s), capacity.DefaultConfig(days.SLO.Goal))
+		if err != nil {
+			return err
+		}
+		for h, e := range r.Hourly {
+			a := &per[h]
+			a.n++
+			if e.Requests.Lower <= knee && knee <= e.Requests.Upper {
+				a.inside++
+			}
+			a.lower += e.Requests.Lower / knee
+			if e.Kind == capacity.Bounded {
+				a.bounded++
+				a.err += math.Abs(e.Requests.Estimate-knee) / knee
+				a.width += (e.Requests.Upper - e.Requests.Lower) / knee
+			}
+		}
+	}
+	fmt.Printf("diurnal day of %d h (peak 110%% of the knee at hour %d), %d seeds, knee %.2f req/s\n\n", *hours, *hours/2, *seeds, knee)
+	fmt.Println("| hours of history | bounded | inside | mean error | mean width | mean lower end / knee |")
+	fmt.Println("|---|---|---|---|---|---|")
+	for h, a := range per {
+		e, w := "–", "–"
+		if a.bounded > 0 {
+			e, w = fmt.Sprintf("%.1f%%", 100*a.err/a.bounded), fmt.Sprintf("%.1f%%", 100*a.width/a.bounded)
+		}
+		fmt.Printf("| %d | %.0f/%.0f | %.0f/%.0f | %s | %s | %.2f |\n", h+1, a.bounded, a.n, a.inside, a.n, e, w, a.lower/a.n)
+	}
+	return nil
+}

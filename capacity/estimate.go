@@ -1,0 +1,247 @@
+package capacity
+
+import (
+	"fmt"
+	"math"
+	"time"
+)
+
+// Kind says how much the history supports the capacity.
+type Kind string
+
+// The kinds of estimate.
+const (
+	// Bounded: the load crossed the knee, so the capacity has a two-sided
+	// prediction interval.
+	Bounded Kind = "bounded"
+	// LowerOnly: the SLO was met at every load seen; the capacity is at
+	// least the highest of them, and nothing says how much more.
+	LowerOnly Kind = "lower_only"
+	// Unknown: too little history, or the SLO was missed at every load seen.
+	Unknown Kind = "unknown"
+)
+
+// Range is an estimate with the ends of its prediction interval. Upper is
+// +Inf for a one-sided answer.
+type Range struct {
+	Estimate, Lower, Upper float64
+}
+
+// Estimate is what the learned curve predicts for the current server and mix.
+type Estimate struct {
+	Kind Kind
+	// Reason says why the kind is not bounded, or why learning started
+	// over (a mix change), empty otherwise.
+	Reason string
+	// Since is the start of the windows learned from; Windows their number.
+	Since   time.Time
+	Windows int
+	// Requests is the capacity in requests per second: the highest
+	// sustained arrival rate at which the SLO's attainment stays at the goal.
+	Requests Range
+	// Tokens is the same point in generated tokens per second (capacity
+	// times the mean output length of the mix).
+	Tokens Range
+	// Concurrency is the requests in flight at the knee (Little's law: the
+	// mean running + waiting observed at that load).
+	Concurrency Range
+	// Conservative and Optimistic are the knees of the curves fitted to the
+	// lower and the upper bounds on each window's good requests: what the
+	// data allow at their extremes, before sampling noise (NaN when the
+	// curve does not cross the goal).
+	Conservative, Optimistic float64
+	// Load is the arrival rate over the last LoadSpan, req/s.
+	Load float64
+	// Headroom is 1 − Load / capacity; Lower uses the capacity's lower
+	// end, Upper its upper end.
+	Headroom Range
+	// TimeToBreach is when the load, growing at Trend req/s per second (the
+	// least-squares slope over the last TrendSpan), reaches the capacity's
+	// estimate (Lower: its lower end); HasBreach is false unless the answer
+	// is bounded and the trend points there.
+	TimeToBreach, TimeToBreachLower time.Duration
+	HasBreach                       bool
+	Trend                           float64
+	// PromptMean and OutputMean describe the mix learned from.
+	PromptMean, OutputMean float64
+}
+
+// Estimate fits the curve to the windows learned and predicts the capacity.
+func (l *Learner) Estimate(now time.Time) Estimate {
+	return Fit(l.windows, l.cfg, now, l.reason)
+}
+
+// Fit predicts the capacity from windows (oldest first) under cfg; reason
+// is carried into the estimate (why learning last started over).
+func Fit(all []Window, cfg Config, now time.Time, reason string) Estimate {
+	ws := usable(all, cfg)
+	e := Estimate{Kind: Unknown, Reason: reason, Windows: len(ws), Conservative: math.NaN(), Optimistic: math.NaN()}
+	e.Requests = Range{Estimate: math.NaN(), Lower: math.NaN(), Upper: math.NaN()}
+	if len(ws) > 0 {
+		e.Since = ws[0].Start
+		m := mixOf(ws)
+		e.PromptMean, e.OutputMean = m.prompt, m.output
+	}
+	e.Load, e.Trend = loadNow(all, cfg, now)
+	if len(ws) < cfg.MinWindows {
+		e.Reason = join(reason, fmt.Sprintf("%d windows of %v with judged requests, %d needed", len(ws), cfg.Window, cfg.MinWindows))
+		return e
+	}
+	k := kneeOf(sortedPoints(ws, estimateOf), cfg.BinWidth, cfg.Goal)
+	if c := kneeOf(sortedPoints(ws, lowerOf), cfg.BinWidth, cfg.Goal); !c.below && !c.above {
+		e.Conservative = c.load
+	}
+	o := kneeOf(sortedPoints(ws, upperOf), cfg.BinWidth, cfg.Goal)
+	if !o.below && !o.above {
+		e.Optimistic = o.load
+	}
+	switch {
+	case k.below:
+		e.Reason = join(reason, fmt.Sprintf("the SLO was missed at the lowest load seen (%.3g req/s)", k.load))
+		return e
+	case k.above:
+		e.Kind = LowerOnly
+		e.Reason = join(reason, "the load never came near the knee: the capacity is at least the highest load seen with the SLO met")
+		lo := k.load * (1 - cfg.Transient)
+		e.Requests = Range{Estimate: lo, Lower: lo, Upper: math.Inf(1)}
+	default:
+		e.Kind = Bounded
+		e.Requests = predictionInterval(ws, cfg, k)
+		if math.IsInf(e.Requests.Upper, 1) && !o.below && !o.above {
+			// The resamples that missed the breach do not undo it: at
+			// o.bad even the upper bounds on the windows' good requests
+			// fall short of the goal.
+			e.Requests.Upper = math.Max(o.bad, k.bad) * (1 + cfg.Transient)
+		}
+		if math.IsInf(e.Requests.Upper, 1) {
+			// Too many resamples never saw the SLO break: the history
+			// supports a lower bound only, and that is the answer.
+			e.Kind = LowerOnly
+			e.Requests.Estimate = e.Requests.Lower
+			e.Reason = join(reason, "the load crossed the knee too briefly to bound it from above")
+		}
+	}
+	e.fill(ws, cfg)
+	return e
+}
+
+// predictionInterval is the bootstrap's central Level interval around the
+// knee, widened to the two bins around the crossing (the data place the
+// knee no more finely) and then by Config.Transient on either side.
+// Replicates that find the SLO met at every load they drew count at the
+// top of the range (the knee is above their highest load), those that miss
+// it everywhere at the bottom: either keeps the interval honest instead of
+// dropping the awkward resamples.
+func predictionInterval(ws []Window, cfg Config, k knee) Range {
+	est := k.load
+	knees, below, above := bootstrap(ws, cfg)
+	all := make([]float64, 0, len(knees)+below+above)
+	for range below {
+		all = append(all, math.Inf(-1))
+	}
+	all = append(all, knees...)
+	for range above {
+		all = append(all, math.Inf(1))
+	}
+	r := Range{Estimate: est, Lower: quantile(all, (1-cfg.Level)/2), Upper: quantile(all, (1+cfg.Level)/2)}
+	r.Lower = math.Max(0, math.Min(r.Lower, k.good)*(1-cfg.Transient))
+	r.Upper = math.Max(r.Upper, k.bad) * (1 + cfg.Transient)
+	return r
+}
+
+// fill derives tokens, concurrency, headroom and time to breach from the
+// capacity in requests.
+func (e *Estimate) fill(ws []Window, cfg Config) {
+	e.Tokens = scale(e.Requests, e.OutputMean)
+	e.Concurrency = Range{Estimate: inFlightAt(ws, cfg, e.Requests.Estimate), Lower: inFlightAt(ws, cfg, e.Requests.Lower), Upper: inFlightAt(ws, cfg, e.Requests.Upper)}
+	e.Headroom = Range{Estimate: 1 - e.Load/e.Requests.Estimate, Lower: 1 - e.Load/e.Requests.Lower, Upper: 1 - e.Load/e.Requests.Upper}
+	if e.Kind == LowerOnly {
+		e.Headroom.Estimate = e.Headroom.Lower
+	}
+	// A one-sided answer's capacity is only the highest load seen with the
+	// SLO met: reaching it breaches nothing known.
+	if e.Trend > 0 && e.Kind == Bounded {
+		if gap := e.Requests.Estimate - e.Load; gap > 0 && !math.IsInf(gap, 1) {
+			e.TimeToBreach, e.HasBreach = seconds(gap/e.Trend), true
+		}
+		if gap := e.Requests.Lower - e.Load; gap > 0 {
+			e.TimeToBreachLower, e.HasBreach = seconds(gap/e.Trend), true
+		}
+	}
+}
+
+func seconds(s float64) time.Duration { return time.Duration(math.Min(s, 1e9) * float64(time.Second)) }
+
+// scale multiplies a range by f.
+func scale(r Range, f float64) Range {
+	return Range{Estimate: r.Estimate * f, Lower: r.Lower * f, Upper: r.Upper * f}
+}
+
+// inFlightAt is the mean running + waiting at a load: the non-decreasing
+// fit of the windows' mean in flight against their load, linear between
+// bins, at load (the last bin's beyond it, +Inf for an infinite load).
+func inFlightAt(ws []Window, cfg Config, load float64) float64 {
+	if math.IsInf(load, 1) {
+		return math.Inf(1)
+	}
+	ps := make([]point, 0, len(ws))
+	for _, w := range ws {
+		// good holds the in-flight request-seconds; the fit is of good/n
+		// with the window's seconds as weight.
+		ps = append(ps, point{load: w.Load(), n: w.Seconds(), good: -w.InFlight})
+	}
+	sortPoints(ps)
+	bs := binned(ps, cfg.BinWidth)
+	f := monotone(bs) // non-increasing in −in flight
+	for i := range bs {
+		if bs[i].load >= load {
+			if i == 0 {
+				return -f[0]
+			}
+			t := (load - bs[i-1].load) / (bs[i].load - bs[i-1].load)
+			return -(f[i-1] + t*(f[i]-f[i-1]))
+		}
+	}
+	return -f[len(f)-1]
+}
+
+// usable keeps the windows with judged requests enough to count, and
+// leaves out those in which a queue left by an earlier, higher load
+// drained (see Window.Draining).
+func usable(ws []Window, cfg Config) []Window {
+	out := make([]Window, 0, len(ws))
+	for _, w := range ws {
+		if w.Known && w.Finished >= cfg.MinFinished && !w.Draining() {
+			out = append(out, w)
+		}
+	}
+	return out
+}
+
+// loadNow is the arrival rate over the last LoadSpan before now and its
+// least-squares slope (req/s per second) over the last TrendSpan.
+func loadNow(ws []Window, cfg Config, now time.Time) (load, trend float64) {
+	var arr, secs float64
+	var sx, sy, sxx, sxy, n float64
+	for _, w := range ws {
+		if w.End.After(now.Add(-cfg.LoadSpan)) && !w.End.After(now) {
+			arr, secs = arr+w.Arrivals, secs+w.Seconds()
+		}
+		if w.End.After(now.Add(-cfg.TrendSpan)) && !w.End.After(now) && w.Seconds() > 0 {
+			x := w.End.Sub(now).Seconds()
+			y := w.Arrivals / w.Seconds()
+			sx, sy, sxx, sxy, n = sx+x, sy+y, sxx+x*x, sxy+x*y, n+1
+		}
+	}
+	if d := n*sxx - sx*sx; n >= 3 && d > 0 {
+		trend = (n*sxy - sx*sy) / d
+	}
+	return ratio(arr, secs), trend
+}
+
+func join(a, b string) string {
+	if a == "" {
+		return b
+	}
+	return a + "; " + b
+}

@@ -1,0 +1,177 @@
+package capacity
+
+import (
+	"math"
+	"math/rand/v2"
+	"slices"
+)
+
+// point is one window on the curve: its load, judged requests and good
+// requests (by estimate, lower or upper bound, as the fit asks).
+type point struct {
+	load, n, good float64
+}
+
+// bin is points pooled over a narrow range of load.
+type bin struct {
+	load float64 // the judged-request-weighted mean load
+	n    float64
+	good float64
+}
+
+// binned pools sorted points into bins whose loads lie within a factor of
+// 1+width of the bin's first load. Pooling sums good and judged requests,
+// which is what attainment over those windows means.
+func binned(ps []point, width float64) []bin {
+	var out []bin
+	var lo float64
+	for _, p := range ps {
+		if len(out) == 0 || p.load > lo*(1+width) {
+			out = append(out, bin{})
+			lo = p.load
+		}
+		b := &out[len(out)-1]
+		b.load += p.load * p.n
+		b.n += p.n
+		b.good += p.good
+	}
+	for i := range out {
+		out[i].load /= out[i].n
+	}
+	return out
+}
+
+// monotone returns the attainment of each bin under the weighted
+// least-squares non-increasing fit (pool adjacent violators, weights the
+// judged requests): attainment cannot rise with load on one server and mix,
+// so a rise is noise and is pooled away.
+func monotone(bs []bin) []float64 {
+	type block struct{ good, n float64 }
+	blocks := make([]block, 0, len(bs))
+	sizes := make([]int, 0, len(bs))
+	for _, b := range bs {
+		blocks, sizes = append(blocks, block{b.good, b.n}), append(sizes, 1)
+		for k := len(blocks) - 1; k > 0 && blocks[k-1].good*blocks[k].n < blocks[k].good*blocks[k-1].n; k-- {
+			blocks[k-1] = block{blocks[k-1].good + blocks[k].good, blocks[k-1].n + blocks[k].n}
+			sizes[k-1] += sizes[k]
+			blocks, sizes = blocks[:k], sizes[:k]
+		}
+	}
+	out := make([]float64, 0, len(bs))
+	for k, b := range blocks {
+		for range sizes[k] {
+			out = append(out, b.good/b.n)
+		}
+	}
+	return out
+}
+
+// knee is the highest load at which the fitted attainment is at least
+// goal, linear between the centres of the last bin that meets it and the
+// first that does not. below is true when even the lowest bin misses the
+// goal, above when no bin does.
+type knee struct {
+	load         float64
+	below, above bool
+	// good and bad are the loads of the bins on either side of the
+	// crossing: the data cannot place the knee more finely than that.
+	good, bad float64
+}
+
+func kneeOf(ps []point, width, goal float64) knee {
+	bs := binned(ps, width)
+	if len(bs) == 0 {
+		return knee{below: true}
+	}
+	f := monotone(bs)
+	if f[0] < goal {
+		return knee{load: bs[0].load, below: true}
+	}
+	for i := 1; i < len(f); i++ {
+		if f[i] < goal {
+			x := bs[i-1].load + (f[i-1]-goal)/(f[i-1]-f[i])*(bs[i].load-bs[i-1].load)
+			return knee{load: x, good: bs[i-1].load, bad: bs[i].load}
+		}
+	}
+	return knee{load: bs[len(bs)-1].load, above: true}
+}
+
+// sortedPoints returns the windows' points by load, with good taken by pick.
+func sortedPoints(ws []Window, pick func(Window) float64) []point {
+	ps := make([]point, 0, len(ws))
+	for _, w := range ws {
+		ps = append(ps, point{load: w.Load(), n: w.Finished, good: pick(w)})
+	}
+	sortPoints(ps)
+	return ps
+}
+
+func cmpFloat(a, b float64) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}
+
+// bootstrap refits the knee on resamples of whole blocks of consecutive
+// windows (a moving-block bootstrap: windows close in time share a queue
+// and are not independent) and returns the knees of the replicates that
+// found one, sorted, and how many replicates found none below or above.
+func bootstrap(ws []Window, cfg Config) (knees []float64, below, above int) {
+	rng := rand.New(rand.NewPCG(cfg.Seed, uint64(len(ws))))
+	block := max(1, min(cfg.Block, len(ws)))
+	starts := len(ws) - block + 1
+	sample := make([]Window, 0, len(ws)+block)
+	for range cfg.Resamples {
+		sample = sample[:0]
+		for len(sample) < len(ws) {
+			s := rng.IntN(starts)
+			sample = append(sample, ws[s:s+block]...)
+		}
+		k := kneeOf(sortedPoints(sample[:len(ws)], estimateOf), cfg.BinWidth, cfg.Goal)
+		switch {
+		case k.below:
+			below++
+		case k.above:
+			above++
+		default:
+			knees = append(knees, k.load)
+		}
+	}
+	slices.Sort(knees)
+	return knees, below, above
+}
+
+// quantile is the q-quantile of sorted xs (linear between order statistics).
+func quantile(xs []float64, q float64) float64 {
+	if len(xs) == 0 {
+		return math.NaN()
+	}
+	h := q * float64(len(xs)-1)
+	i := int(math.Floor(h))
+	f := h - float64(i)
+	switch {
+	case i+1 >= len(xs) || f == 0:
+		return xs[i]
+	case math.IsInf(xs[i], 0) || math.IsInf(xs[i+1], 0):
+		// An infinite neighbour (a replicate without a crossing) wins:
+		// the interval widens rather than making up a finite end.
+		if q < 0.5 {
+			return xs[i]
+		}
+		return xs[i+1]
+	}
+	return xs[i] + f*(xs[i+1]-xs[i])
+}
+
+func estimateOf(w Window) float64 { return w.Good.Estimate }
+func lowerOf(w Window) float64    { return w.Good.Lower }
+func upperOf(w Window) float64    { return w.Good.Upper }
+
+// sortPoints sorts points by load.
+func sortPoints(ps []point) {
+	slices.SortFunc(ps, func(a, b point) int { return cmpFloat(a.load, b.load) })
+}

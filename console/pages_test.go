@@ -152,11 +152,11 @@ func TestOverviewShowsExactBesideHistograms(t *testing.T) {
 	rep := &pipeline.Report{Targets: []pipeline.TargetReport{{Name: "t", Tried: true, Up: true, Models: []pipeline.ModelReport{model}}}}
 	c := New(Options{Report: func() *pipeline.Report { return rep }})
 	_, body := get(t, c, "/")
-	if !strings.Contains(body, "97.50%<br><small>exact, from traces; histograms 96.25%") {
+	if !regexp.MustCompile(`>97.50%</span></span><br><small class="source">exact, from traces; histograms 96.25%`).MatchString(body) {
 		t.Errorf("the covered 1m window does not show the exact and the histogram numbers side by side")
 	}
-	if strings.Count(body, "exact, from traces") != 1 {
-		t.Errorf("a window without spans is marked exact")
+	if strings.Count(body, "exact, from traces") != 1 || !strings.Contains(body, "from histograms") {
+		t.Errorf("a window without spans is marked exact, or not said to come from the histograms")
 	}
 	if strings.Contains(body, "a histogram bound failed") {
 		t.Errorf("a held calibration is reported as failed")

@@ -667,6 +667,7 @@ func (t *target) budget(spec Spec, s slo.SLO, model string, now time.Time) Budge
 	if !ok {
 		return b
 	}
+	b.End = w.End
 	rep := slo.EvaluateWindow(w, []slo.SLO{s}, slo.Options{})
 	if len(rep.SLOs) == 0 {
 		return b

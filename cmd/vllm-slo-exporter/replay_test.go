@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"io"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -94,5 +95,75 @@ func TestReplayEmptyRecording(t *testing.T) {
 	var out, log bytes.Buffer
 	if code := runReplay(&out, slog.New(slog.NewTextHandler(&log, nil)), cfgPath, empty, false); code != 1 || !strings.Contains(log.String(), "holds no scrape") {
 		t.Errorf("exit %d, log %q; want 1 and holds no scrape", code, log.String())
+	}
+}
+
+// TestReplayPagesAsTheDaemon: over a recording whose workload pages, a
+// plain replay evaluates every evaluation interval as the daemon does, so
+// its final vllm_slo_alert_firing is the one --step ends with: 1, the page
+// having held its condition for longer than its for.
+func TestReplayPagesAsTheDaemon(t *testing.T) {
+	dir := t.TempDir()
+	cfgPath, recPath := filepath.Join(dir, "config.yaml"), filepath.Join(dir, "rec.jsonl")
+	cfg := `targets:
+  - name: vllm
+    url: http://127.0.0.1:8000/metrics
+slos:
+  - name: interactive
+    objectives: {ttft: 500ms, tpot: 50ms}
+    goal: 0.99
+    period: 1d
+    alerts:
+      - {severity: page, long_window: 5m, short_window: 1m, budget_consumed: 0.02, for: 2m}
+`
+	if err := os.WriteFile(cfgPath, []byte(cfg), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	t0 := time.Date(2026, 11, 29, 8, 0, 0, 0, time.UTC)
+	c := sim.DemoConfig(7, t0)
+	c.Models[0].Workload.Phases = []sim.Phase{{Kind: sim.Poisson, Rate: 4 * sim.DemoRate}}
+	c.Models[0].Workload.Repeat = false
+	s, err := sim.New(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var lines []string
+	for i := 1; i <= 40; i++ { // 10 minutes of 15 s scrapes
+		at := t0.Add(time.Duration(i) * 15 * time.Second)
+		s.AdvanceTo(at)
+		body, ct := s.Exposition()
+		line, err := json.Marshal(recording.Entry{Time: at, Target: "vllm", Status: 200, ContentType: ct, Body: string(body)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		lines = append(lines, string(line))
+	}
+	if err := os.WriteFile(recPath, []byte(strings.Join(lines, "\n")+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
+	var plain, steps bytes.Buffer
+	if code := runReplay(&plain, logger, cfgPath, recPath, false); code != 0 {
+		t.Fatalf("replay: exit %d", code)
+	}
+	if code := runReplay(&steps, logger, cfgPath, recPath, true); code != 0 {
+		t.Fatalf("replay --step: exit %d", code)
+	}
+	blocks := strings.Split(steps.String(), "# scrape of vllm at ")
+	last := blocks[len(blocks)-1]
+	firing := func(out string) string {
+		for _, l := range strings.Split(out, "\n") {
+			if strings.HasPrefix(l, "vllm_slo_alert_firing{") && strings.Contains(l, `severity="page"`) {
+				return l
+			}
+		}
+		return ""
+	}
+	want := firing(last)
+	if !strings.HasSuffix(want, " 1") {
+		t.Fatalf("--step does not end with the page firing: %q", want)
+	}
+	if got := firing(plain.String()); got != want {
+		t.Errorf("replay ends with %q, --step with %q", got, want)
 	}
 }

@@ -11,6 +11,7 @@ package notify
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -18,6 +19,7 @@ import (
 	"log/slog"
 	"maps"
 	"net/http"
+	"net/url"
 	"slices"
 	"strings"
 	"sync"
@@ -54,7 +56,8 @@ type Config struct {
 	EvaluationInterval time.Duration
 	// ExternalLabels are added to every alert, never overriding its own.
 	ExternalLabels map[string]string
-	// GeneratorURL is the link back to us in every alert.
+	// GeneratorURL is the console's external address: every alert links
+	// back to it, a burn-rate alert to its SLO's page (see generatorURL).
 	GeneratorURL string
 }
 
@@ -220,7 +223,7 @@ func (n *Notifier) due(now time.Time, alerts []pipeline.Alert) []amAlert {
 				labels[k] = v
 			}
 		}
-		al := amAlert{Labels: labels, Annotations: a.Annotations, StartsAt: a.ActiveAt, GeneratorURL: cfg.GeneratorURL}
+		al := amAlert{Labels: labels, Annotations: a.Annotations, StartsAt: a.ActiveAt, GeneratorURL: generatorURL(cfg.GeneratorURL, a)}
 		if a.State == pipeline.StateResolved {
 			al.EndsAt = a.ResolvedAt
 		} else {
@@ -229,6 +232,22 @@ func (n *Notifier) due(now time.Time, alerts []pipeline.Alert) []amAlert {
 		out = append(out, al)
 	}
 	return out
+}
+
+// generatorURL is an alert's link back to the console at base: the page of
+// its SLO of its model on the target it came from when it names them (a
+// burn-rate alert), else the overview. Empty without a base.
+func generatorURL(base string, a pipeline.Alert) string {
+	if base == "" {
+		return ""
+	}
+	base = strings.TrimSuffix(base, "/")
+	model, sloName := a.Labels["model_name"], a.Labels["slo"]
+	target := cmp.Or(a.Target, a.Labels["target"])
+	if model == "" || sloName == "" || target == "" {
+		return base + "/"
+	}
+	return base + "/slo?" + url.Values{"target": {target}, "model": {model}, "slo": {sloName}}.Encode()
 }
 
 // Run sends queued batches until ctx ends.

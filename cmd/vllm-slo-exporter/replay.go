@@ -22,7 +22,8 @@ import (
 // scrape (so that alerts go from pending to firing after their for), and
 // once more at the last scrape; with step, after every scrape as well, and
 // prints each of those.
-func runReplay(out io.Writer, logger *slog.Logger, configFile, recordingFile string, step bool) int {
+func runReplay(out, stderr io.Writer, logger *slog.Logger, configFile, recordingFile string, step bool) int {
+	fail := func(_ *slog.Logger, msg string, err error) int { return failTo(stderr, msg, err) }
 	cfg, err := config.Load(configFile)
 	if err != nil {
 		return fail(logger, "load configuration", err)

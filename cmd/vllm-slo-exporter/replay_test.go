@@ -65,7 +65,7 @@ func TestReplaySteps(t *testing.T) {
 	cfgPath, recPath := writeReplayFiles(t)
 	var steps, log bytes.Buffer
 	logger := slog.New(slog.NewTextHandler(&log, nil))
-	if code := runReplay(&steps, logger, cfgPath, recPath, true); code != 0 {
+	if code := runReplay(&steps, &log, logger, cfgPath, recPath, true); code != 0 {
 		t.Fatalf("replay --step: exit %d; log:\n%s", code, log.String())
 	}
 	if !strings.Contains(log.String(), "recording line skipped") || !strings.Contains(log.String(), "rec.jsonl:2: malformed entry") {
@@ -76,7 +76,7 @@ func TestReplaySteps(t *testing.T) {
 		t.Fatalf("%d scrape headers, want 3", len(blocks)-1)
 	}
 	var plain bytes.Buffer
-	if code := runReplay(&plain, logger, cfgPath, recPath, false); code != 0 {
+	if code := runReplay(&plain, &log, logger, cfgPath, recPath, false); code != 0 {
 		t.Fatalf("replay: exit %d", code)
 	}
 	_, lastStep, _ := strings.Cut(blocks[3], "\n")
@@ -92,9 +92,11 @@ func TestReplayEmptyRecording(t *testing.T) {
 	if err := os.WriteFile(empty, nil, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	var out, log bytes.Buffer
-	if code := runReplay(&out, slog.New(slog.NewTextHandler(&log, nil)), cfgPath, empty, false); code != 1 || !strings.Contains(log.String(), "holds no scrape") {
-		t.Errorf("exit %d, log %q; want 1 and holds no scrape", code, log.String())
+	var out, log, stderr bytes.Buffer
+	code := runReplay(&out, &stderr, slog.New(slog.NewTextHandler(&log, nil)), cfgPath, empty, false)
+	want := "vllm-slo-exporter: replay: recording " + empty + " holds no scrape\n"
+	if code != 1 || stderr.String() != want {
+		t.Errorf("exit %d, stderr %q; want 1 and the one line %q", code, stderr.String(), want)
 	}
 }
 
@@ -143,10 +145,10 @@ slos:
 	}
 	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
 	var plain, steps bytes.Buffer
-	if code := runReplay(&plain, logger, cfgPath, recPath, false); code != 0 {
+	if code := runReplay(&plain, io.Discard, logger, cfgPath, recPath, false); code != 0 {
 		t.Fatalf("replay: exit %d", code)
 	}
-	if code := runReplay(&steps, logger, cfgPath, recPath, true); code != 0 {
+	if code := runReplay(&steps, io.Discard, logger, cfgPath, recPath, true); code != 0 {
 		t.Fatalf("replay --step: exit %d", code)
 	}
 	blocks := strings.Split(steps.String(), "# scrape of vllm at ")

@@ -136,3 +136,19 @@ func TestCommandErrorIsOneLine(t *testing.T) {
 		t.Errorf("got %q, want %q", got, want)
 	}
 }
+
+// TestCheckConfigWarns: check-config accepts an implausible objective and
+// prints its warning on standard error.
+func TestCheckConfigWarns(t *testing.T) {
+	f := filepath.Join(t.TempDir(), "c.yaml")
+	if err := os.WriteFile(f, []byte("targets:\n  - name: a\n    url: http://127.0.0.1:8000/metrics\nslos:\n  - name: s\n    objectives: {ttft: 500s}\n    goal: 0.99\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	var out, errOut strings.Builder
+	if code := checkConfigFile(&out, &errOut, f); code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut.String())
+	}
+	if !strings.HasPrefix(errOut.String(), "warning: "+f+":6: slos[0].objectives.ttft: 500s is implausible") || !strings.Contains(out.String(), "OK") {
+		t.Errorf("stdout %q, stderr %q", out.String(), errOut.String())
+	}
+}

@@ -243,12 +243,12 @@ func burnCondition(base map[string]string, modelName string, c BurnCheck) condit
 	a := c.Alert
 	labels := map[string]string{"alertname": AlertBurnRate, "severity": a.Severity, "slo": a.SLO, "model_name": modelName,
 		"long_window": model.Duration(a.Long).String(), "short_window": model.Duration(a.Short).String()}
+	summary, description := BurnAlertText(a.SLO, modelName, a)
 	ann := map[string]string{
-		"summary": fmt.Sprintf("SLO %s of %s on %s burns its error budget at %s× or more over %s", a.SLO, modelName,
-			base["target"], num(a.Factor), model.Duration(a.Long)),
-		"description": fmt.Sprintf("Burn rate over %s: observed %s, estimate %s, bounds [%s, %s], from %s finished requests over %s%% of the window; "+
-			"over %s: observed %s, estimate %s, bounds [%s, %s], from %s finished requests over %s%% of the window; threshold %s. "+
-			"It pages when the upper bound and the observed burn rate (requests the histograms show bad) both exceed the threshold in both windows.",
+		"summary":     summary,
+		"description": description,
+		"evidence": fmt.Sprintf("Burn rate over %s: observed %s, estimate %s, bounds [%s, %s], from %s finished requests over %s%% of the window; "+
+			"over %s: observed %s, estimate %s, bounds [%s, %s], from %s finished requests over %s%% of the window; threshold %s.",
 			model.Duration(a.Long), num(c.LongEvidence.Observed), num(c.Long.Estimate), num(c.Long.Lower), num(c.Long.Upper),
 			num(c.LongEvidence.Requests), num(100*c.LongEvidence.Coverage),
 			model.Duration(a.Short), num(c.ShortEvidence.Observed), num(c.Short.Estimate), num(c.Short.Lower), num(c.Short.Upper),

@@ -109,6 +109,7 @@ type BudgetCell struct {
 	// Lasts is how long the budget left lasts at the current burn rate
 	// (empty: not known), Exhausted true when none is left.
 	Lasts     string
+	LastsAt   string
 	Exhausted bool
 }
 
@@ -276,7 +277,8 @@ func budgetCell(st pipeline.SLOStatus, ids seriesIDs) BudgetCell {
 	c.Upper = Num{Text: formatPercent2(b.Remaining.Upper), Series: name("_upper_"), Format: "pct"}
 	c.Bar = math.Max(0, math.Min(1, b.Remaining.Estimate))
 	if st.HasExhaustion {
-		c.Lasts = formatDuration(st.Exhaustion) + " at burn " + formatNumber(st.Current.Burn.Estimate) + " (" + formatWindow(st.Current.Window) + ")"
+		c.Lasts = formatRough(st.Exhaustion)
+		c.LastsAt = "at the burn rate " + formatNumber(st.Current.Burn.Estimate) + " over " + formatWindow(st.Current.Window)
 	}
 	return c
 }

@@ -55,11 +55,11 @@ const sloTable = `{{define "slos"}}<div class="scroll"><table id="slos" class="o
 <td>{{.Target}}</td><td class="model">{{.Model}}</td>
 <td class="slo-name"><b>{{.SLO}}</b>{{if .Goal}}<br><small class="goal">goal {{.Goal}}{{if .Objectives}} · {{join .Objectives ", "}}{{end}}{{if .Status.SLO.Period}} · {{dur .Status.SLO.Period}}{{end}}</small>{{end}}</td>
 {{range .Attainment}}<td class="attainment{{if .Filling}} filling{{end}}">{{if not .Present}}{{else if .Known}}<span class="att {{.Class}}{{if .Certain}} certain{{end}}">{{template "num" .Estimate}}</span>{{if .Bounded}}<br><small>[{{template "num" .Lower}}, {{template "num" .Upper}}]</small>{{end}}{{if .Source}}<br><small class="source">{{if eq .Source "traces"}}exact, from traces{{if .HasHistogram}}; histograms {{.Histogram}}{{end}}{{if not .BoundsHeld}}, <span class="over">a histogram bound failed</span>{{end}}{{else}}from histograms{{end}}</small>{{end}}{{else if .Unknown}}<span class="none">unknown: {{.Unknown}}</span>{{else}}<span class="none">no request</span>{{end}}{{if and .Present .Filling}}<br><small class="filling-mark">filling: {{if .Coverage.Text}}{{template "num" .Coverage}} of {{window .Window}}{{else}}no data yet{{end}}</small>{{end}}</td>
-{{end}}<td class="budget{{if .Budget.Filling}} muted{{end}}">{{if .Budget.Known}}<meter min="-0.0001" max="1" low="0.25" high="0.5" optimum="1" value="{{.Budget.Bar}}"></meter> {{template "num" .Budget.Estimate}}<br><small>[{{template "num" .Budget.Lower}}, {{template "num" .Budget.Upper}}]</small><br><small class="covered">rests on {{dur .Budget.Covered}}{{if .Budget.Period}} of {{dur .Budget.Period}}{{end}}{{if .Budget.Filling}} (filling){{end}}</small>{{if .Budget.Exhausted}}<br><small class="over">exhausted</small>{{else if .Budget.Lasts}}<br><small>lasts {{.Budget.Lasts}}</small>{{end}}{{else}}<span class="none">unknown</span>{{end}}</td>
-<td class="burns">{{range .Burns}}<div class="burn{{if .Active}} over{{end}}"><small>{{.Severity}} over {{.Factor}}:</small> {{template "burn" .Long}} · {{template "burn" .Short}}{{if .Paging}}<br><small>the alert reads the histograms' upper bounds {{.Paging}}</small>{{end}}</div>{{else}}<span class="none">no alert</span>{{end}}</td>
+{{end}}<td class="budget{{if .Budget.Filling}} muted{{end}}">{{if .Budget.Known}}<meter min="-0.0001" max="1" low="0.25" high="0.5" optimum="1" value="{{.Budget.Bar}}"></meter> {{template "num" .Budget.Estimate}}<br><small>[{{template "num" .Budget.Lower}}, {{template "num" .Budget.Upper}}]</small><br><small class="covered">rests on {{dur .Budget.Covered}}{{if .Budget.Period}} of {{dur .Budget.Period}}{{end}}{{if .Budget.Filling}} (filling){{end}}</small>{{if .Budget.Exhausted}}<br><small class="over">exhausted</small>{{else if .Budget.Lasts}}<br><small title="{{.Budget.LastsAt}}">lasts {{.Budget.Lasts}} at this burn</small>{{end}}{{else}}<span class="none">unknown</span>{{end}}</td>
+<td class="burns">{{range .Burns}}<div class="burn{{if .Active}} over{{end}}"><small>{{.Severity}} &gt; {{.Factor}}:</small> {{template "burn" .Long}} {{template "burn" .Short}}{{if .Paging}}<br><small>the alert reads the histograms' upper bounds {{.Paging}}</small>{{end}}</div>{{else}}<span class="none">no alert</span>{{end}}</td>
 {{if not $.Static}}<td><a class="detail" href="{{.Link}}">charts</a></td>{{end}}</tr>
 {{end}}</tbody></table></div>{{end}}
-{{define "burn"}}<small>{{.Window}}</small> {{if .Known}}{{template "num" .Estimate}} <small>≤ {{template "num" .Upper}}{{if .Source}} · {{.Source}}{{end}}</small>{{else}}<span class="none">no request</span>{{end}}{{end}}`
+{{define "burn"}}<span class="w"><small>{{.Window}}</small> {{if .Known}}{{template "num" .Estimate}} <small>≤ {{template "num" .Upper}}{{if .Source}} · {{.Source}}{{end}}</small>{{else}}<span class="none">no request</span>{{end}}</span>{{end}}`
 
 // overviewPage is the data of the overview template.
 type overviewPage struct {
@@ -148,7 +148,7 @@ var detailTemplate = template.Must(template.New("detail").Funcs(funcs).Parse(hea
 {{with .Tiles}}<section class="tiles" data-evaluated="{{.Now.UTC.Format "2006-01-02T15:04:05Z07:00"}}">
 <div class="tile"><h3>attainment now <small>{{window .Attainment.Window}}</small></h3>{{if .Attainment.Known}}<p class="big att {{.Attainment.Class}}{{if .Attainment.Certain}} certain{{end}}">{{template "num" .Attainment.Estimate}}</p><small>{{if .Attainment.Bounded}}bounds [{{template "num" .Attainment.Lower}}, {{template "num" .Attainment.Upper}}]{{else}}exact{{end}}{{if .Goal}} · goal {{.Goal}}{{end}}{{if .Attainment.Source}} · {{.Attainment.Source}}{{end}}{{if .Attainment.Filling}} · filling{{end}}</small>{{else}}<p class="big none">no request</p>{{end}}</div>
 <div class="tile{{if .Budget.Filling}} muted{{end}}"><h3>error budget left</h3>{{if .Budget.Known}}<p class="big">{{template "num" .Budget.Estimate}}</p><meter min="-0.0001" max="1" low="0.25" high="0.5" optimum="1" value="{{.Budget.Bar}}"></meter><br><small>rests on {{dur .Budget.Covered}}{{if .Budget.Period}} of {{dur .Budget.Period}}{{end}}{{if .Budget.Filling}} (filling){{end}}</small>{{else}}<p class="big none">unknown</p>{{end}}</div>
-<div class="tile"><h3>time to exhaustion</h3>{{if .Budget.Exhausted}}<p class="big over">exhausted</p>{{else if .Budget.Lasts}}<p class="big">{{.Status.Exhaustion | dur}}</p><small>at the current burn rate {{num .Status.Current.Burn.Estimate}} over {{window .Status.Current.Window}}</small>{{else}}<p class="big none">not burning</p><small>no budget spent at the current burn rate</small>{{end}}</div>
+<div class="tile"><h3>time to exhaustion</h3>{{if .Budget.Exhausted}}<p class="big over">exhausted</p>{{else if .Budget.Lasts}}<p class="big">{{.Budget.Lasts}}</p><small>{{.Budget.LastsAt}}</small>{{else}}<p class="big none">not burning</p><small>no budget spent at the current burn rate</small>{{end}}</div>
 <div class="tile state {{.Alert}}"><h3>alert</h3><p class="big" data-state="{{if .Alert}}{{.Alert}}{{else}}ok{{end}}">{{if .Alert}}{{.Alert}}{{else}}ok{{end}}</p>{{if .Alert}}<small>since {{clock .Since}} ({{for .Now .Since}})</small>{{end}}{{range .Alerts}}<br><small>{{index .Labels "severity"}} {{index .Labels "long_window"}}/{{index .Labels "short_window"}}: {{.State}}</small>{{end}}</div>
 </section>{{end}}
 <section class="slo-detail" data-series-url="{{.DataURL}}" data-refresh="{{.Refresh}}"><p class="status">Loading the windows of the range…</p><div class="charts"></div></section>
@@ -229,6 +229,30 @@ func formatSeconds(s float64) string {
 		return strconv.FormatFloat(1000*s, 'f', -1, 64) + "ms"
 	}
 	return strconv.FormatFloat(s, 'f', -1, 64) + "s"
+}
+
+// formatRough writes a long duration to its two largest units ("23d6h",
+// "4h15m", "12m30s"): how long a budget lasts is an estimate, not a clock.
+func formatRough(d time.Duration) string {
+	units := []struct {
+		name string
+		unit time.Duration
+	}{{"d", 24 * time.Hour}, {"h", time.Hour}, {"m", time.Minute}, {"s", time.Second}}
+	var b strings.Builder
+	n := 0
+	for _, u := range units {
+		if d >= u.unit && n < 2 {
+			b.WriteString(strconv.FormatInt(int64(d/u.unit), 10) + u.name)
+			d %= u.unit
+			n++
+		} else if n > 0 {
+			n = 2 // the second unit must be the next one down
+		}
+	}
+	if n == 0 {
+		return "under 1s"
+	}
+	return b.String()
 }
 
 // formatDuration writes a duration the way the configuration does ("1h30m").

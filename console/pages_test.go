@@ -166,3 +166,18 @@ func TestOverviewShowsExactBesideHistograms(t *testing.T) {
 		t.Errorf("a failed histogram bound is not shown")
 	}
 }
+
+// TestFormatRough: how long a budget lasts, to its two largest units.
+func TestFormatRough(t *testing.T) {
+	for d, want := range map[time.Duration]string{
+		23*24*time.Hour + 5*time.Hour + 48*time.Minute + 10*time.Second: "23d5h",
+		4*time.Hour + 14*time.Minute + 53*time.Second:                   "4h14m",
+		2*24*time.Hour + 5*time.Minute:                                  "2d",
+		90 * time.Second:                                                "1m30s",
+		300 * time.Millisecond:                                          "under 1s",
+	} {
+		if got := formatRough(d); got != want {
+			t.Errorf("formatRough(%v) = %q, want %q", d, got, want)
+		}
+	}
+}

@@ -378,8 +378,8 @@
     for (const p of plots.splice(0)) p.u.destroy();
     box.textContent = "";
     const n = seriesCharts(s, box);
-    status.textContent = s.times.length + " windows from " + new Date(s.from * 1000).toLocaleString() +
-      " to " + new Date(s.to * 1000).toLocaleString() + ".";
+    status.textContent = s.times.length + " windows from " + new Date(s.from * 1000).toLocaleString([], { hour12: false }) +
+      " to " + new Date(s.to * 1000).toLocaleString([], { hour12: false }) + ".";
     section.dataset.charts = String(n);
   }
 

@@ -64,13 +64,9 @@ func listen(addr string, anyPort bool) (net.Listener, error) {
 	return net.Listen("tcp", net.JoinHostPort(host, "0"))
 }
 
-// startPreset is startSimulator for any named workload (sim.PresetNames).
-func startPreset(addr string, anyPort bool, preset string, seed uint64, keepTruth bool) (*sim.Sim, string, func(), error) {
-	return startPresetWith(addr, anyPort, preset, seed, keepTruth, nil, nil)
-}
-
-// startPresetWith is startPreset with a hook on every request's end and a
-// change to the workload (both optional).
+// startPresetWith is startSimulator for any named workload
+// (sim.PresetNames), with a hook on every request's end and a change to the
+// workload (both optional).
 func startPresetWith(addr string, anyPort bool, preset string, seed uint64, keepTruth bool, onDone func(sim.Request), shape func(*sim.Config)) (*sim.Sim, string, func(), error) {
 	cfg, err := sim.Preset(preset, seed, time.Now())
 	if err != nil {

@@ -1,11 +1,18 @@
 package main
 
 import (
+	"context"
 	"errors"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"regexp"
 	"runtime/debug"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -151,4 +158,58 @@ func TestCheckConfigWarns(t *testing.T) {
 	if !strings.HasPrefix(errOut.String(), "warning: "+f+":6: slos[0].objectives.ttft: 500s is implausible") || !strings.Contains(out.String(), "OK") {
 		t.Errorf("stdout %q, stderr %q", out.String(), errOut.String())
 	}
+}
+
+// TestSimulateSendsSpans: simulate --otlp.endpoint sends the spans of the
+// requests that finished to an OTLP/HTTP receiver, by the time it stops.
+func TestSimulateSendsSpans(t *testing.T) {
+	var posts atomic.Int64
+	receiver := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodPost && r.URL.Path == "/v1/traces" {
+			posts.Add(1)
+		}
+		w.WriteHeader(http.StatusOK)
+	}))
+	defer receiver.Close()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	addr := make(chan string, 1)
+	code := make(chan int, 1)
+	o := simulateOptions{addr: "127.0.0.1:0", preset: "demo", seed: 1,
+		otlpEndpoint: strings.TrimPrefix(receiver.URL, "http://"), otlpProtocol: string(sim.SpanHTTP)}
+	go func() { code <- simulate(ctx, slog.New(slog.DiscardHandler), o, func(a string) { addr <- a }) }()
+	metrics := "http://" + <-addr + "/metrics"
+	finished := regexp.MustCompile(`(?m)^vllm:request_success_total\{[^}]*\} [1-9]`)
+	deadline := time.After(30 * time.Second)
+	poll := time.NewTicker(50 * time.Millisecond)
+	defer poll.Stop()
+	for !finished.MatchString(get(t, metrics)) { // each scrape advances the simulator to now
+		select {
+		case <-deadline:
+			t.Fatal("no request finished within 30 s")
+		case <-poll.C:
+		}
+	}
+	cancel()
+	if c := <-code; c != 0 {
+		t.Fatalf("simulate: exit %d", c)
+	}
+	if posts.Load() == 0 {
+		t.Error("no span reached the OTLP receiver")
+	}
+}
+
+// get returns the body of a GET.
+func get(t *testing.T, url string) string {
+	t.Helper()
+	resp, err := http.Get(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
 }

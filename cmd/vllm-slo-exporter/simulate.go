@@ -115,6 +115,14 @@ type simulateOptions struct {
 // on its own, with the ground truth written at exit when asked for, and its
 // spans sent to an OTLP endpoint when one is given.
 func runSimulate(logger *slog.Logger, o simulateOptions) int {
+	ctx, cancel := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer cancel()
+	return simulate(ctx, logger, o, nil)
+}
+
+// simulate serves the simulator until ctx ends; serving, when set, learns
+// the address it listens on.
+func simulate(ctx context.Context, logger *slog.Logger, o simulateOptions, serving func(addr string)) int {
 	var onDone func(sim.Request)
 	if o.otlpEndpoint != "" {
 		spans, err := sim.NewSpanEmitter(context.Background(), sim.SpanOptions{Endpoint: o.otlpEndpoint, Protocol: sim.SpanProtocol(o.otlpProtocol)})
@@ -134,8 +142,9 @@ func runSimulate(logger *slog.Logger, o simulateOptions) int {
 		return fail(logger, "simulate", err)
 	}
 	logger.Info("simulated vLLM serving", "metrics", "http://"+bound+"/metrics", "preset", preset, "model", sim.DemoModel, "otlp_endpoint", o.otlpEndpoint)
-	ctx, cancel := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer cancel()
+	if serving != nil {
+		serving(bound)
+	}
 	<-ctx.Done()
 	stop()
 	if truthFile == "" {

@@ -33,6 +33,10 @@ type Config struct {
 	// StateFile, when set, is where the history is saved so that it survives
 	// restarts.
 	StateFile string `yaml:"state_file"`
+	// Warnings are remarks on values that are valid but implausible (see
+	// plausibility), each as "file:line: field: message"; check-config
+	// prints them. They are not part of the file.
+	Warnings []string `yaml:"-"`
 	// OTLP configures exact mode from vLLM's OpenTelemetry traces.
 	OTLP OTLP `yaml:"otlp"`
 }

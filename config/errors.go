@@ -1,10 +1,15 @@
 package config
 
 import (
+	"cmp"
 	"fmt"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
+	"time"
+
+	"github.com/prometheus/common/model"
 )
 
 // Error is a configuration error located in the file: every loading and
@@ -48,9 +53,79 @@ type fieldError struct {
 
 func (e *fieldError) Error() string { return e.field + ": " + e.msg }
 
-// errorf builds a fieldError for a path.
+// errorf builds a fieldError for a path. Durations are written as the
+// configuration writes them, in days rather than weeks or years (7d, not
+// 1w), so that a message echoes the value the operator wrote.
 func errorf(field, format string, args ...any) *fieldError {
+	for i, a := range args {
+		if d, ok := a.(model.Duration); ok {
+			args[i] = DurationText(d)
+		}
+	}
 	return &fieldError{field: field, msg: fmt.Sprintf(format, args...)}
+}
+
+// DurationText writes a duration in the units a configuration uses (d, h,
+// m, s, ms): model.Duration's own String turns 7d into 1w and 365d into 1y,
+// which reads as a different value from the one written.
+func DurationText(d model.Duration) string {
+	t := time.Duration(d)
+	if t == 0 {
+		return "0s"
+	}
+	sign := ""
+	if t < 0 {
+		sign, t = "-", -t
+	}
+	var b strings.Builder
+	b.WriteString(sign)
+	for _, u := range []struct {
+		name string
+		unit time.Duration
+	}{{"d", 24 * time.Hour}, {"h", time.Hour}, {"m", time.Minute}, {"s", time.Second}, {"ms", time.Millisecond}} {
+		if t >= u.unit {
+			b.WriteString(strconv.FormatInt(int64(t/u.unit), 10))
+			b.WriteString(u.name)
+			t %= u.unit
+		}
+	}
+	return b.String()
+}
+
+// Errors are several configuration errors, in the order of the file; Parse
+// returns every problem it finds, not only the first, so that one run of
+// check-config lists what to fix.
+type Errors []*Error
+
+// Error writes one error per line.
+func (es Errors) Error() string {
+	lines := make([]string, len(es))
+	for i, e := range es {
+		lines[i] = e.Error()
+	}
+	return strings.Join(lines, "\n")
+}
+
+// Unwrap returns the errors, for errors.As and errors.Is.
+func (es Errors) Unwrap() []error {
+	out := make([]error, len(es))
+	for i, e := range es {
+		out[i] = e
+	}
+	return out
+}
+
+// joinErrors returns nil for none, the error itself for one, and Errors
+// sorted by line for more.
+func joinErrors(es []*Error) error {
+	switch len(es) {
+	case 0:
+		return nil
+	case 1:
+		return es[0]
+	}
+	slices.SortStableFunc(es, func(a, b *Error) int { return cmp.Compare(a.Line, b.Line) })
+	return Errors(es)
 }
 
 // yamlLine matches the "line N: " that yaml.v3 puts in its messages.

@@ -2,11 +2,13 @@ package config
 
 import (
 	"bytes"
+	"cmp"
 	"errors"
 	"fmt"
 	"io"
 	"io/fs"
 	"os"
+	"slices"
 
 	"gopkg.in/yaml.v3"
 )
@@ -40,9 +42,11 @@ func Parse(data []byte, filename string) (*Config, error) {
 	if err != nil {
 		return nil, err
 	}
-	if e := checkDocument(root); e != nil {
-		e.File = filename
-		return nil, e
+	if es := checkDocument(root); len(es) > 0 {
+		for _, e := range es {
+			e.File = filename
+		}
+		return nil, joinErrors(es)
 	}
 	var c Config
 	dec := yaml.NewDecoder(bytes.NewReader(data))
@@ -54,8 +58,20 @@ func Parse(data []byte, filename string) (*Config, error) {
 	}
 	ix := newLineIndex(root)
 	applyDefaults(&c, ix.present)
-	if fe := validate(&c); fe != nil {
-		return nil, &Error{File: filename, Line: ix.line(fe.field), Field: fe.field, Msg: fe.msg}
+	if fes := validate(&c); len(fes) > 0 {
+		es := make([]*Error, len(fes))
+		for i, fe := range fes {
+			es[i] = &Error{File: filename, Line: ix.line(fe.field), Field: fe.field, Msg: fe.msg}
+		}
+		return nil, joinErrors(es)
+	}
+	var warnings []*Error
+	for _, w := range plausibility(&c) {
+		warnings = append(warnings, &Error{File: filename, Line: ix.line(w.field), Field: w.field, Msg: w.msg})
+	}
+	slices.SortStableFunc(warnings, func(a, b *Error) int { return cmp.Compare(a.Line, b.Line) })
+	for _, w := range warnings {
+		c.Warnings = append(c.Warnings, w.Error())
 	}
 	return &c, nil
 }
@@ -71,6 +87,7 @@ func parseDocument(data []byte, filename string) (*yaml.Node, error) {
 		}
 		e := yamlError(filename, err)
 		e.Line = syntaxErrorLine(data, e.Msg, e.Line)
+		nameTab(data, e)
 		return nil, e
 	}
 	var next yaml.Node
@@ -91,6 +108,21 @@ func parseDocument(data []byte, filename string) (*yaml.Node, error) {
 		return nil, &Error{File: filename, Line: root.Line, Msg: fmt.Sprintf("configuration must be a mapping of keys to values, got %s", kindName(root))}
 	}
 	return root, nil
+}
+
+// nameTab says so when a syntax error's line is indented with a tab: YAML
+// allows only spaces there, and yaml.v3's "found character that cannot
+// start any token" does not say which character.
+func nameTab(data []byte, e *Error) {
+	lines := bytes.Split(data, []byte("\n"))
+	if e.Line < 1 || e.Line > len(lines) {
+		return
+	}
+	l := lines[e.Line-1]
+	indent := l[:len(l)-len(bytes.TrimLeft(l, " \t"))]
+	if bytes.ContainsRune(indent, '\t') {
+		e.Msg = "a tab indents this line: YAML indents with spaces only (" + e.Msg + ")"
+	}
 }
 
 // yamlError turns an error of yaml.v3 into an *Error, moving its "line N"

@@ -6,6 +6,9 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/prometheus/common/model"
 
 	"gopkg.in/yaml.v3"
 )
@@ -72,6 +75,35 @@ var fileErrors = map[string]string{
 	"bad_url_scheme.yml":              `testdata/bad_url_scheme.yml:3: targets[0].url: "127.0.0.1:8000/metrics" is missing an "http://" or "https://" scheme`,
 	"bad_window_dup.yml":              `testdata/bad_window_dup.yml:2: global.windows: window 5m is listed twice`,
 	"bad_windows_empty.yml":           `testdata/bad_windows_empty.yml:2: global.windows: at least one window is required`,
+	"bad_profile_near.yml":            `testdata/bad_profile_near.yml:4: targets[0].profile: unknown profile "vLLM" (known: [ray-vllm sglang vllm]); did you mean "vllm"?`,
+	"bad_alertmanager_api_path.yml":   `testdata/bad_alertmanager_api_path.yml:6: alerting.alertmanagers[0].url: "http://127.0.0.1:9093/api/v2/alerts" already ends in /api/v2/alerts, which the exporter appends itself (alerts would go to .../api/v2/alerts/api/v2/alerts and get 404): write the base URL "http://127.0.0.1:9093"`,
+	"bad_goal_quoted.yml":             `testdata/bad_goal_quoted.yml:7: slos[0].goal: must be a number, not a string: write 0.99 without quotes`,
+	"bad_negative_duration.yml":       `testdata/bad_negative_duration.yml:2: global.scrape_interval: -1s must be positive (a duration is never negative)`,
+	"bad_period_days.yml":             `testdata/bad_period_days.yml:11: slos[0].alerts[0].long_window: 8d is longer than the SLO period 7d`,
+	"bad_tab.yml":                     `testdata/bad_tab.yml:2: a tab indents this line: YAML indents with spaces only (found character that cannot start any token)`,
+	// Every problem, one per line in file order: all of the file's shape,
+	// or once it decodes, every validation problem.
+	"bad_many_check.yml": "testdata/bad_many_check.yml:2: global.scrape_intervall: unknown field \"scrape_intervall\"\n" +
+		"testdata/bad_many_check.yml:6: targets[0].lables: unknown field \"lables\"",
+	"bad_many_validate.yml": "testdata/bad_many_validate.yml:2: targets[0].name: \"rtx 4090\" may only contain letters, digits and _ . : -\n" +
+		"testdata/bad_many_validate.yml:7: slos[0].goal: 1.5 must be strictly between 0 and 1 (e.g. 0.99)",
+}
+
+// TestImplausibleObjectivesWarn: thresholds beyond the plausible bound of
+// their metric (milliseconds written as seconds) load, with a warning that
+// names the place and the likely meaning; plausible ones give none.
+func TestImplausibleObjectivesWarn(t *testing.T) {
+	c, err := Parse([]byte("targets:\n  - name: a\n    url: http://127.0.0.1:8000/metrics\nslos:\n  - name: s\n    objectives:\n      ttft: 500s\n      tpot: 50s\n    goal: 0.99\n  - name: batch\n    objectives: {e2e: 20s, ttft: 90s}\n    goal: 0.95\n"), "c.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{
+		"c.yaml:7: slos[0].objectives.ttft: 500s is implausible for ttft (over 2m, every request would likely meet it); if 500 milliseconds was meant, write 500ms",
+		"c.yaml:8: slos[0].objectives.tpot: 50s is implausible for tpot (over 2s, every request would likely meet it); if 50 milliseconds was meant, write 50ms",
+	}
+	if strings.Join(c.Warnings, "\n") != strings.Join(want, "\n") {
+		t.Errorf("warnings\n got: %q\nwant: %q", c.Warnings, want)
+	}
 }
 
 func TestLoadFiles(t *testing.T) {
@@ -189,5 +221,16 @@ func TestYAMLDecoderStrictInHTTPClientConfig(t *testing.T) {
 	want := `c.yml:5: targets[0].http_client_config.tls_config.insecure_skip_verfy: unknown field "insecure_skip_verfy"`
 	if err == nil || err.Error() != want {
 		t.Fatalf("Parse: got %v, want %s", err, want)
+	}
+}
+
+// TestDurationText: durations read as a configuration writes them.
+func TestDurationText(t *testing.T) {
+	for d, want := range map[time.Duration]string{
+		7 * 24 * time.Hour: "7d", 365 * 24 * time.Hour: "365d", 90 * time.Minute: "1h30m", 1500 * time.Millisecond: "1s500ms", 0: "0s", -time.Second: "-1s",
+	} {
+		if got := DurationText(model.Duration(d)); got != want {
+			t.Errorf("DurationText(%v) = %q, want %q", d, got, want)
+		}
 	}
 }

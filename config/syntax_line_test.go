@@ -20,7 +20,7 @@ func TestSyntaxErrorLine(t *testing.T) {
 		{"key indented one space too little", "global:\n  scrape_interval: 15s\n windows: [1m]\n", 3, "did not find expected key"},
 		{"key of a list item indented one space too much", "targets:\n  - name: a\n   url: http://x\n", 3, "did not find expected '-' indicator"},
 		{"list item indented one space too much", "targets:\n- name: a\n  url: http://x\n - name: b\n", 4, "did not find expected key"},
-		{"tab", "global:\n\tscrape_interval: 15s\n", 2, "found character that cannot start any token"},
+		{"tab", "global:\n\tscrape_interval: 15s\n", 2, "a tab indents this line: YAML indents with spaces only (found character that cannot start any token)"},
 		{"unclosed flow mapping", "slos:\n  - name: a\n    objectives: {ttft: 1s\n    goal: 0.9\n", 3, "did not find expected ',' or '}'"},
 	}
 	for _, c := range cases {

@@ -31,47 +31,43 @@ func ReservedLabels() []string {
 }
 
 // validate checks a decoded and defaulted configuration, normalising the
-// order of windows and quantiles. It returns the first problem found.
-func validate(c *Config) *fieldError {
-	if err := validateGlobal(&c.Global); err != nil {
-		return err
+// order of windows and quantiles. It returns every problem found: the first
+// of each section (global, cost, otlp, alerting) and of each target and SLO.
+func validate(c *Config) []*fieldError {
+	var errs []*fieldError
+	add := func(e *fieldError) {
+		if e != nil {
+			errs = append(errs, e)
+		}
 	}
-	if err := validateHistogramBuckets(&c.Global); err != nil {
-		return err
-	}
+	add(validateGlobal(&c.Global))
+	add(validateHistogramBuckets(&c.Global))
 	if len(c.Targets) == 0 {
-		return errorf("targets", "at least one target is required")
+		add(errorf("targets", "at least one target is required"))
 	}
 	names := map[string]int{}
 	for i := range c.Targets {
-		if err := validateTarget(&c.Targets[i], indexPath("targets", i), c.Global); err != nil {
-			return err
-		}
+		add(validateTarget(&c.Targets[i], indexPath("targets", i), c.Global))
 		name := c.Targets[i].Name
 		if j, ok := names[name]; ok {
-			return errorf(indexPath("targets", i)+".name", "target name %q is already used by targets[%d]", name, j)
+			add(errorf(indexPath("targets", i)+".name", "target name %q is already used by targets[%d]", name, j))
 		}
 		names[name] = i
 	}
 	sloNames := map[string]int{}
 	for i := range c.SLOs {
 		path := indexPath("slos", i)
-		if err := validateSLO(&c.SLOs[i], path, c.Targets); err != nil {
-			return err
-		}
+		add(validateSLO(&c.SLOs[i], path, c.Targets))
 		name := c.SLOs[i].Name
 		if j, ok := sloNames[name]; ok {
-			return errorf(path+".name", "SLO name %q is already used by slos[%d]", name, j)
+			add(errorf(path+".name", "SLO name %q is already used by slos[%d]", name, j))
 		}
 		sloNames[name] = i
 	}
-	if err := validateCost(c.Cost); err != nil {
-		return err
-	}
-	if err := validateOTLP(&c.OTLP, c.Targets); err != nil {
-		return err
-	}
-	return validateAlerting(&c.Alerting)
+	add(validateCost(c.Cost))
+	add(validateOTLP(&c.OTLP, c.Targets))
+	add(validateAlerting(&c.Alerting))
+	return errs
 }
 
 func validateGlobal(g *Global) *fieldError {
@@ -130,6 +126,9 @@ func validateTarget(t *Target, path string, g Global) *fieldError {
 		return err
 	}
 	if _, err := scrape.LookupProfile(t.Profile); err != nil {
+		if near := nearestProfile(t.Profile); near != "" {
+			return errorf(path+".profile", "%v; did you mean %q?", err, near)
+		}
 		return errorf(path+".profile", "%v", err)
 	}
 	if err := validateLabels(t.Labels, path+".labels"); err != nil {
@@ -308,6 +307,10 @@ func validateAlerting(a *Alerting) *fieldError {
 		if err := validateHTTPURL(am.URL, path+".url"); err != nil {
 			return err
 		}
+		if base, ok := strings.CutSuffix(strings.TrimRight(am.URL, "/"), alertsAPIPath); ok {
+			return errorf(path+".url", "%q already ends in %s, which the exporter appends itself (alerts would go to .../api/v2/alerts/api/v2/alerts and get 404): write the base URL %q",
+				RedactURL(am.URL), alertsAPIPath, RedactURL(base))
+		}
 		if am.Timeout <= 0 {
 			return errorf(path+".timeout", "%s must be positive", am.Timeout)
 		}
@@ -322,6 +325,62 @@ func validateAlerting(a *Alerting) *fieldError {
 		return errorf("alerting.per_target", "labels the alerts pushed to Alertmanager, and alerting.alertmanagers is empty")
 	}
 	return validateLabels(a.ExternalLabels, "alerting.external_labels")
+}
+
+// alertsAPIPath is the path the notifier appends to an Alertmanager's URL.
+const alertsAPIPath = "/api/v2/alerts"
+
+// nearestProfile is the known profile a mistyped name most likely meant:
+// the same name in another case or spelling ("vLLM", "v-llm"), one that
+// contains it or is contained in it ("vllm-0.8" for "vllm"), or one within
+// two edits; empty when none is close.
+func nearestProfile(name string) string {
+	key := func(s string) string {
+		return strings.Map(func(r rune) rune {
+			if r == '-' || r == '_' || r == '.' || r == ' ' {
+				return -1
+			}
+			return unicode.ToLower(r)
+		}, s)
+	}
+	k := key(name)
+	if k == "" {
+		return ""
+	}
+	best, bestDist := "", 3
+	for _, p := range slices.Sorted(maps.Keys(scrape.Profiles)) {
+		pk := key(string(p))
+		d := editDistance(k, pk)
+		if pk == k || strings.HasPrefix(k, pk) || strings.HasPrefix(pk, k) {
+			d = 0
+		}
+		if d < bestDist || (d == bestDist && len(p) < len(best)) {
+			best, bestDist = string(p), d
+		}
+	}
+	return best
+}
+
+// editDistance is the Levenshtein distance between a and b.
+func editDistance(a, b string) int {
+	ra, rb := []rune(a), []rune(b)
+	prev := make([]int, len(rb)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(ra); i++ {
+		cur := make([]int, len(rb)+1)
+		cur[0] = i
+		for j := 1; j <= len(rb); j++ {
+			cost := 1
+			if ra[i-1] == rb[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev = cur
+	}
+	return prev[len(rb)]
 }
 
 // metricNames lists the objective keys for error messages.

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"strconv"
 	"strings"
 
 	"github.com/alecthomas/units"
@@ -26,15 +27,27 @@ type obsoleteUnmarshaler interface {
 	UnmarshalYAML(unmarshal func(any) error) error
 }
 
-// checker holds the state of one walk.
+// checker holds the state of one walk: every key and list element is
+// checked, and the errors of all of them are kept, so that one run names
+// every problem of the file.
 type checker struct {
 	budget int
+	errs   []*Error
 }
 
-// checkDocument checks the document's root node against Config.
-func checkDocument(root *yaml.Node) *Error {
+// checkDocument checks the document's root node against Config and returns
+// every error found.
+func checkDocument(root *yaml.Node) []*Error {
 	c := &checker{budget: maxCheckNodes}
-	return c.check(root, reflect.TypeFor[Config](), "", root.Line)
+	c.record(c.check(root, reflect.TypeFor[Config](), "", root.Line))
+	return c.errs
+}
+
+// record keeps an error, if any.
+func (c *checker) record(e *Error) {
+	if e != nil {
+		c.errs = append(c.errs, e)
+	}
 }
 
 // check checks node n against type t at path; at is the line of the key that
@@ -56,6 +69,11 @@ func (c *checker) check(n *yaml.Node, t reflect.Type, path string, at int) *Erro
 	}
 	switch {
 	case t == reflect.TypeFor[model.Duration]():
+		if v, neg := strings.CutPrefix(n.Value, "-"); neg && n.Kind == yaml.ScalarNode {
+			if _, err := model.ParseDuration(v); err == nil {
+				return &Error{Line: n.Line, Field: path, Msg: fmt.Sprintf("%s must be positive (a duration is never negative)", n.Value)}
+			}
+		}
 		return checkScalar(n, path, "duration", func(s string) error {
 			_, err := model.ParseDuration(s)
 			return err
@@ -66,8 +84,12 @@ func (c *checker) check(n *yaml.Node, t reflect.Type, path string, at int) *Erro
 			return err
 		}, "%q is not a valid size (use e.g. 512KiB, 10MiB, 1GiB)")
 	}
+	before := len(c.errs)
 	if err := c.checkChildren(n, t, path); err != nil {
 		return err
+	}
+	if len(c.errs) > before {
+		return nil // decoding the whole would only repeat a child's error without its place
 	}
 	return decodeCheck(n, t, path, at)
 }
@@ -110,9 +132,7 @@ func (c *checker) checkChildren(n *yaml.Node, t reflect.Type, path string) *Erro
 			return shapeError(n, path, "a list")
 		}
 		for i, e := range n.Content {
-			if err := c.check(e, t.Elem(), indexPath(path, i), e.Line); err != nil {
-				return err
-			}
+			c.record(c.check(e, t.Elem(), indexPath(path, i), e.Line))
 		}
 	default:
 		if n.Kind != yaml.ScalarNode && !custom {
@@ -131,9 +151,7 @@ func (c *checker) checkMapping(n *yaml.Node, path string, field func(string) (re
 		k, v := n.Content[i], n.Content[i+1]
 		if isMergeKey(k) {
 			for _, src := range mergeSources(v) {
-				if err := c.check(src, t, path, k.Line); err != nil {
-					return err
-				}
+				c.record(c.check(src, t, path, k.Line))
 			}
 			continue
 		}
@@ -142,16 +160,16 @@ func (c *checker) checkMapping(n *yaml.Node, path string, field func(string) (re
 			return &Error{Line: k.Line, Field: path, Msg: "mapping keys must be plain strings"}
 		}
 		if first, ok := seen[k.Value]; ok {
-			return &Error{Line: k.Line, Field: p, Msg: fmt.Sprintf("key %q is repeated (first at line %d)", k.Value, first)}
+			c.record(&Error{Line: k.Line, Field: p, Msg: fmt.Sprintf("key %q is repeated (first at line %d)", k.Value, first)})
+			continue
 		}
 		seen[k.Value] = k.Line
 		ft, ok := field(k.Value)
 		if !ok {
-			return &Error{Line: k.Line, Field: p, Msg: fmt.Sprintf("unknown field %q", k.Value)}
+			c.record(&Error{Line: k.Line, Field: p, Msg: fmt.Sprintf("unknown field %q", k.Value)})
+			continue
 		}
-		if err := c.check(v, ft, p, k.Line); err != nil {
-			return err
-		}
+		c.record(c.check(v, ft, p, k.Line))
 	}
 	return nil
 }
@@ -178,6 +196,9 @@ func decodeCheck(n *yaml.Node, t reflect.Type, path string, at int) *Error {
 	if errors.As(err, &te) && n.Kind == yaml.ScalarNode {
 		switch t.Kind() {
 		case reflect.Float32, reflect.Float64:
+			if quotedNumber(n) {
+				return &Error{Line: n.Line, Field: path, Msg: fmt.Sprintf("must be a number, not a string: write %s without quotes", n.Value)}
+			}
 			return &Error{Line: n.Line, Field: path, Msg: fmt.Sprintf("%q is not a number", n.Value)}
 		case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
 			reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
@@ -196,6 +217,16 @@ func decodeCheck(n *yaml.Node, t reflect.Type, path string, at int) *Error {
 	}
 	msg = rest
 	return &Error{Line: line, Field: path, Msg: msg}
+}
+
+// quotedNumber reports whether a scalar is a number written in quotes
+// ("0.99"), which YAML reads as a string.
+func quotedNumber(n *yaml.Node) bool {
+	if n.Style&(yaml.DoubleQuotedStyle|yaml.SingleQuotedStyle) == 0 {
+		return false
+	}
+	_, err := strconv.ParseFloat(n.Value, 64)
+	return err == nil
 }
 
 // shapeError reports a node of the wrong kind.

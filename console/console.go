@@ -9,9 +9,11 @@ import (
 	"html/template"
 	"net/http"
 	"path"
+	"slices"
 	"strconv"
 
 	"github.com/vllm-slo-exporter/vllm-slo-exporter/pipeline"
+	"github.com/vllm-slo-exporter/vllm-slo-exporter/slo"
 )
 
 //go:embed assets/uPlot.iife.min.js assets/uPlot.min.css assets/console.js assets/console.css
@@ -67,7 +69,7 @@ func (c *Console) report() *pipeline.Report {
 }
 
 func (c *Console) serveOverview(w http.ResponseWriter, r *http.Request) {
-	data := overviewPage{Refresh: c.opts.RefreshSeconds, Overview: buildOverview(c.report(), periodsOf(c.opts.History), r.URL.Query().Get("sort"))}
+	data := overviewPage{Refresh: c.opts.RefreshSeconds, Overview: buildOverview(c.report(), slosOf(c.opts.History), r.URL.Query().Get("sort"))}
 	render(w, overviewTemplate, data)
 }
 
@@ -77,8 +79,9 @@ func (c *Console) serveDetail(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "this server keeps no history to draw", http.StatusNotFound)
 		return
 	}
-	page := detailPage{Query: q, Ranges: rangeChoices(q), Windows: windowChoices(c.opts.History, q)}
+	page := detailPage{Query: q, Ranges: rangeChoices(q), Windows: windowChoices(c.opts.History, q), Refresh: c.opts.RefreshSeconds}
 	page.DataURL = "/api/series?" + q.values().Encode()
+	page.Tiles = headline(c.report(), slosOf(c.opts.History), q)
 	render(w, detailTemplate, page)
 }
 
@@ -100,6 +103,40 @@ func (c *Console) serveSeries(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("Cache-Control", "no-store")
 	w.Write(body)
+}
+
+// headline is the detail page's tiles for the query's SLO at the latest
+// evaluation, or nil when the evaluation does not hold it.
+func headline(rep *pipeline.Report, slos []slo.SLO, q query) *tiles {
+	if rep == nil {
+		return nil
+	}
+	o := buildOverview(rep, slos, "worst")
+	i := slices.IndexFunc(o.Rows, func(r Row) bool { return r.Target == q.Target && r.Model == q.Model && r.SLO == q.SLO })
+	if i < 0 {
+		return nil
+	}
+	t := &tiles{Row: o.Rows[i], Now: rep.Time}
+	for _, a := range o.Active {
+		if alertMatches(a.Alert, q.Target, q.Model, q.SLO) {
+			t.Alerts = append(t.Alerts, a)
+		}
+	}
+	// Attainment now: the shortest window that is not filling, else the
+	// shortest that knows one.
+	for _, a := range t.Row.Attainment {
+		if !a.Known {
+			continue
+		}
+		if !t.Attainment.Known {
+			t.Attainment = a
+		}
+		if !a.Filling {
+			t.Attainment = a
+			break
+		}
+	}
+	return t
 }
 
 // seriesJSON returns the series of a query, from the cache when the target

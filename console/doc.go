@@ -1,11 +1,20 @@
 // Package console is the daemon's web console: an overview of every SLO of
-// every target and model (attainment with its bounds, error budget left and
-// how much of the period it rests on, burn rate per alert window pair, alert
-// state; sortable, worst first) and, per SLO and model, charts over a chosen
-// range: budget burn-down, burn rates against their thresholds, attainment,
-// latency quantiles, goodput against throughput, Little's Law and the newest
-// window's histogram with our reconstructed density. Every estimate is drawn
-// with the band its bounds make; the truth cannot leave the band.
+// every target and model, as the on-call's status board (the alert state of
+// each model's SLO, worst first; goal and objectives; attainment per window
+// coloured against the goal with its bound beside it; error budget left, what
+// it rests on and how long it lasts; the burn rates of the SLO's own alerts;
+// windows still filling marked; each number's source in exact mode) and, per
+// SLO and model, headline tiles and charts over a chosen range: budget
+// burn-down, burn rates against their thresholds, attainment, latency
+// quantiles, goodput against throughput, Little's Law and the newest
+// window's histogram with a smooth density that keeps each bucket's count.
+// Every estimate is drawn with the band its bounds make; the truth cannot
+// leave the band.
+//
+// The console only renders: every number it prints is one the pipeline's
+// report holds (pipeline.StatusOf gathers them per SLO), the same value
+// /metrics exports at that evaluation, and it calls no function of package
+// slo.
 //
 // The charts are computed on request from the daemon's own history: windows
 // ending at past scrapes, evaluated by the pipeline exactly as the live

@@ -126,6 +126,7 @@ func TestOverload(t *testing.T) {
 		"SeriesHoldTheTruth":         checkSeriesHoldTheTruth,
 		"PagesEscapeModelNames":      checkPagesEscapeModelNames,
 		"WriteStatic":                checkWriteStatic,
+		"OverviewStateFromAlerts":    checkOverviewStateFromPipelineAlerts,
 	} {
 		t.Run(name, func(t *testing.T) { check(t, r) })
 	}

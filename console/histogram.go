@@ -6,8 +6,9 @@ import (
 	"github.com/vllm-slo-exporter/vllm-slo-exporter/slo"
 )
 
-// HistogramView is one window's latency histogram as vLLM's buckets, with the
-// density our estimator reconstructs inside them and the quantile brackets.
+// HistogramView is one window's latency histogram as vLLM's buckets, with a
+// smooth density that keeps every bucket's count (see density) and the
+// quantile brackets.
 //
 // The x axis is logarithmic (vLLM's edges grow roughly geometrically), so
 // densities are per decade: a bucket (l, u] holding c observations is drawn at
@@ -77,8 +78,8 @@ func histograms(s slo.SLO, w *slo.WindowReport) []HistogramView {
 
 // histogramView lays out the finite buckets from the one before the first
 // non-empty bucket to the one after the last (the rest are empty and would
-// only stretch the axis), with the estimator's cumulative count evaluated at
-// Steps log-spaced points inside each.
+// only stretch the axis), with a smooth density drawn at Steps log-spaced
+// points inside each (see density).
 func histogramView(h slo.Histogram) HistogramView {
 	last := len(h.Edges) - 1 // the +Inf bucket
 	counts := make([]float64, last)
@@ -101,25 +102,71 @@ func histogramView(h slo.Histogram) HistogramView {
 		return v
 	}
 	lo, hi := max(first-1, 0), min(final+1, last-1)
+	var buckets []bucket
 	for i := lo; i <= hi; i++ {
 		l, u := lowerEdge(h, i), h.Edges[i]
 		if !(l > 0) {
 			continue // a non-positive edge has no place on a log axis
 		}
-		bar := Value(counts[i] / math.Log10(u/l))
+		buckets = append(buckets, bucket{lower: l, upper: u, height: counts[i] / math.Log10(u/l)})
+	}
+	dens := density(buckets)
+	for j, b := range buckets {
 		for k := range Steps {
-			x0 := l * math.Pow(u/l, float64(k)/Steps)
-			x1 := l * math.Pow(u/l, float64(k+1)/Steps)
-			c0, c1 := slo.GoodCount(x0, h).Estimate, slo.GoodCount(x1, h).Estimate
-			v.X = append(v.X, Value(x0))
-			v.Bars = append(v.Bars, bar)
-			v.Density = append(v.Density, Value(math.Max(0, c1-c0)/math.Log10(x1/x0)))
+			v.X = append(v.X, Value(b.lower*math.Pow(b.upper/b.lower, float64(k)/Steps)))
+			v.Bars = append(v.Bars, Value(b.height))
+			v.Density = append(v.Density, Value(dens[j][k]))
 		}
 	}
 	v.X = append(v.X, Value(h.Edges[hi]))
 	v.Bars = append(v.Bars, Value(math.NaN()))
 	v.Density = append(v.Density, Value(math.NaN()))
 	return v
+}
+
+// bucket is one drawn bucket: its edges and its height per decade.
+type bucket struct {
+	lower, upper, height float64
+}
+
+// density is a continuous curve through the buckets that keeps each
+// bucket's count (its area over the bucket, on the log axis), drawn as the
+// mean over each of the Steps sub-intervals. Over a bucket it is linear in
+// log x from the value at its lower edge to a peak at its middle and on to
+// the value at its upper edge; an edge's value is the mean of the heights of
+// the buckets it separates (0 at the outer edges, which bound empty
+// buckets), and the middle is set so that the area is the bucket's count:
+// (left + 2·middle + right)/4 = height. Where that middle would be negative
+// (a nearly empty bucket between full ones) it is 0 and both edge values
+// inside this bucket scale down to keep the count, leaving a step at its
+// edges rather than a negative density. This replaces drawing the
+// estimator's cumulative count sub-interval by sub-interval, whose
+// differences put spikes at every bucket edge.
+func density(bs []bucket) [][Steps]float64 {
+	edge := make([]float64, len(bs)+1)
+	for i := 1; i < len(bs); i++ {
+		edge[i] = (bs[i-1].height + bs[i].height) / 2
+	}
+	out := make([][Steps]float64, len(bs))
+	for i, b := range bs {
+		l, r := edge[i], edge[i+1]
+		m := 2*b.height - (l+r)/2
+		if m < 0 {
+			m = 0
+			if s := l + r; s > 0 {
+				l, r = l*4*b.height/s, r*4*b.height/s
+			}
+		}
+		for k := range Steps {
+			t := (float64(k) + 0.5) / Steps // the sub-interval's middle, where a linear piece takes its mean
+			if t < 0.5 {
+				out[i][k] = l + (m-l)*2*t
+			} else {
+				out[i][k] = m + (r-m)*2*(t-0.5)
+			}
+		}
+	}
+	return out
 }
 
 // lowerEdge is the lower edge of finite bucket i as drawn: the previous edge,

@@ -152,11 +152,11 @@ func TestOverviewShowsExactBesideHistograms(t *testing.T) {
 	rep := &pipeline.Report{Targets: []pipeline.TargetReport{{Name: "t", Tried: true, Up: true, Models: []pipeline.ModelReport{model}}}}
 	c := New(Options{Report: func() *pipeline.Report { return rep }})
 	_, body := get(t, c, "/")
-	if !strings.Contains(body, "97.50%<br><small>exact, from traces; histograms 96.25%") {
+	if !regexp.MustCompile(`>97.50%</span></span><br><small class="source">exact, from traces; histograms 96.25%`).MatchString(body) {
 		t.Errorf("the covered 1m window does not show the exact and the histogram numbers side by side")
 	}
-	if strings.Count(body, "exact, from traces") != 1 {
-		t.Errorf("a window without spans is marked exact")
+	if strings.Count(body, "exact, from traces") != 1 || !strings.Contains(body, "from histograms") {
+		t.Errorf("a window without spans is marked exact, or not said to come from the histograms")
 	}
 	if strings.Contains(body, "a histogram bound failed") {
 		t.Errorf("a held calibration is reported as failed")
@@ -164,5 +164,20 @@ func TestOverviewShowsExactBesideHistograms(t *testing.T) {
 	rep.Targets[0].Models[0].Traces[0].Calibration.Failures = []string{"all: 0.9 outside [0.95, 0.96]"}
 	if _, body := get(t, c, "/"); !strings.Contains(body, "a histogram bound failed") {
 		t.Errorf("a failed histogram bound is not shown")
+	}
+}
+
+// TestFormatRough: how long a budget lasts, to its two largest units.
+func TestFormatRough(t *testing.T) {
+	for d, want := range map[time.Duration]string{
+		23*24*time.Hour + 5*time.Hour + 48*time.Minute + 10*time.Second: "23d5h",
+		4*time.Hour + 14*time.Minute + 53*time.Second:                   "4h14m",
+		2*24*time.Hour + 5*time.Minute:                                  "2d",
+		90 * time.Second:                                                "1m30s",
+		300 * time.Millisecond:                                          "under 1s",
+	} {
+		if got := formatRough(d); got != want {
+			t.Errorf("formatRough(%v) = %q, want %q", d, got, want)
+		}
 	}
 }

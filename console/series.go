@@ -244,30 +244,48 @@ func buildSeries(h History, q query) (*Series, error) {
 			return nil, fmt.Errorf("%w: %w", err, errNotFound)
 		}
 	}
-	reports, ends = distinct(reports, ends)
+	reports, ends = distinct(reports)
 	fill(out, spec, s, window, reports, ends)
 	return out, nil
 }
 
-// distinct drops the points whose windows end at the same scrape as the
-// point before (a grid finer than the scrape interval), so that the charts'
-// times strictly increase.
-func distinct(reports []pipeline.ModelReport, ends []time.Time) ([]pipeline.ModelReport, []time.Time) {
+// distinct drops the points evaluated at the same scrape as the point
+// before (a grid finer than the scrape interval), so that the charts' times
+// strictly increase, and the points whose evaluation found no window at all
+// (before the history holds two scrapes), which would draw nothing.
+func distinct(reports []pipeline.ModelReport) ([]pipeline.ModelReport, []time.Time) {
 	var keptR []pipeline.ModelReport
 	var keptE []time.Time
 	var last time.Time
-	for i, mr := range reports {
-		if len(mr.Windows) > 0 {
-			end := mr.Windows[0].Window.End
-			if end.Equal(last) {
-				continue
-			}
-			last = end
+	for _, mr := range reports {
+		at, ok := evaluatedAt(mr)
+		if !ok || (!last.IsZero() && !at.After(last)) {
+			continue
 		}
+		last = at
 		keptR = append(keptR, mr)
-		keptE = append(keptE, ends[i])
+		keptE = append(keptE, at)
 	}
 	return keptR, keptE
+}
+
+// evaluatedAt is the scrape an evaluation read: where its budgets
+// and burn rates end. Windows the spans covered end earlier, by the trace
+// delay, and are drawn at this time too, so that one time axis serves
+// every chart and never runs backwards. Without a budget window it is the
+// newest window's end; ok is false when the evaluation found no window.
+func evaluatedAt(mr pipeline.ModelReport) (at time.Time, ok bool) {
+	for _, b := range mr.Budgets {
+		if !b.End.IsZero() {
+			return b.End, true
+		}
+	}
+	for _, w := range mr.Windows {
+		if w.Window.End.After(at) {
+			at = w.Window.End
+		}
+	}
+	return at, !at.IsZero()
 }
 
 // rangeLength resolves a range name: "all" is as far as the history reaches,
@@ -398,7 +416,6 @@ func fill(out *Series, spec pipeline.Spec, s slo.SLO, window time.Duration, repo
 		if w == nil {
 			continue
 		}
-		out.Times[i] = unixSeconds(w.Window.End)
 		newest = w
 		fillWindow(i, s, w, attainment, latency, stages, out)
 	}
@@ -411,9 +428,7 @@ func fillBudget(out *Series, i int, s slo.SLO, mr pipeline.ModelReport) {
 	for _, b := range mr.Budgets {
 		if b.SLO == s.Name && b.Known {
 			out.Budget.set(i, b.Remaining)
-			if s.Period > 0 {
-				out.Covered[i] = Value(math.Min(1, b.Covered.Seconds()/s.Period.Seconds()))
-			}
+			out.Covered[i] = Value(b.Coverage)
 		}
 	}
 }

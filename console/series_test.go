@@ -179,6 +179,7 @@ func checkHistogramView(t *testing.T, r *rig) {
 			bars += float64(h.Bars[i]) * width
 			dens += float64(h.Density[i]) * width
 		}
+		checkNoSpikes(t, h)
 		drawn := h.Count - h.AboveLast
 		if math.Abs(bars-drawn) > 1e-9*drawn {
 			t.Errorf("%s: bars hold %v observations, want %v", h.Metric, bars, drawn)
@@ -193,6 +194,21 @@ func checkHistogramView(t *testing.T, r *rig) {
 				t.Errorf("%s p%v: estimate %v outside [%v, %v]", h.Metric, 100*q.Q, e, lo, hi)
 			}
 		}
+	}
+}
+
+// checkNoSpikes: the density never rises above twice the tallest bar (a
+// tent over a bucket among empty ones), where drawing the estimator's steps
+// reached four times a bucket's height.
+func checkNoSpikes(t *testing.T, h HistogramView) {
+	t.Helper()
+	var tallest, peak float64
+	for i := range h.Bars {
+		tallest = math.Max(tallest, float64(h.Bars[i]))
+		peak = math.Max(peak, float64(h.Density[i]))
+	}
+	if peak > 2*tallest {
+		t.Errorf("%s: density peaks at %v, over twice the tallest bar %v", h.Metric, peak, tallest)
 	}
 }
 

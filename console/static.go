@@ -3,11 +3,10 @@ package console
 import (
 	"bytes"
 	"fmt"
+	"github.com/vllm-slo-exporter/vllm-slo-exporter/pipeline"
+	"github.com/vllm-slo-exporter/vllm-slo-exporter/slo"
 	"html/template"
 	"io"
-	"time"
-
-	"github.com/vllm-slo-exporter/vllm-slo-exporter/pipeline"
 )
 
 // staticPage is one self-contained file: the overview table and the detail
@@ -20,7 +19,7 @@ type staticPage struct {
 	Sections []*Series
 }
 
-var staticTemplate = template.Must(template.New("static").Funcs(funcs).Parse(`<!DOCTYPE html>
+var staticTemplate = template.Must(template.New("static").Funcs(funcs).Parse(numTemplate + sloTable + `<!DOCTYPE html>
 <html lang="en">
 <head>
 <meta charset="utf-8">
@@ -32,12 +31,7 @@ var staticTemplate = template.Must(template.New("static").Funcs(funcs).Parse(`<!
 <body>
 <header><h1>vllm-slo-exporter · recording report</h1></header>
 {{if .Report}}<p class="note">Windows ending at the recorded scrapes, up to {{.Report.Time.UTC.Format "2006-01-02 15:04:05 MST"}}. Every range is an honest bound: the true value cannot leave it.</p>
-<table id="slos" class="overview"><thead><tr><th>target</th><th>model</th><th>SLO</th>{{range .Windows}}<th>attainment {{window .}}</th>{{end}}<th>error budget left</th>{{range .Pairs}}<th>burn {{.}}</th>{{end}}</tr></thead><tbody>
-{{range .Rows}}<tr class="slo"><td>{{.Target}}</td><td class="model">{{.Model}}</td><td>{{.SLO}}</td>
-{{range .Attainment}}<td>{{if .Known}}{{pct .Bounded}}{{else}}<span class="none">no request</span>{{end}}</td>{{end}}
-<td>{{if .Budget.Known}}{{pct .Budget.Bounded}}<br><small>rests on {{dur .Covered}}{{if .Period}} of {{dur .Period}}{{end}}</small>{{else}}<span class="none">unknown</span>{{end}}</td>
-{{range .Burns}}<td>{{if not .Present}}{{else if .Long.Known}}{{num .Long.Upper}} / {{num .Short.Upper}}<br><small>over {{num .Factor}} pages</small>{{else}}<span class="none">no request</span>{{end}}</td>{{end}}</tr>
-{{end}}</tbody></table>{{end}}
+{{template "slos" .Overview}}{{end}}
 {{range .Sections}}<section class="slo-detail">
 <h2>{{.SLO.Name}} · {{.Target}} · <span class="model">{{.Model}}</span></h2>
 <p class="status">Drawing…</p><div class="charts"></div>
@@ -54,7 +48,8 @@ var staticTemplate = template.Must(template.New("static").Funcs(funcs).Parse(`<!
 // over all of the history with points windows, everything inlined. The
 // report command uses it for recordings.
 func WriteStatic(w io.Writer, h History, rep *pipeline.Report, points int) error {
-	page := staticPage{Overview: buildOverview(rep, periodsOf(h), "name")}
+	page := staticPage{Overview: buildOverview(rep, slosOf(h), "name")}
+	page.Static = true
 	var css, js bytes.Buffer
 	for _, name := range []string{"uPlot.min.css", "console.css"} {
 		b, err := assets.ReadFile("assets/" + name)
@@ -91,13 +86,10 @@ func WriteStatic(w io.Writer, h History, rep *pipeline.Report, points int) error
 	return nil
 }
 
-func periodsOf(h History) map[string]time.Duration {
-	periods := map[string]time.Duration{}
+// slosOf returns the configured SLOs, nil without a history.
+func slosOf(h History) []slo.SLO {
 	if h == nil {
-		return periods
+		return nil
 	}
-	for _, s := range h.Spec().SLOs {
-		periods[s.Name] = s.Period
-	}
-	return periods
+	return h.Spec().SLOs
 }

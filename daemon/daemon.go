@@ -71,6 +71,10 @@ type Options struct {
 	// Dial, when set, replaces the network dialer of every outgoing
 	// connection, to targets and to Alertmanagers (tests dial in memory).
 	Dial commoncfg.DialContextFunc
+	// ExternalURL is the address people reach the console by
+	// (--web.external-url); each alert sent to Alertmanager links from it to
+	// its SLO's page (generatorURL). Empty: alerts carry no link.
+	ExternalURL string
 }
 
 // Daemon is the running exporter: build it with New, start it with Run.
@@ -125,7 +129,7 @@ func New(opts Options) (*Daemon, error) {
 		return nil, err
 	}
 	cfg := sc.get()
-	nc, err := notifierConfig(cfg, opts.Dial)
+	nc, err := notifierConfig(cfg, opts.Dial, opts.ExternalURL)
 	if err != nil {
 		return nil, err
 	}

@@ -44,7 +44,7 @@ func (d *Daemon) reload() error {
 		if sameNotifierSettings(running, next) {
 			return nil
 		}
-		c, err := notifierConfig(next, d.opts.Dial)
+		c, err := notifierConfig(next, d.opts.Dial, d.opts.ExternalURL)
 		nc = &c
 		return err
 	})
@@ -83,14 +83,16 @@ func sameNotifierSettings(a, b *config.Config) bool {
 }
 
 // notifierConfig builds the notifier's settings from cfg, with one HTTP
-// client per Alertmanager (dial, when set, replaces their dialer).
-func notifierConfig(cfg *config.Config, dial commoncfg.DialContextFunc) (notify.Config, error) {
+// client per Alertmanager (dial, when set, replaces their dialer); alerts
+// link back from externalURL.
+func notifierConfig(cfg *config.Config, dial commoncfg.DialContextFunc, externalURL string) (notify.Config, error) {
 	a := cfg.Alerting
 	nc := notify.Config{
 		ResendDelay:        time.Duration(a.ResendDelay),
 		EvaluationInterval: time.Duration(cfg.Global.EvaluationInterval),
 		ExternalLabels:     a.ExternalLabels,
 		PerTarget:          a.PerTarget,
+		GeneratorURL:       externalURL,
 	}
 	var opts []commoncfg.HTTPClientOption
 	if dial != nil {

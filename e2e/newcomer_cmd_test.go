@@ -45,7 +45,7 @@ func TestReplayOtherTargetFails(t *testing.T) {
 	writeRecording(t, rec, entries)
 	cfg := writeFile(t, dir, "config.yaml", replayConfig)
 	stdout, stderr, code := runCmd(t, 30*time.Second, "replay", "--config.file="+cfg, "--recording="+rec)
-	if code == 0 || !containsAll(stderr, `recording: [\"rtx4090\"]`, `configuration: [\"vllm\"]`) {
+	if code == 0 || !containsAll(stderr, `recording: ["rtx4090"]`, `configuration: ["vllm"]`) {
 		t.Errorf("exit %d, stderr:\n%s\nwant a failure naming rtx4090 and vllm", code, stderr)
 	}
 	if n := strings.Count(stderr, "recorded scrape not used"); n != 0 {

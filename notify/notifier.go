@@ -14,6 +14,7 @@ package notify
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -21,6 +22,7 @@ import (
 	"log/slog"
 	"maps"
 	"net/http"
+	"net/url"
 	"slices"
 	"strings"
 	"sync"
@@ -56,7 +58,8 @@ type Config struct {
 	EvaluationInterval time.Duration
 	// ExternalLabels are added to every alert, never overriding its own.
 	ExternalLabels map[string]string
-	// GeneratorURL is the link back to us in every alert.
+	// GeneratorURL is the console's external address: every alert links
+	// back to it, a burn-rate alert to its SLO's page (see generatorURL).
 	GeneratorURL string
 	// PerTarget adds the target label to burn-rate alerts: one Alertmanager
 	// alert per target instead of one per breach of the model's SLO (which
@@ -219,7 +222,7 @@ func (n *Notifier) due(now time.Time, alerts []pipeline.Alert) []amAlert {
 			n.sent[key] = st
 		}
 		st.seen = now
-		al := amAlert{Labels: b.labels, Annotations: b.annotations, GeneratorURL: cfg.GeneratorURL}
+		al := amAlert{Labels: b.labels, Annotations: b.annotations, GeneratorURL: b.generator}
 		st.last = al
 		if b.firing {
 			if st.since.IsZero() {
@@ -320,7 +323,10 @@ type sendState struct {
 // only when none does, no target of this daemon can close another's page.
 type breach struct {
 	labels, annotations map[string]string
-	firing              bool
+	// generator is the link back to the console (see generatorURL), from
+	// the same source as the annotations.
+	generator string
+	firing    bool
 	// startsAt is the earliest ActiveAt of the firing sources (of every
 	// source when none fires); resolvedAt the latest ResolvedAt.
 	startsAt, resolvedAt time.Time
@@ -363,6 +369,7 @@ func gather(alerts []pipeline.Alert, cfg Config) map[string]*breach {
 	}
 	for key, b := range out {
 		b.annotations = maps.Clone(first[key].Annotations)
+		b.generator = generatorURL(cfg.GeneratorURL, first[key])
 		if ts := targets[key]; len(ts) > 0 && first[key].Name() == pipeline.AlertBurnRate {
 			if b.annotations == nil {
 				b.annotations = map[string]string{}
@@ -407,6 +414,22 @@ func labelKey(labels map[string]string) string {
 		b.WriteByte(0)
 	}
 	return b.String()
+}
+
+// generatorURL is an alert's link back to the console at base: the page of
+// its SLO of its model on the target it came from when it names them (a
+// burn-rate alert), else the overview. Empty without a base.
+func generatorURL(base string, a pipeline.Alert) string {
+	if base == "" {
+		return ""
+	}
+	base = strings.TrimSuffix(base, "/")
+	model, sloName := a.Labels["model_name"], a.Labels["slo"]
+	target := cmp.Or(a.Target, a.Labels["target"])
+	if model == "" || sloName == "" || target == "" {
+		return base + "/"
+	}
+	return base + "/slo?" + url.Values{"target": {target}, "model": {model}, "slo": {sloName}}.Encode()
 }
 
 // Run sends queued batches until ctx ends.

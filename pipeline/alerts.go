@@ -343,12 +343,12 @@ func burnCondition(base map[string]string, modelName string, c BurnCheck) condit
 	a := c.Alert
 	labels := map[string]string{"alertname": AlertBurnRate, "severity": a.Severity, "slo": a.SLO, "model_name": modelName,
 		"long_window": model.Duration(a.Long).String(), "short_window": model.Duration(a.Short).String()}
+	summary, description := BurnAlertText(a.SLO, modelName, a)
 	ann := map[string]string{
-		"summary": fmt.Sprintf("SLO %s of %s on %s burns its error budget at %s× or more over %s", a.SLO, modelName,
-			base["target"], shortNumber(a.Factor), model.Duration(a.Long)),
-		"description": fmt.Sprintf("Burn rate over %s: observed %s, estimate %s, bounds [%s, %s], from %s finished requests over %s%% of the window; "+
-			"over %s: observed %s, estimate %s, bounds [%s, %s], from %s finished requests over %s%% of the window; threshold %s. "+
-			"It pages when the upper bound and the evidence (the larger of the lower bound and the observed burn rate: requests seen bad, abandoned ones included as the SLO counts them) both exceed the threshold in both windows.",
+		"summary":     summary,
+		"description": description,
+		"evidence": fmt.Sprintf("Burn rate over %s: observed %s, estimate %s, bounds [%s, %s], from %s finished requests over %s%% of the window; "+
+			"over %s: observed %s, estimate %s, bounds [%s, %s], from %s finished requests over %s%% of the window; threshold %s.",
 			model.Duration(a.Long), shortNumber(c.LongEvidence.Observed), shortNumber(c.Long.Estimate), shortNumber(c.Long.Lower), shortNumber(c.Long.Upper),
 			shortNumber(c.LongEvidence.Requests), shortNumber(100*c.LongEvidence.Coverage),
 			model.Duration(a.Short), shortNumber(c.ShortEvidence.Observed), shortNumber(c.Short.Estimate), shortNumber(c.Short.Lower), shortNumber(c.Short.Upper),

@@ -144,6 +144,7 @@ func (t *target) windowOptions(warm bool) history.Options {
 func (p *pass) budget(s slo.SLO) Budget {
 	b := Budget{SLO: s.Name}
 	e := p.window(p.now, s.Period, true, false)
+	b.End = e.w.End
 	r, ok := e.result(s.Name)
 	if !ok {
 		return b

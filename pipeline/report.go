@@ -103,6 +103,12 @@ type Budget struct {
 	Covered time.Duration
 	// Known is false when the period holds no finished request.
 	Known bool
+	// End is the scrape the budget's window ends at: the newest one at or
+	// before the evaluation time, which the burn-rate checks read too
+	// (zero when the history holds no window). In exact mode it is later
+	// than the end of a window the spans covered, which lags by the trace
+	// delay.
+	End time.Time
 	// Coverage is the share of the period the history spans (see
 	// slo.Window.Coverage): an overspent budget after nine minutes of a day rests
 	// on those nine minutes.

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -270,10 +271,6 @@ func jointObjectives(plans []objectivePlan) []string {
 // burnAlert is the multiwindow, multi-burn-rate alert of one policy entry.
 func burnAlert(s config.SLO, a config.AlertPolicy, objs []config.Objective, ledger bool) Rule {
 	factor := formatFloat(a.BurnFactor(time.Duration(s.Period)))
-	names := make([]string, len(objs))
-	for i, o := range objs {
-		names[i] = string(o.Metric)
-	}
 	r := Rule{
 		Alert: AlertBurnRate,
 		Expr: fmt.Sprintf("max without (window) (%[1]s) > %[3]s\nand on (model_name, slo)\n%[2]s\nand on (model_name, slo)\nmax without (window) (%[4]s) > %[3]s\nand on (model_name, slo)\n%[5]s",
@@ -286,12 +283,7 @@ func burnAlert(s config.SLO, a config.AlertPolicy, objs []config.Objective, ledg
 			"long_window":  a.LongWindow.String(),
 			"short_window": a.ShortWindow.String(),
 		},
-		Annotations: map[string]string{
-			"summary": fmt.Sprintf("SLO {{ $labels.slo }} of model {{ $labels.model_name }} burns its error budget faster than %s× over %s",
-				factor, a.LongWindow),
-			"description": fmt.Sprintf("Burn rate over %s is {{ $value | humanize }} (threshold %s, confirmed over %s): at this pace %s%% of the %s error budget is spent within %s. %s",
-				a.LongWindow, factor, a.ShortWindow, formatFloat(a.BudgetConsumed*100), s.Period, a.LongWindow, boundNote(names)),
-		},
+		Annotations: burnAnnotations(a, time.Duration(s.Period)),
 		Comment: fmt.Sprintf("%s: multiwindow burn-rate alert (Google SRE workbook): %s%% of the budget within %s means burning %s times too fast.\n"+
 			"It pages when the burn rate's upper bound and its evidence (the larger of the lower bound and the\n"+
 			"observed burn rate: the requests seen bad, abandoned ones as the SLO counts them) both exceed the\n"+
@@ -304,12 +296,6 @@ func burnAlert(s config.SLO, a config.AlertPolicy, objs []config.Objective, ledg
 		r.Annotations["runbook_url"] = templateText(s.RunbookURL)
 	}
 	return r
-}
-
-// boundNote says what the burn rate in an alert's description is.
-func boundNote(objectives []string) string {
-	return "The value is the upper bound of the burn rate of the requests judged on " + strings.Join(objectives, ", ") +
-		" (per-interval ledger, thresholds rounded to vLLM's bucket edges); the page also needs the evidence, the larger of the lower bound and the observed burn rate (the requests seen bad, abandoned ones as the SLO counts them), above the threshold in both windows."
 }
 
 // evidenceRules record a window's observed burn rate and, with the ledger,
@@ -350,4 +336,20 @@ func evidenceAbove(s config.SLO, w model.Duration, factor string, ledger bool) s
 		return obs
 	}
 	return fmt.Sprintf("(\n  %s\n  or\n  max without (window) (%s) > %s\n)", obs, selector(windowed(recBurnLo, w), "slo", s.Name), factor)
+}
+
+// burnAnnotations are a burn-rate alert's summary and description: the
+// daemon's words (pipeline.BurnAlertText) with the labels as templates, so
+// that the merged alert reads the same whichever path sent it last
+// (TestBurnAlertTextIsTheDaemons). The factor is written as the daemon
+// writes numbers, to four significant digits.
+func burnAnnotations(a config.AlertPolicy, period time.Duration) map[string]string {
+	factor := strconv.FormatFloat(a.BurnFactor(period), 'g', 4, 64)
+	return map[string]string{
+		"summary": fmt.Sprintf("SLO {{ $labels.slo }} of model {{ $labels.model_name }} burns its error budget faster than %s× over %s", factor, a.LongWindow),
+		"description": fmt.Sprintf("Over %s and over %s, both the upper bound of the burn rate and its evidence (the larger of its lower bound and the observed burn rate: the requests seen bad, abandoned ones included as the SLO counts them) exceed %s: "+
+			"at this pace a whole SLO period's error budget lasts the period divided by %s. "+
+			"The values are the exporter's vllm_slo_burn_rate_upper and _lower and the rules' burn_rate_upper, burn_rate_lower and burn_rate_observed recordings; the exporter's console links the SLO's charts.",
+			a.LongWindow, a.ShortWindow, factor, factor),
+	}
 }

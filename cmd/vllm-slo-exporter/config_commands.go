@@ -39,6 +39,9 @@ func checkConfigFile(stdout, stderr io.Writer, file string, probe bool, recordin
 		fmt.Fprintf(stderr, "%s\n", err)
 		return 1
 	}
+	for _, w := range cfg.Warnings {
+		fmt.Fprintf(stderr, "warning: %s\n", w)
+	}
 	fmt.Fprintf(stdout, "%s: OK (%d targets, %d SLOs)\n", file, len(cfg.Targets), len(cfg.SLOs))
 	if !probe && recordingPath == "" {
 		return 0

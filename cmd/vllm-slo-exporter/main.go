@@ -8,13 +8,17 @@ package main
 
 import (
 	"fmt"
+	"io"
 	"log/slog"
 	"os"
+	"runtime/debug"
 
 	"github.com/alecthomas/kingpin/v2"
 	"github.com/prometheus/common/promslog"
 	promslogflag "github.com/prometheus/common/promslog/flag"
 	"github.com/prometheus/common/version"
+
+	"github.com/vllm-slo-exporter/vllm-slo-exporter/sim"
 )
 
 // defaultListenAddress is outside 9100-9999, which Prometheus's default port
@@ -24,7 +28,55 @@ const defaultListenAddress = ":10042"
 const programName = "vllm-slo-exporter"
 
 func main() {
+	fillVersion()
 	os.Exit(run(os.Args[1:]))
+}
+
+// fillVersion sets the version package's build metadata from the binary's
+// build information where the release build's -ldflags did not set it (go
+// build, go install, make build): the module version, and the VCS revision,
+// time and whether the tree was modified. It runs once, before anything
+// reads them (--version and vllm_slo_exporter_build_info).
+func fillVersion() {
+	bi, ok := debug.ReadBuildInfo()
+	if !ok {
+		return
+	}
+	info := buildVersion(bi)
+	if version.Version == "" {
+		version.Version = info.version
+	}
+	if version.Revision == "" {
+		version.Revision = info.revision
+	}
+	if version.BuildDate == "" {
+		version.BuildDate = info.date
+	}
+}
+
+// builtVersion is what build information says of a binary.
+type builtVersion struct{ version, revision, date string }
+
+// buildVersion reads a binary's build information: the main module's
+// version ("(devel)" for a build in a work tree) and the VCS settings; a
+// revision built from a modified tree ends in "-modified".
+func buildVersion(bi *debug.BuildInfo) builtVersion {
+	v := builtVersion{version: bi.Main.Version}
+	modified := false
+	for _, s := range bi.Settings {
+		switch s.Key {
+		case "vcs.revision":
+			v.revision = s.Value
+		case "vcs.time":
+			v.date = s.Value
+		case "vcs.modified":
+			modified = s.Value == "true"
+		}
+	}
+	if modified && v.revision != "" {
+		v.revision += "-modified"
+	}
+	return v
 }
 
 // run parses the command line and runs the chosen subcommand; it returns the
@@ -45,6 +97,10 @@ func run(args []string) int {
 	demoSim := demoCmd.Flag("simulator.listen-address", "Address of the simulated vLLM (the default moves to a free port when taken).").Default("127.0.0.1:18000").IsSetByUser(&demoSimSet).String()
 	var demoOTLPSet bool
 	demoOTLP := demoCmd.Flag("otlp.listen-address", "Address where the daemon receives the simulator's spans, OTLP/gRPC (exact mode; the default moves to a free port when taken).").Default("127.0.0.1:14317").IsSetByUser(&demoOTLPSet).String()
+	var demoOpts demoOptions
+	demoCmd.Flag("config.file", "Configuration to run the demo with (its SLOs, windows and alerting; its targets and otlp are replaced by the simulator). Default: the built-in demo configuration.").StringVar(&demoOpts.configFile)
+	demoCmd.Flag("alertmanager.url", "Alertmanager to push the demo's alerts to (base URL, as alerting.alertmanagers[].url).").StringVar(&demoOpts.alertmanagerURL)
+	demoCmd.Flag("web.external-url", "URL the console is reached by, for the links in alerts (default: the address it listens on).").StringVar(&demoOpts.externalURL)
 
 	checkCmd := app.Command("check-config", "Validate a configuration file.")
 	checkConfig := checkCmd.Flag("config.file", "Configuration file.").Default("config.yaml").String()
@@ -74,9 +130,12 @@ func run(args []string) int {
 	bucketsOpts := addBucketsFlags(bucketsCmd)
 
 	simCmd := app.Command("simulate", "Serve the built-in vLLM simulator.")
-	simListen := simCmd.Flag("web.listen-address", "Address to serve /metrics on.").Default("127.0.0.1:8000").String()
-	simTruth := simCmd.Flag("truth", "Write the per-request ground truth (JSON Lines) to this file.").String()
-	simSeed := simCmd.Flag("seed", "Random seed.").Default("1").Uint64()
+	var simOpts simulateOptions
+	simCmd.Flag("web.listen-address", "Address to serve /metrics on (off vLLM's own 8000, so that it runs beside a real vLLM).").Default("127.0.0.1:18000").StringVar(&simOpts.addr)
+	simCmd.Flag("truth", "Write the per-request ground truth (JSON Lines) to this file.").StringVar(&simOpts.truthFile)
+	simCmd.Flag("seed", "Random seed.").Default("1").Uint64Var(&simOpts.seed)
+	simCmd.Flag("otlp.endpoint", "Send one span per finished request to this OTLP receiver (host:port), as vLLM's --otlp-traces-endpoint does: exact mode outside the demo. Empty: no spans.").StringVar(&simOpts.otlpEndpoint)
+	simCmd.Flag("otlp.protocol", "OTLP protocol of --otlp.endpoint.").Default(string(sim.SpanGRPC)).EnumVar(&simOpts.otlpProtocol, string(sim.SpanGRPC), string(sim.SpanHTTP))
 	simPreset := presetFlag(simCmd)
 
 	cmd, err := app.Parse(args)
@@ -89,7 +148,7 @@ func run(args []string) int {
 	case runCmd.FullCommand():
 		return runDaemon(logger, runOpts)
 	case demoCmd.FullCommand():
-		return runDemo(logger, demoAddress{*demoWeb, !demoWebSet}, demoAddress{*demoSim, !demoSimSet}, demoAddress{*demoOTLP, !demoOTLPSet})
+		return runDemo(logger, demoAddress{*demoWeb, !demoWebSet}, demoAddress{*demoSim, !demoSimSet}, demoAddress{*demoOTLP, !demoOTLPSet}, demoOpts)
 	case checkCmd.FullCommand():
 		return checkConfigFile(os.Stdout, os.Stderr, *checkConfig, *checkProbe, *checkRecording)
 	case rulesCmd.FullCommand():
@@ -98,20 +157,29 @@ func run(args []string) int {
 		return runRecord(logger, recordOptions{url: *recordURL, target: *recordTarget, duration: *recordDuration,
 			interval: *recordInterval, timeout: *recordTimeout, out: *recordOut})
 	case replayCmd.FullCommand():
-		return runReplay(os.Stdout, logger, *replayConfig, *replayRecording, *replayStep)
+		return runReplay(os.Stdout, os.Stderr, logger, *replayConfig, *replayRecording, *replayStep)
 	case reportCmd.FullCommand():
 		return runReport(logger, reportOpts)
 	case bucketsCmd.FullCommand():
 		return runBuckets(os.Stdout, os.Stderr, bucketsOpts)
 	case simCmd.FullCommand():
-		return runSimulate(logger, *simListen, *simTruth, *simPreset, *simSeed)
+		simOpts.preset = *simPreset
+		return runSimulate(logger, simOpts)
 	}
 	logger.Error("unknown command", "command", cmd)
 	return 2
 }
 
-// fail logs an error and returns exit code 1.
-func fail(logger *slog.Logger, msg string, err error) int {
-	logger.Error(msg, "err", err)
+// fail reports a command's error as one plain line on standard error
+// ("vllm-slo-exporter: replay: recording r.jsonl holds no scrape"), not as a
+// log record with its time, level and source, and returns exit code 1. The
+// logger stays the commands' channel for what happens while they run.
+func fail(_ *slog.Logger, msg string, err error) int {
+	return failTo(os.Stderr, msg, err)
+}
+
+// failTo is fail writing to w.
+func failTo(w io.Writer, msg string, err error) int {
+	fmt.Fprintf(w, "%s: %s: %v\n", programName, msg, err)
 	return 1
 }

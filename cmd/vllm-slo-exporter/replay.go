@@ -18,7 +18,12 @@ import (
 
 // runReplay drives the daemon's pipeline with a recording's scrapes and their
 // recorded times, then prints our exposition as it was at the last scrape.
-func runReplay(out io.Writer, logger *slog.Logger, configFile, recordingFile string, step bool) int {
+// It evaluates as the daemon does, every evaluation interval from the first
+// scrape (so that alerts go from pending to firing after their for), and
+// once more at the last scrape; with step, after every scrape as well, and
+// prints each of those.
+func runReplay(out, stderr io.Writer, logger *slog.Logger, configFile, recordingFile string, step bool) int {
+	fail := func(_ *slog.Logger, msg string, err error) int { return failTo(stderr, msg, err) }
 	cfg, err := config.Load(configFile)
 	if err != nil {
 		return fail(logger, "load configuration", err)
@@ -27,7 +32,11 @@ func runReplay(out io.Writer, logger *slog.Logger, configFile, recordingFile str
 	var lastTime time.Time
 	scrapes := 0
 	var use pipeline.RecordedUse
+	ticks := evaluationTicks{interval: time.Duration(cfg.Global.EvaluationInterval)}
 	replayOne := func(e recording.Entry) error {
+		for _, at := range ticks.before(e.Time) {
+			p.Evaluate(at)
+		}
 		// Entries of a target the configuration does not name are counted
 		// and named once at the end, not warned about one by one.
 		if err := p.IngestRecorded(e); use.Add(e.Target, err) && err != nil {
@@ -64,6 +73,33 @@ func runReplay(out io.Writer, logger *slog.Logger, configFile, recordingFile str
 		}
 	}
 	return 0
+}
+
+// evaluationTicks are the daemon's evaluation times over a recording: every
+// interval from the first scrape.
+type evaluationTicks struct {
+	interval time.Duration
+	next     time.Time
+}
+
+// before returns the ticks not yet returned that fall before a scrape at
+// t, when the daemon would have evaluated without that scrape; the first
+// scrape starts the clock. A scrape earlier than the last tick (a recording
+// out of order) yields none.
+func (e *evaluationTicks) before(t time.Time) []time.Time {
+	if e.interval <= 0 {
+		return nil
+	}
+	if e.next.IsZero() {
+		e.next = t.Add(e.interval)
+		return nil
+	}
+	var out []time.Time
+	for e.next.Before(t) {
+		out = append(out, e.next)
+		e.next = e.next.Add(e.interval)
+	}
+	return out
 }
 
 // writeExposition renders a report as Prometheus text through the same

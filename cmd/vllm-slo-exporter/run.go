@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"os"
 
 	"github.com/alecthomas/kingpin/v2"
 	"github.com/prometheus/exporter-toolkit/web"
@@ -27,6 +28,9 @@ type runFlags struct {
 	// the web configuration's TLS and basic auth, for probes that carry no
 	// credentials (the kubelet's).
 	probeAddress string
+	// externalURL is the address people reach the console by, for the links
+	// in alerts (as Prometheus's --web.external-url).
+	externalURL string
 }
 
 // addRunFlags declares the run command's flags on cmd.
@@ -35,6 +39,7 @@ func addRunFlags(cmd *kingpin.CmdClause) *runFlags {
 	cmd.Flag("config.file", "Configuration file.").Default("config.yaml").StringVar(&f.configFile)
 	f.web = kingpinflag.AddFlags(cmd, defaultListenAddress)
 	cmd.Flag("web.enable-lifecycle", "Enable POST /-/reload (protected against cross-site requests). SIGHUP reloads either way.").Default("false").BoolVar(&f.enableLifecycle)
+	cmd.Flag("web.external-url", "URL the console is reached by (behind a proxy, say), for the links from alerts to their SLO's page (generatorURL). Default: http://<hostname>:<port of the first listen address>/.").Default("").StringVar(&f.externalURL)
 	cmd.Flag("web.probe-listen-address", "Also serve /-/healthy and /-/ready, and nothing else, on this address without TLS or authentication (for Kubernetes probes when --web.config.file sets basic auth). Empty: off.").Default("").StringVar(&f.probeAddress)
 	return f
 }
@@ -48,6 +53,7 @@ func runDaemon(logger *slog.Logger, f *runFlags) int {
 		Logger:          logger,
 		Serve:           func(srv *http.Server) error { return web.ListenAndServe(srv, f.web, logger) },
 		EnableLifecycle: f.enableLifecycle,
+		ExternalURL:     externalURL(f.externalURL, *f.web.WebListenAddresses, os.Hostname),
 	}
 	if f.probeAddress != "" {
 		opts.ServeProbes = func(srv *http.Server) error { return serveProbes(logger, f.probeAddress, srv) }
@@ -60,6 +66,28 @@ func runDaemon(logger *slog.Logger, f *runFlags) int {
 		return fail(logger, "run", err)
 	}
 	return 0
+}
+
+// externalURL is the console's address for alerts' links: the one given,
+// else, as Prometheus derives it, http://<hostname>:<port>/ with the port of
+// the first listen address (the host of that address when it names one).
+func externalURL(given string, listen []string, hostname func() (string, error)) string {
+	if given != "" {
+		return given
+	}
+	if len(listen) == 0 {
+		return ""
+	}
+	host, port, err := net.SplitHostPort(listen[0])
+	if err != nil {
+		return ""
+	}
+	if host == "" || host == "0.0.0.0" || host == "::" {
+		if host, err = hostname(); err != nil {
+			return ""
+		}
+	}
+	return "http://" + net.JoinHostPort(host, port) + "/"
 }
 
 // serveProbes serves srv in plain HTTP on address until it is shut down.

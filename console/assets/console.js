@@ -105,6 +105,44 @@
     return n;
   }
 
+  // clipRange is the y range that leaves out the early wide bands: the
+  // estimates, the constant lines (goal, threshold) and the bounds after the
+  // first fifth of the points, padded by a tenth. The first minutes' bounds
+  // rest on little data and can be a hundred times wider than anything
+  // after; they would flatten the chart. null when every bound fits, or
+  // when clipping would gain less than half the height.
+  function clipRange(chart) {
+    if (!chart.bands.length) return null;
+    let lo = Infinity, hi = -Infinity, blo = Infinity, bhi = -Infinity;
+    for (const l of chart.lines) {
+      const settled = Math.floor(l.values.length / 5);
+      l.values.forEach(function (v, i) {
+        if (v == null) return;
+        if (l.bound) { blo = Math.min(blo, v); bhi = Math.max(bhi, v); }
+        if (!l.bound || i >= settled) { lo = Math.min(lo, v); hi = Math.max(hi, v); }
+      });
+    }
+    if (!isFinite(lo) || !isFinite(blo)) return null;
+    const pad = Math.max((hi - lo) / 10, Math.abs(hi) / 20, 1e-6);
+    const r = [lo - pad, hi + pad];
+    if (chart.percent && hi <= 1) r[1] = Math.min(r[1], 1.02); // a share never exceeds 100%
+    if (blo >= r[0] && bhi <= r[1]) return null;
+    if ((Math.max(bhi, r[1]) - Math.min(blo, r[0])) < 1.5 * (r[1] - r[0])) return null;
+    return { range: r, lo: blo, hi: bhi };
+  }
+
+  // timeTicks writes each tick of a time axis as 24-hour clock time, with the
+  // date when the axis spans more than a day.
+  function timeTicks(u, ticks) {
+    const span = u.scales.x.max - u.scales.x.min;
+    return ticks.map(function (t) {
+      const d = new Date(t * 1000);
+      const hm = String(d.getHours()).padStart(2, "0") + ":" + String(d.getMinutes()).padStart(2, "0");
+      if (span <= 86400) return hm;
+      return (d.getMonth() + 1) + "-" + String(d.getDate()).padStart(2, "0") + " " + hm;
+    });
+  }
+
   function draw(container, chart, x, opts) {
     opts = opts || {};
     const fig = el("figure", "chart");
@@ -115,7 +153,15 @@
     container.appendChild(fig);
     const fg = cssVar("--fg", "#222"), grid = cssVar("--grid", "#ddd");
     const axis = { stroke: fg, grid: { stroke: grid, width: 1 }, ticks: { stroke: grid, width: 1 } };
-    const series = [{ label: opts.xLabel || "time" }];
+    const xTime = !(opts.scales && opts.scales.x && opts.scales.x.time === false);
+    const series = [{
+      label: opts.xLabel || "time",
+      value: function (u, v, si, idx) {
+        if (idx == null) v = lastValue(u.data[0]);
+        if (v == null) return "–";
+        return xTime ? new Date(v * 1000).toLocaleTimeString([], { hour12: false }) + (idx == null ? " (newest)" : "") : fmt(v);
+      },
+    }];
     for (const l of chart.lines) {
       const f = l.fmt || fmt;
       series.push({
@@ -126,7 +172,8 @@
         fill: l.fill,
         paths: l.paths,
         points: { show: false },
-        value: function (u, v) { return f(v); },
+        // Off the plot the legend shows the newest value, not a dash.
+        value: function (u, v, si, idx) { return f(idx == null ? lastValue(u.data[si]) : v); },
       });
     }
     const bands = chart.bands.map(function (b) {
@@ -136,12 +183,23 @@
     const width = Math.max(320, plot.clientWidth || fig.clientWidth || 600);
     const yAxis = Object.assign({ label: chart.unit, size: 64 }, axis);
     if (chart.percent) yAxis.values = function (u, ticks) { return ticks.map(function (v) { return fmt(100 * v) + "%"; }); };
+    const scales = Object.assign({ x: { time: true } }, opts.scales || {});
+    const clip = clipRange(chart);
+    if (clip) {
+      scales.y = { range: function () { return clip.range; } };
+      const f = chart.percent ? pct : fmt;
+      const note = el("figcaption", "clipped", "Axis clipped to the estimates' range: the bands reach from " + f(clip.lo) + " to " + f(clip.hi) +
+        " (the early windows, which rest on little data), beyond the edge of the chart.");
+      fig.appendChild(note);
+      fig.dataset.clipped = "true";
+    }
+    const xAxis = Object.assign({ space: 70 }, axis, scales.x.time ? { values: timeTicks } : {}, opts.xAxis || {});
     /* global uPlot */
     const u = new uPlot({
       width: width,
       height: opts.height || 240,
-      scales: opts.scales || { x: { time: true } },
-      axes: [Object.assign({}, axis, opts.xAxis || {}), yAxis],
+      scales: scales,
+      axes: [xAxis, yAxis],
       series: series,
       bands: bands,
       hooks: opts.hooks || {},
@@ -210,10 +268,11 @@
     charts.push(ab);
 
     const ll = new Chart("Little's Law: predicted λ·W against observed concurrency" + win, "requests");
+    // Each stage in its own pair of colours: predicted solid, observed
+    // dashed in another hue, so that the legend tells them apart.
     s.concurrency.forEach(function (c, i) {
-      const color = PALETTE[i % PALETTE.length];
-      ll.line(c.stage + " predicted", color, c.predicted, { width: 2 });
-      ll.line(c.stage + " observed", color, c.observed, { width: 1.5, dash: [6, 3] });
+      ll.line(c.stage + " predicted", PALETTE[i % 3], c.predicted, { width: 2 });
+      ll.line(c.stage + " observed", PALETTE[3 + i % 3], c.observed, { width: 1.5, dash: [6, 3] });
     });
     ll.caption = "Predicted from the finished requests (exact); observed from vLLM's gauges at scrapes.";
     charts.push(ll);
@@ -227,15 +286,25 @@
     const c = new Chart("Histogram of " + h.metric + " over the newest " + h.window + " window", "requests per decade");
     const stepped = uPlot.paths.stepped({ align: 1 });
     c.line("vLLM buckets", PALETTE[4], h.bars, { width: 1, fill: rgba(PALETTE[4], 0.3), paths: stepped });
-    c.line("reconstructed density", PALETTE[0], h.density, { width: 2, paths: stepped });
+    c.line("smoothed density", PALETTE[0], h.density, { width: 2 });
     c.caption = fmt(h.count) + " observations" + (h.above_last > 0 ? ", " + fmt(h.above_last) + " above the last finite edge (not drawn)" : "") +
-      ". Shaded: the bucket that certainly holds each quantile; solid line: our estimate.";
+      ". Shaded: the bucket that certainly holds each quantile; vertical line: our estimate. The curve is a smooth density that keeps each bucket's count.";
     const marks = h.quantiles;
     const threshold = h.threshold;
     const hooks = {
       draw: [function (u) {
         const ctx = u.ctx, top = u.bbox.top, height = u.bbox.height, left = u.bbox.left, right = left + u.bbox.width;
         ctx.save();
+        ctx.font = (12 * devicePixelRatio) + "px system-ui, sans-serif";
+        // Labels go in the first row where they overlap no label before.
+        const rowEnds = [];
+        function labelRow(x, w) {
+          for (let r = 0; r < rowEnds.length; r++) {
+            if (x > rowEnds[r] + 4 * devicePixelRatio) { rowEnds[r] = x + w; return r; }
+          }
+          rowEnds.push(x + w);
+          return rowEnds.length - 1;
+        }
         marks.forEach(function (q, i) {
           if (q.estimate == null && q.lower == null) return;
           const color = PALETTE[(i + 1) % PALETTE.length];
@@ -252,8 +321,9 @@
             ctx.lineTo(xe, top + height);
             ctx.stroke();
             ctx.fillStyle = color;
-            ctx.font = (12 * devicePixelRatio) + "px system-ui, sans-serif";
-            ctx.fillText("p" + fmt(100 * q.q), xe + 3, top + 14 * devicePixelRatio * (1 + i % 4));
+            const label = "p" + fmt(100 * q.q), w = ctx.measureText(label).width;
+            const row = labelRow(xe + 3, w);
+            ctx.fillText(label, xe + 3, top + 14 * devicePixelRatio * (1 + row));
           }
         });
         if (threshold != null) {
@@ -305,9 +375,11 @@
   function show(section, s) {
     const box = section.querySelector(".charts");
     const status = section.querySelector(".status");
+    for (const p of plots.splice(0)) p.u.destroy();
+    box.textContent = "";
     const n = seriesCharts(s, box);
-    status.textContent = s.times.length + " windows from " + new Date(s.from * 1000).toLocaleString() +
-      " to " + new Date(s.to * 1000).toLocaleString() + ".";
+    status.textContent = s.times.length + " windows from " + new Date(s.from * 1000).toLocaleString([], { hour12: false }) +
+      " to " + new Date(s.to * 1000).toLocaleString([], { hour12: false }) + ".";
     section.dataset.charts = String(n);
   }
 
@@ -332,6 +404,26 @@
       });
     })).then(function () {
       document.body.dataset.ready = "true";
+      for (const sec of sections) {
+        const every = Number(sec.dataset.refresh || 0);
+        if (every > 0 && sec.dataset.seriesUrl) setInterval(function () { refresh(sec); }, every * 1000);
+      }
+    });
+  }
+
+  // refresh redraws a section from fresh data and replaces the headline
+  // tiles with those of the page served now; body data-refreshes counts
+  // the redraws.
+  function refresh(section) {
+    const tiles = document.querySelector(".tiles");
+    const page = tiles ? fetch(location.href).then(function (r) { return r.text(); }).then(function (html) {
+      const fresh = new DOMParser().parseFromString(html, "text/html").querySelector(".tiles");
+      if (fresh) tiles.replaceWith(fresh);
+    }) : Promise.resolve();
+    return Promise.all([load(section), page]).then(function () {
+      document.body.dataset.refreshes = String(Number(document.body.dataset.refreshes || 0) + 1);
+    }).catch(function (err) {
+      section.querySelector(".status").textContent = "Cannot refresh: " + err.message + " (the charts show the last data drawn)";
     });
   }
 

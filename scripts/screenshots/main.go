@@ -78,7 +78,7 @@ func feed(p *pipeline.Pipeline) (*pipeline.Report, error) {
 	}
 	sims := map[string]*sim.Sim{"demo": demo, "steady": steady}
 	var rep *pipeline.Report
-	end := start.Add(59 * time.Minute) // one minute into the sixth overload
+	end := start.Add(59*time.Minute + 30*time.Second) // 90 s into the sixth overload: its page has fired
 	for at := start.Add(15 * time.Second); !at.After(end); at = at.Add(15 * time.Second) {
 		for name, s := range sims {
 			s.AdvanceTo(at)
@@ -109,7 +109,16 @@ func run(out, chromium string) error {
 		Report: func() *pipeline.Report { return rep }, History: p, RefreshSeconds: 3600,
 	}))
 	defer srv.Close()
-	detail := srv.URL + "/slo?" + url.Values{"target": {"demo"}, "model": {sim.DemoModel}, "slo": {"interactive"}, "range": {"1h"}}.Encode()
+	// The detail view of the first SLO whose page fires (the demo's model
+	// on the demo target if none does).
+	target, model := "demo", sim.DemoModel
+	for _, a := range rep.Alerts {
+		if a.State == pipeline.StateFiring && a.Labels["severity"] == "page" && a.Labels["slo"] == "interactive" {
+			target, model = a.Target, a.Labels["model_name"]
+			break
+		}
+	}
+	detail := srv.URL + "/slo?" + url.Values{"target": {target}, "model": {model}, "slo": {"interactive"}, "range": {"1h"}}.Encode()
 	if err := os.MkdirAll(out, 0o755); err != nil {
 		return err
 	}
@@ -119,7 +128,7 @@ func run(out, chromium string) error {
 		height    int
 		dark      bool
 	}{
-		{"console-overview.png", srv.URL + "/", 1500, 720, false},
+		{"console-overview.png", srv.URL + "/", 1500, 1150, false},
 		{"console-detail.png", detail, 1500, 2400, false},
 		{"console-detail-dark.png", detail, 1500, 1100, true},
 	}

@@ -12,7 +12,7 @@ GOCYCLO ?= $(GO) run github.com/fzipp/gocyclo/cmd/gocyclo@v0.6.0
 
 .PHONY: test deps fmt-check vet lint cyclo build fuzz bench
 
-test: deps fmt-check vet lint
+test: deps fmt-check vet lint cyclo
 	$(GO) test -race -count=1 -timeout 20m ./...
 
 deps:

@@ -91,35 +91,7 @@ func scaled(d model.Duration, scale float64, floor time.Duration) model.Duration
 // path appeared in the file, which tells an absent http_client_config (that
 // must get prometheus/common's defaults) from an explicit one.
 func applyDefaults(c *Config, present func(path string) bool) {
-	g := &c.Global
-	if g.ScrapeInterval == 0 {
-		g.ScrapeInterval = DefaultScrapeInterval
-	}
-	if g.ScrapeTimeout == 0 {
-		// As Prometheus does: an unset timeout never exceeds the interval.
-		g.ScrapeTimeout = min(DefaultScrapeTimeout, g.ScrapeInterval)
-	}
-	if g.BodySizeLimit == 0 {
-		g.BodySizeLimit = DefaultBodySizeLimit
-	}
-	if g.Windows == nil {
-		g.Windows = DefaultWindows()
-	}
-	if g.Quantiles == nil {
-		g.Quantiles = DefaultQuantiles()
-	}
-	if g.EvaluationInterval == 0 {
-		g.EvaluationInterval = g.ScrapeInterval
-	}
-	if g.StateSaveInterval == 0 {
-		g.StateSaveInterval = DefaultStateSaveInterval
-	}
-	if g.MaxModelsPerTarget == 0 {
-		g.MaxModelsPerTarget = DefaultMaxModelsPerTarget
-	}
-	if g.HistorySizeLimit == 0 {
-		g.HistorySizeLimit = DefaultHistorySizeLimit
-	}
+	applyGlobalDefaults(&c.Global)
 	for i := range c.Targets {
 		t := &c.Targets[i]
 		if t.Profile == "" {
@@ -154,4 +126,36 @@ func applyDefaults(c *Config, present func(path string) bool) {
 		}
 	}
 	applyOTLPDefaults(&c.OTLP, present)
+}
+
+// applyGlobalDefaults fills the unset global settings.
+func applyGlobalDefaults(g *Global) {
+	if g.ScrapeInterval == 0 {
+		g.ScrapeInterval = DefaultScrapeInterval
+	}
+	if g.ScrapeTimeout == 0 {
+		// As Prometheus does: an unset timeout never exceeds the interval.
+		g.ScrapeTimeout = min(DefaultScrapeTimeout, g.ScrapeInterval)
+	}
+	if g.BodySizeLimit == 0 {
+		g.BodySizeLimit = DefaultBodySizeLimit
+	}
+	if g.Windows == nil {
+		g.Windows = DefaultWindows()
+	}
+	if g.Quantiles == nil {
+		g.Quantiles = DefaultQuantiles()
+	}
+	if g.EvaluationInterval == 0 {
+		g.EvaluationInterval = g.ScrapeInterval
+	}
+	if g.StateSaveInterval == 0 {
+		g.StateSaveInterval = DefaultStateSaveInterval
+	}
+	if g.MaxModelsPerTarget == 0 {
+		g.MaxModelsPerTarget = DefaultMaxModelsPerTarget
+	}
+	if g.HistorySizeLimit == 0 {
+		g.HistorySizeLimit = DefaultHistorySizeLimit
+	}
 }

@@ -215,61 +215,71 @@ func (n *Notifier) due(now time.Time, alerts []pipeline.Alert) []amAlert {
 	breaches := gather(alerts, cfg)
 	var out []amAlert
 	for _, key := range slices.Sorted(maps.Keys(breaches)) {
-		b := breaches[key]
 		st := n.sent[key]
 		if st == nil {
 			st = &sendState{}
 			n.sent[key] = st
 		}
-		st.seen = now
-		al := amAlert{Labels: b.labels, Annotations: b.annotations, GeneratorURL: b.generator}
-		st.last = al
-		if b.firing {
-			if st.since.IsZero() {
-				st.since = b.startsAt
-			}
-			if st.firingSent && now.Sub(st.lastFiring) < cfg.ResendDelay {
-				continue
-			}
-			st.firingSent, st.lastFiring, st.resolvePending = true, now, false
-			al.StartsAt, al.EndsAt = st.since, now.Add(validFor)
+		if al, send := st.next(now, breaches[key], cfg.ResendDelay, validFor); send {
 			out = append(out, al)
-			continue
 		}
-		if st.firingSent {
-			// The breach stopped firing since the last evaluation.
-			st.firingSent, st.resolvePending = false, true
-		}
-		st.resolvedAt = b.resolvedAt
-		if !st.resolvePending && st.resolveSent && now.Sub(st.lastResolve) >= cfg.ResendDelay && now.Before(st.lastFiring.Add(validFor)) {
-			st.resolvePending = true // re-sent while the last firing post may still hold the alert open
-		}
-		if !st.resolveSent && !st.resolvePending {
-			st.resolvePending = true // never sent before (a restart, a new Alertmanager)
-		}
-		if !st.resolvePending || (st.resolveSent && now.Sub(st.lastResolve) < cfg.ResendDelay) {
-			continue
-		}
+	}
+	return append(out, n.forgetGone(now, cfg.ResendDelay)...)
+}
+
+// next is what a breach in the report owes at now, if anything (see due).
+func (st *sendState) next(now time.Time, b *breach, resendDelay, validFor time.Duration) (amAlert, bool) {
+	st.seen = now
+	al := amAlert{Labels: b.labels, Annotations: b.annotations, GeneratorURL: b.generator}
+	st.last = al
+	if b.firing {
 		if st.since.IsZero() {
 			st.since = b.startsAt
 		}
-		out = append(out, st.resolve(now))
+		if st.firingSent && now.Sub(st.lastFiring) < resendDelay {
+			return amAlert{}, false
+		}
+		st.firingSent, st.lastFiring, st.resolvePending = true, now, false
+		al.StartsAt, al.EndsAt = st.since, now.Add(validFor)
+		return al, true
 	}
+	if st.firingSent {
+		// The breach stopped firing since the last evaluation.
+		st.firingSent, st.resolvePending = false, true
+	}
+	st.resolvedAt = b.resolvedAt
+	if !st.resolvePending && st.resolveSent && now.Sub(st.lastResolve) >= resendDelay && now.Before(st.lastFiring.Add(validFor)) {
+		st.resolvePending = true // re-sent while the last firing post may still hold the alert open
+	}
+	if !st.resolveSent && !st.resolvePending {
+		st.resolvePending = true // never sent before (a restart, a new Alertmanager)
+	}
+	if !st.resolvePending || (st.resolveSent && now.Sub(st.lastResolve) < resendDelay) {
+		return amAlert{}, false
+	}
+	if st.since.IsZero() {
+		st.since = b.startsAt
+	}
+	return st.resolve(now), true
+}
+
+// forgetGone handles the breaches no source of which is in the report any
+// more: their resolve aged out, or their sources are pending again or gone.
+// A resolve still owed (held back by ResendDelay, or never made because the
+// sources left firing) goes out when due; then the breach is forgotten, so
+// the map never outgrows the report. n.mu must be held.
+func (n *Notifier) forgetGone(now time.Time, resendDelay time.Duration) []amAlert {
+	var out []amAlert
 	for _, key := range slices.Sorted(maps.Keys(n.sent)) {
 		st := n.sent[key]
 		if st.seen.Equal(now) {
 			continue
 		}
-		// No source of the breach is in the report any more: its resolve
-		// aged out, or its sources are pending again or gone. A resolve
-		// still owed (held back by ResendDelay, or never made because the
-		// sources left firing) goes out when due; then the breach is
-		// forgotten, so the map never outgrows the report.
 		if st.firingSent {
 			st.firingSent, st.resolvePending, st.resolvedAt = false, true, now
 		}
 		if st.resolvePending {
-			if st.resolveSent && now.Sub(st.lastResolve) < cfg.ResendDelay {
+			if st.resolveSent && now.Sub(st.lastResolve) < resendDelay {
 				continue
 			}
 			out = append(out, st.resolve(now))

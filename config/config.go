@@ -118,6 +118,11 @@ type SLO struct {
 	// did not meet the SLO, or is left out of the SLO's population. An SRE
 	// usually reads a request its user abandoned as not served well.
 	Abandoned string `yaml:"abandoned,omitempty"`
+	// Rejected is "bad" (the default) or "excluded": whether a request the
+	// server turned away at admission (HTTP 503, vLLM's
+	// --max-num-queued-reqs) counts in the population as not served well.
+	// A user turned away was served within no objective.
+	Rejected string `yaml:"rejected,omitempty"`
 	// RunbookURL, when set, is put in the annotations of this SLO's alerts.
 	RunbookURL string `yaml:"runbook_url,omitempty"`
 	// Alerts is the multi-window burn-rate alert policy; when absent it is

@@ -97,3 +97,10 @@ var abandonedPolicies = map[string]slo.Population{
 func (s SLO) AbandonedPopulation() slo.Population {
 	return abandonedPolicies[s.Abandoned]
 }
+
+// RejectedPopulation says whether requests turned away at admission count
+// bad (the default) or are excluded; slos[].rejected takes the same values
+// as slos[].abandoned.
+func (s SLO) RejectedPopulation() slo.Population {
+	return abandonedPolicies[s.Rejected]
+}

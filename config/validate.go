@@ -244,6 +244,9 @@ func validateSLO(s *SLO, path string, targets []Target) *fieldError {
 	if _, ok := abandonedPolicies[s.Abandoned]; !ok {
 		return errorf(path+".abandoned", "%q must be \"bad\" (the default) or \"excluded\"", s.Abandoned)
 	}
+	if _, ok := abandonedPolicies[s.Rejected]; !ok {
+		return errorf(path+".rejected", "%q must be \"bad\" (the default) or \"excluded\"", s.Rejected)
+	}
 	if s.RunbookURL != "" {
 		if _, err := url.Parse(s.RunbookURL); err != nil {
 			return errorf(path+".runbook_url", "%q is not a valid URL: %v", s.RunbookURL, unwrapURLError(err))

@@ -62,7 +62,7 @@ func PipelineSpec(cfg *config.Config) pipeline.Spec {
 
 // sloFromConfig translates one configured SLO into package slo's terms.
 func sloFromConfig(s config.SLO) slo.SLO {
-	out := slo.SLO{Name: s.Name, Goal: s.Goal, Period: time.Duration(s.Period), Abandoned: s.AbandonedPopulation()}
+	out := slo.SLO{Name: s.Name, Goal: s.Goal, Period: time.Duration(s.Period), Abandoned: s.AbandonedPopulation(), Rejected: s.RejectedPopulation()}
 	for _, o := range s.ObjectiveList() {
 		out.Objectives = append(out.Objectives, slo.Objective{Metric: o.Metric, Threshold: o.Threshold.Seconds()})
 	}

@@ -182,6 +182,27 @@ func (r *renderer) model(m pipeline.ModelReport) {
 	}
 }
 
+// engineCounts renders the engine's own counts over the window, each where
+// the server has it: aborted, rejected at admission, preemptions and prompt
+// tokens by source.
+func (r *renderer) engineCounts(w slo.WindowReport, win string) {
+	d := r.d
+	if w.HasAborted {
+		r.gauge(d.aborted, w.Aborted, r.models, win)
+	}
+	if w.HasRejected {
+		r.gauge(d.rejected, w.Rejected, r.models, win)
+	}
+	if w.HasPreemptions {
+		r.gauge(d.preemptions, w.Preemptions, r.models, win)
+	}
+	if w.HasPromptSources {
+		r.gauge(d.promptTokensBySource, w.PromptTokensComputed, r.models, win, "local_compute")
+		r.gauge(d.promptTokensBySource, w.PromptTokensCached, r.models, win, "local_cache_hit")
+		r.gauge(d.promptTokensBySource, w.PromptTokensExternal, r.models, win, "external_kv_transfer")
+	}
+}
+
 func (r *renderer) window(w slo.WindowReport) {
 	d := r.d
 	win := FormatWindow(w.Window.Nominal)
@@ -210,9 +231,7 @@ func (r *renderer) window(w slo.WindowReport) {
 	if w.HasRequestRate {
 		r.gauge(d.requestRate, w.RequestsPerSecond, r.models, win)
 	}
-	if w.HasAborted {
-		r.gauge(d.aborted, w.Aborted, r.models, win)
-	}
+	r.engineCounts(w, win)
 	for _, stage := range slices.Sorted(maps.Keys(w.Concurrency)) {
 		c := w.Concurrency[stage]
 		r.gauge(d.predicted, c.Predicted, r.models, win, string(stage))

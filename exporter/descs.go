@@ -21,6 +21,9 @@ type descSet struct {
 	windowRequests, windowCoverage, budgetCoverage, throughput, requestRate, predicted, observed, goodTotal, objectiveUnknown *prometheus.Desc
 
 	aborted *prometheus.Desc
+	// rejected, preemptions and promptTokensBySource are the newest
+	// servers' own counts over the window.
+	rejected, preemptions, promptTokensBySource *prometheus.Desc
 
 	alertFiring *prometheus.Desc
 
@@ -65,12 +68,18 @@ func newDescSet(extra []string) *descSet {
 		rejections:     desc("target_family_rejections_total", "Models left out of otherwise good scrapes of the target because this family failed validation for them (the other models were used), by family and reason.", with(target, "metric", "reason")),
 		missing:        desc("target_metric_missing", "1 when a family the profile needs is absent from the target's last good scrape (renamed by an upgrade, or --disable-log-stats), 0 when present.", with(target, "metric")),
 
-		windowRequests:   desc("window_requests", "Observations of the latency metric in the window.", with(model, "metric", "window")),
-		budgetCoverage:   desc("error_budget_coverage_ratio", "Share of the SLO period that the error budget rests on; below 1 until the exporter has watched a whole period (or after a long gap).", with(model, "slo")),
-		windowCoverage:   desc("window_coverage_ratio", "Share of the window's nominal length that its data spans, at most 1: below 1 while the history is younger than the window (after a start, or a reload that lengthened it) or after a gap; every other series of the window covers exactly this span.", with(model, "window")),
-		throughput:       desc("throughput_tokens_per_second", "Tokens per second over the window, exact: kind=\"generation\" and \"prompt\" from vLLM's counters (tokens produced in the window), kind=\"finished\" the generation tokens of the requests that finished in the window (the population goodput tokens are part of).", with(model, "window", "kind")),
-		requestRate:      desc("requests_per_second", "Finished requests per second over the window, exact.", with(model, "window")),
-		aborted:          desc("aborted_requests", abortedHelp, with(model, "window")),
+		windowRequests: desc("window_requests", "Observations of the latency metric in the window.", with(model, "metric", "window")),
+		budgetCoverage: desc("error_budget_coverage_ratio", "Share of the SLO period that the error budget rests on; below 1 until the exporter has watched a whole period (or after a long gap).", with(model, "slo")),
+		windowCoverage: desc("window_coverage_ratio", "Share of the window's nominal length that its data spans, at most 1: below 1 while the history is younger than the window (after a start, or a reload that lengthened it) or after a gap; every other series of the window covers exactly this span.", with(model, "window")),
+		throughput:     desc("throughput_tokens_per_second", "Tokens per second over the window, exact: kind=\"generation\" and \"prompt\" from vLLM's counters (tokens produced in the window), kind=\"finished\" the generation tokens of the requests that finished in the window (the population goodput tokens are part of).", with(model, "window", "kind")),
+		requestRate:    desc("requests_per_second", "Finished requests per second over the window, exact.", with(model, "window")),
+		aborted:        desc("aborted_requests", abortedHelp, with(model, "window")),
+		rejected: desc("rejected_requests", "Requests the server turned away at admission in the window (HTTP 503; vLLM's admission_rejections_total, every reason), exact; present only where the server has admission control. They count in objective=\"all\" as not served well under rejected: bad.",
+			with(model, "window")),
+		preemptions: desc("preemptions", "Preemptions of running requests by the engine in the window (vLLM's num_preemptions_total), where the server counts them: a preempted request waits again and recomputes its prefill, so a breach with preemptions is one of KV-cache capacity.",
+			with(model, "window")),
+		promptTokensBySource: desc("prompt_tokens_by_source", "Prompt tokens of the window by where their KV came from (vLLM's prompt_tokens_by_source_total): local_compute was prefilled here, local_cache_hit came from the prefix cache, external_kv_transfer from another server.",
+			with(model, "window", "source")),
 		predicted:        desc("concurrency_predicted", "Little's Law concurrency λ·W over the window (exact: increase of the latency sum / window).", with(model, "window", "stage")),
 		observed:         desc("concurrency_observed", "Time-average over the window of vLLM's running/waiting gauges sampled at scrapes.", with(model, "window", "stage")),
 		alertFiring:      desc("alert_firing", "1 while the alert fires, 0 while it is pending (the condition holds, its for duration has not passed).", with(model, "slo", "alertname", "severity")),

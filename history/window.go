@@ -151,6 +151,14 @@ func (inc increases) fill(w *slo.Window) {
 	}
 	w.RequestSuccess, w.HasRequestSuccess = inc.counters[scrape.RequestSuccess]
 	w.RequestAborted, w.HasRequestAborted = inc.counters[scrape.RequestAborted]
+	w.RequestRejected, w.HasRequestRejected = inc.counters[scrape.RequestRejected]
+	w.Preemptions, w.HasPreemptions = inc.counters[scrape.Preemptions]
+	computed, okC := inc.counters[scrape.PromptTokensComputed]
+	cached, okH := inc.counters[scrape.PromptTokensCached]
+	external, okE := inc.counters[scrape.PromptTokensExternal]
+	if okC && okH && okE {
+		w.PromptTokensComputed, w.PromptTokensCached, w.PromptTokensExternal, w.HasPromptSources = computed, cached, external, true
+	}
 }
 
 // windowGauge is gauge g over the window from p0 to p1: its values at both

@@ -34,9 +34,16 @@ const (
 	AttrInference        = "gen_ai.latency.time_in_model_inference"
 	AttrPromptTokens     = "gen_ai.usage.prompt_tokens"
 	AttrCompletionTokens = "gen_ai.usage.completion_tokens"
-	AttrRequestID        = "gen_ai.request.id"
-	AttrResponseModel    = "gen_ai.response.model"
-	AttrFinishReasons    = "gen_ai.response.finish_reasons"
+	// AttrInputTokens and AttrOutputTokens are the OpenTelemetry GenAI
+	// conventions' names for the same counts, which vLLM is moving to; a
+	// span carrying either spelling is read, the newer first.
+	AttrInputTokens  = "gen_ai.usage.input_tokens"
+	AttrOutputTokens = "gen_ai.usage.output_tokens"
+	// AttrCacheReadTokens is the prompt tokens read from the prefix cache.
+	AttrCacheReadTokens = "gen_ai.usage.cache_read.input_tokens"
+	AttrRequestID       = "gen_ai.request.id"
+	AttrResponseModel   = "gen_ai.response.model"
+	AttrFinishReasons   = "gen_ai.response.finish_reasons"
 	// DefaultAdapterAttribute names the LoRA adapter a request asked for
 	// (OpenTelemetry's GenAI convention for the requested model): vLLM
 	// serves an adapter under its own model name.
@@ -122,8 +129,9 @@ func spanOf(sp ptrace.Span, route Route, adapterAttr string) (traces.Span, error
 		Prefill:          v.float(AttrPrefill),
 		Decode:           v.float(AttrDecode),
 		Inference:        v.float(AttrInference),
-		PromptTokens:     v.integer(AttrPromptTokens),
-		CompletionTokens: v.integer(AttrCompletionTokens),
+		PromptTokens:     v.integer(AttrInputTokens, AttrPromptTokens),
+		CompletionTokens: v.integer(AttrOutputTokens, AttrCompletionTokens),
+		CachedTokens:     v.integer(AttrCacheReadTokens),
 		RequestID:        str(attrs, AttrRequestID),
 		FinishReason:     firstReason(attrs),
 	}
@@ -193,9 +201,16 @@ func (v *values) float(key string) float64 {
 	return f
 }
 
-// integer reads a count attribute; -1 when absent.
-func (v *values) integer(key string) int {
-	val, ok := v.attrs.Get(key)
+// integer reads a count attribute, the first of keys present; -1 when none is.
+func (v *values) integer(keys ...string) int {
+	var key string
+	var val pcommon.Value
+	ok := false
+	for _, key = range keys {
+		if val, ok = v.attrs.Get(key); ok {
+			break
+		}
+	}
 	if !ok {
 		return -1
 	}

@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
+	"go.opentelemetry.io/collector/pdata/pcommon"
+	"go.opentelemetry.io/collector/pdata/ptrace"
 	"go.opentelemetry.io/collector/pdata/ptrace/ptraceotlp"
 )
 
@@ -103,5 +105,40 @@ func TestForwardQueueBytesBounded(t *testing.T) {
 	}
 	if f.queued != 0 {
 		t.Errorf("%d bytes counted in an empty queue", f.queued)
+	}
+}
+
+// TestTokenAttributeNames: the token counts are read under today's names,
+// under the GenAI conventions' input/output names (preferred when a span
+// carries both), and the cache-read count beside them; each variant gives
+// the same span, and a negative cache-read count refuses it.
+func TestTokenAttributeNames(t *testing.T) {
+	for _, tc := range []struct {
+		name                   string
+		attrs                  map[string]int64
+		prompt, output, cached int
+		invalid                bool
+	}{
+		{"today's names", map[string]int64{AttrPromptTokens: 12, AttrCompletionTokens: 34}, 12, 34, -1, false},
+		{"input and output", map[string]int64{AttrInputTokens: 12, AttrOutputTokens: 34, AttrCacheReadTokens: 8}, 12, 34, 8, false},
+		{"both, the newer read", map[string]int64{AttrPromptTokens: 1, AttrCompletionTokens: 2, AttrInputTokens: 12, AttrOutputTokens: 34}, 12, 34, -1, false},
+		{"negative cache read", map[string]int64{AttrInputTokens: 12, AttrOutputTokens: 34, AttrCacheReadTokens: -1}, 0, 0, 0, true},
+	} {
+		sp := ptrace.NewSpan()
+		sp.SetEndTimestamp(pcommon.NewTimestampFromTime(t0.Add(time.Second)))
+		sp.Attributes().PutDouble(AttrE2E, 1)
+		for k, v := range tc.attrs {
+			sp.Attributes().PutInt(k, v)
+		}
+		got, err := spanOf(sp, Route{Target: "gpu0", Model: "m"}, DefaultAdapterAttribute)
+		if tc.invalid {
+			if err == nil {
+				t.Errorf("%s: accepted", tc.name)
+			}
+			continue
+		}
+		if err != nil || got.PromptTokens != tc.prompt || got.CompletionTokens != tc.output || got.CachedTokens != tc.cached {
+			t.Errorf("%s: %+v, %v; want prompt %d, output %d, cached %d", tc.name, got, err, tc.prompt, tc.output, tc.cached)
+		}
 	}
 }

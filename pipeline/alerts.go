@@ -206,14 +206,18 @@ func objectiveEvidence(r slo.SLOResult, s slo.SLO) Evidence {
 // rejected before their first token, once the report bounds them, add here
 // under the SLO's policy for them, as the abandoned ones do.
 func unservedBad(r slo.SLOResult, s slo.SLO) float64 {
+	rejected := 0.0
+	if r.HasRejected && s.Rejected == slo.RejectedBad {
+		rejected = r.Rejected // exact: the server's own count
+	}
 	if !r.HasAbandoned || s.Abandoned != slo.AbandonedBad {
-		return 0
+		return rejected
 	}
 	a := r.Abandoned
 	if math.IsInf(a.Upper, 0) || math.IsNaN(a.Estimate) {
-		return math.Max(0, a.Lower)
+		return rejected + math.Max(0, a.Lower)
 	}
-	return math.Max(0, a.Estimate)
+	return rejected + math.Max(0, a.Estimate)
 }
 
 // resolvedRetention keeps a resolved alert in the report long enough for a

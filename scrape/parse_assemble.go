@@ -29,7 +29,9 @@ func (c *collector) assemble(t time.Time) (*Snapshot, error) {
 			return st != nil && st.present && st.wrongType == ""
 		})
 		if chosen < 0 {
-			snap.Missing = append(snap.Missing, spec.Family)
+			if !spec.Family.Optional() {
+				snap.Missing = append(snap.Missing, spec.Family)
+			}
 			continue
 		}
 		name := spec.Names[chosen]

@@ -113,6 +113,14 @@ var vllmFamilies = []FamilySpec{
 	{Running, KindGauge, []string{"@num_requests_running"}},
 	{Waiting, KindGauge, []string{"@num_requests_waiting"}},
 	{KVCacheUsage, KindGauge, []string{"@kv_cache_usage_perc", "@gpu_cache_usage_perc"}},
+	{RequestRejected, KindCounter, []string{"@admission_rejections_total"}},
+	{WaitingCapacity, KindGauge, []string{`@num_requests_waiting_by_reason{reason="capacity"}`}},
+	{WaitingDeferred, KindGauge, []string{`@num_requests_waiting_by_reason{reason="deferred"}`}},
+	{Preemptions, KindCounter, []string{"@num_preemptions_total"}},
+	{PreemptionsHist, KindHistogram, []string{"@request_num_preemptions"}},
+	{PromptTokensComputed, KindCounter, []string{`@prompt_tokens_by_source_total{source="local_compute"}`}},
+	{PromptTokensCached, KindCounter, []string{`@prompt_tokens_by_source_total{source="local_cache_hit"}`}},
+	{PromptTokensExternal, KindCounter, []string{`@prompt_tokens_by_source_total{source="external_kv_transfer"}`}},
 }
 
 // prefixed returns families with the placeholder "@" of every name replaced
@@ -133,10 +141,12 @@ func prefixed(families []FamilySpec, prefixes ...string) []FamilySpec {
 
 // VLLM is the profile of vLLM, V0 (0.4) to today: one profile that adapts,
 // since every scrape names the families it has (see vllmFamilies for which
-// version has which). Families vLLM added lately and this exporter does not
-// compute with (prompt_tokens_by_source, request_prefill_kv_computed_tokens,
-// admission_rejections, the speculative-decoding counters) are left out, so
-// that their absence on older servers is not reported as missing.
+// version has which). The families of the newest servers (admission
+// rejections, waiting by reason, preemptions, prompt tokens by source) are
+// optional (Family.Optional): read where present, never reported missing on
+// older servers. Families no series is computed from
+// (request_prefill_kv_computed_tokens, the speculative-decoding counters)
+// are left out.
 var VLLM = Profile{Name: "vllm", Families: prefixed(vllmFamilies, "vllm:")}
 
 // RayVLLM is the profile of vLLM served by Ray Serve (LLMConfig with

@@ -67,9 +67,10 @@ var realCaptures = []realCapture{
 			scrape.Running:              "vllm:num_requests_running",
 			scrape.Waiting:              "vllm:num_requests_waiting",
 			scrape.KVCacheUsage:         "vllm:kv_cache_usage_perc",
+			scrape.Preemptions:          "vllm:num_preemptions_total",
 		},
 		children: map[scrape.Family]float64{scrape.RequestSuccess: 3}, // stop, length, abort
-		counters: map[scrape.Family]float64{scrape.RequestSuccess: 0, scrape.RequestAborted: 0},
+		counters: map[scrape.Family]float64{scrape.RequestSuccess: 0, scrape.RequestAborted: 0, scrape.Preemptions: 0},
 	},
 	{
 		// vLLM 0.10 served the same but had no per-request TPOT histogram.
@@ -94,6 +95,7 @@ var realCaptures = []realCapture{
 			scrape.Running:              "vllm:num_requests_running",
 			scrape.Waiting:              "vllm:num_requests_waiting",
 			scrape.KVCacheUsage:         "vllm:kv_cache_usage_perc",
+			scrape.Preemptions:          "vllm:num_preemptions_total",
 		},
 		missing:  []scrape.Family{scrape.TPOT},
 		children: map[scrape.Family]float64{scrape.RequestSuccess: 3},
@@ -120,11 +122,16 @@ var realCaptures = []realCapture{
 			scrape.Running:              "vllm:num_requests_running",
 			scrape.Waiting:              "vllm:num_requests_waiting",
 			scrape.KVCacheUsage:         "vllm:kv_cache_usage_perc", // gpu_cache_usage_perc is beside it
+			scrape.Preemptions:          "vllm:num_preemptions_total",
+			scrape.PromptTokensComputed: `vllm:prompt_tokens_by_source_total{source="local_compute"}`,
+			scrape.PromptTokensCached:   `vllm:prompt_tokens_by_source_total{source="local_cache_hit"}`,
+			scrape.PromptTokensExternal: `vllm:prompt_tokens_by_source_total{source="external_kv_transfer"}`,
 		},
 		// V0 creates a finish reason's series at its first request: this
 		// server finished one by length and none by abort.
-		missing:  []scrape.Family{scrape.RequestAborted},
-		counters: map[scrape.Family]float64{scrape.RequestSuccess: 1},
+		missing: []scrape.Family{scrape.RequestAborted},
+		counters: map[scrape.Family]float64{scrape.RequestSuccess: 1, scrape.Preemptions: 0,
+			scrape.PromptTokensComputed: 53, scrape.PromptTokensCached: 64, scrape.PromptTokensExternal: 0},
 	},
 	{
 		file:    "06-datadog-sglang-0.5.10.prom",
@@ -300,7 +307,7 @@ func TestRealCapturesWrongProfile(t *testing.T) {
 			}
 			t.Run(c.name()+"/"+p.Name, func(t *testing.T) {
 				snap := parseCapture(t, c.body(t), "", p, captureTime)
-				if len(snap.Found) != 0 || len(snap.Missing) != len(p.Families) {
+				if len(snap.Found) != 0 || len(snap.Missing) != len(p.Families)-optionalCount(p) {
 					t.Errorf("found %v, missing %d of %d", snap.Found, len(snap.Missing), len(p.Families))
 				}
 			})
@@ -452,7 +459,16 @@ func checkBumpedWindow(t *testing.T, c realCapture, b bumpSpec, w slo.Window) {
 			if want := b.k * b.requestInc; !w.HasRequestAborted || w.RequestAborted != want {
 				t.Errorf("aborted requests: increase %v (present %v), want %v", w.RequestAborted, w.HasRequestAborted, want)
 			}
-		case scrape.Running, scrape.Waiting, scrape.KVCacheUsage:
+		case scrape.Preemptions:
+			if want := b.k * b.tokenStep * children(f); !w.HasPreemptions || w.Preemptions != want {
+				t.Errorf("preemptions: increase %v (present %v), want %v", w.Preemptions, w.HasPreemptions, want)
+			}
+		case scrape.PromptTokensComputed, scrape.PromptTokensCached, scrape.PromptTokensExternal:
+			// The bump leaves prompt_tokens_by_source alone: no increase.
+			if !w.HasPromptSources || w.PromptTokensComputed != 0 || w.PromptTokensCached != 0 || w.PromptTokensExternal != 0 {
+				t.Errorf("prompt tokens by source: %v %v %v (present %v), want a present 0", w.PromptTokensComputed, w.PromptTokensCached, w.PromptTokensExternal, w.HasPromptSources)
+			}
+		case scrape.Running, scrape.Waiting, scrape.KVCacheUsage, scrape.WaitingCapacity, scrape.WaitingDeferred:
 		default:
 			checkBumpedHistogram(t, string(f), w.Latency[slo.Metric(f)], b.k*children(f), b.latency)
 		}
@@ -574,4 +590,15 @@ func TestRayServeReexport(t *testing.T) {
 			checkBumpedWindow(t, ray, b, w)
 		})
 	}
+}
+
+// optionalCount counts a profile's optional families (never missing).
+func optionalCount(p scrape.Profile) int {
+	n := 0
+	for _, f := range p.Families {
+		if f.Family.Optional() {
+			n++
+		}
+	}
+	return n
 }

@@ -55,7 +55,31 @@ const (
 	Running              Family = "running"                       // gauge
 	Waiting              Family = "waiting"                       // gauge
 	KVCacheUsage         Family = "kv_cache_usage"                // gauge, 0..1
+
+	// Families of the newest servers only (see Optional): read where the
+	// server has them, never reported missing where it does not.
+	RequestRejected      Family = "request_rejected"        // counter, admission rejections summed over reason
+	WaitingCapacity      Family = "waiting_capacity"        // gauge, waiting for scheduler capacity
+	WaitingDeferred      Family = "waiting_deferred"        // gauge, waiting on something else (grammar, remote KV)
+	Preemptions          Family = "preemptions"             // counter, preemptions of running requests
+	PreemptionsHist      Family = "preemptions_per_request" // histogram, observed at finish; le="1" holds 0 and 1
+	PromptTokensComputed Family = "prompt_tokens_computed"  // counter, prompt tokens prefilled here
+	PromptTokensCached   Family = "prompt_tokens_cached"    // counter, prompt tokens from the local prefix cache
+	PromptTokensExternal Family = "prompt_tokens_external"  // counter, prompt tokens from a KV transfer
 )
+
+// Optional reports whether a family exists only on some servers of a
+// profile (vLLM's admission control, waiting by reason, preemption and
+// prefix-cache counters are recent): its absence is then no defect, and it
+// is left out of Snapshot.Missing.
+func (f Family) Optional() bool {
+	switch f {
+	case RequestRejected, WaitingCapacity, WaitingDeferred, Preemptions, PreemptionsHist,
+		PromptTokensComputed, PromptTokensCached, PromptTokensExternal:
+		return true
+	}
+	return false
+}
 
 // Kind is the Prometheus type a family must have.
 type Kind int
@@ -89,7 +113,8 @@ type Snapshot struct {
 	// Found maps each logical family present to the exposed family name it was
 	// read from (so an operator can see which vLLM generation was found).
 	Found map[Family]string
-	// Missing lists the profile's families absent from the exposition, in profile order.
+	// Missing lists the profile's families absent from the exposition, in
+	// profile order, leaving out the optional ones (Family.Optional).
 	Missing []Family
 	// Rejected lists the families that failed validation for one model, in
 	// profile order, then model order. Each rejected model is absent from

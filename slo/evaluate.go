@@ -24,6 +24,9 @@ type SLO struct {
 	// count as not meeting the SLO (the zero value, AbandonedBad) or are
 	// left out of its population.
 	Abandoned Population
+	// Rejected says the same of the requests the server turned away at
+	// admission (RejectedBad, the zero value, or RejectedExcluded).
+	Rejected Population
 }
 
 // Options tunes EvaluateWindow.
@@ -93,6 +96,11 @@ type SLOResult struct {
 	// judged interval by interval.
 	Abandoned    Bounded
 	HasAbandoned bool
+	// Rejected is the requests the server turned away at admission over the
+	// same scrapes (exact); HasRejected is false on a server without
+	// admission control. They count in "all" under RejectedBad (Unserved).
+	Rejected    float64
+	HasRejected bool
 	// Unknown lists the objectives whose histogram the target lacks in the
 	// window: "all", goodput and the burn rate are then absent, not guessed.
 	Unknown []Metric
@@ -153,6 +161,16 @@ type WindowReport struct {
 	// the difference may be such requests, and nothing is concluded from it.
 	Aborted    float64
 	HasAborted bool
+	// Rejected is the requests the server turned away at admission in the
+	// window (Window.RequestRejected), exact; HasRejected is false on a
+	// server without admission control. Preemptions and the prompt tokens by
+	// source are the engine's own counts over the window, where it has them.
+	Rejected                                                       float64
+	HasRejected                                                    bool
+	Preemptions                                                    float64
+	HasPreemptions                                                 bool
+	PromptTokensComputed, PromptTokensCached, PromptTokensExternal float64
+	HasPromptSources                                               bool
 	// Concurrency per stage whose latency histogram is exposed.
 	Concurrency map[Stage]Concurrency
 	// SLOs holds one result per SLO, in order; an SLO is absent when the
@@ -218,6 +236,14 @@ func evaluate(w Window, slos []SLO, joints []*Joint, opts Options) WindowReport 
 		}
 	}
 	rep.throughput(w, secs)
+	rep.Rejected, rep.HasRejected = rejectedIn(w)
+	if w.HasPreemptions && finite(w.Preemptions) {
+		rep.Preemptions, rep.HasPreemptions = math.Max(0, w.Preemptions), true
+	}
+	if w.HasPromptSources {
+		rep.PromptTokensComputed, rep.PromptTokensCached, rep.PromptTokensExternal, rep.HasPromptSources =
+			math.Max(0, w.PromptTokensComputed), math.Max(0, w.PromptTokensCached), math.Max(0, w.PromptTokensExternal), true
+	}
 	if w.HasRequestAborted && finite(w.RequestAborted) {
 		rep.Aborted, rep.HasAborted = math.Max(0, w.RequestAborted), true
 	}

@@ -457,6 +457,30 @@ const (
 	AbandonedExcluded
 )
 
+// The populations of requests turned away at admission: a user turned away
+// was not served within any objective (RejectedBad, the default), or the SLO
+// judges only the requests the server took (RejectedExcluded).
+const (
+	RejectedBad      = AbandonedBad
+	RejectedExcluded = AbandonedExcluded
+)
+
+// Unserved is the requests beside the finished ones that s's population of
+// "all" holds, none of them good: the abandoned (a bound) under
+// AbandonedBad, plus the rejected under RejectedBad. The rejected count is
+// the increase of the server's own counter over the same scrapes, exact, so
+// it adds to every side of the bound alike.
+func Unserved(s SLO, abandoned Bounded, rejected float64) Bounded {
+	u := Exact(0)
+	if s.Abandoned == AbandonedBad {
+		u = abandoned
+	}
+	if s.Rejected == RejectedBad && rejected > 0 {
+		u = Bounded{Lower: u.Lower + rejected, Estimate: u.Estimate + rejected, Upper: u.Upper + rejected}
+	}
+	return u
+}
+
 // AttainmentOver is the share of good requests in a population of n
 // finished requests plus, with AbandonedBad, the abandoned ones (never
 // good). Since good/(n + A) falls as A grows, the share lies in

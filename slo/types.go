@@ -109,6 +109,22 @@ type Window struct {
 	// target lacks it.
 	RequestAborted    float64
 	HasRequestAborted bool
+	// RequestRejected is the increase of the requests the server turned away
+	// at admission (vLLM's admission_rejections_total, every reason): they
+	// reached no engine, no histogram and no gauge. HasRequestRejected is
+	// false on servers without admission control.
+	RequestRejected    float64
+	HasRequestRejected bool
+	// Preemptions is the increase of the engine's preemptions of running
+	// requests; HasPreemptions is false without the counter.
+	Preemptions    float64
+	HasPreemptions bool
+	// PromptTokensComputed, PromptTokensCached and PromptTokensExternal are
+	// the increases of the prompt tokens by source (prefilled here, read from
+	// the local prefix cache, received by KV transfer); HasPromptSources is
+	// false unless the server has all three.
+	PromptTokensComputed, PromptTokensCached, PromptTokensExternal float64
+	HasPromptSources                                               bool
 	// Running and Waiting are vLLM's in-flight gauges over the window.
 	Running, Waiting Gauge
 	// InFlightAtRestarts is the sum of running + waiting at the last scrape

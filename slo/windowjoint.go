@@ -1,6 +1,9 @@
 package slo
 
-import "time"
+import (
+	"math"
+	"time"
+)
 
 // Joint is one SLO's "all" over a window as a per-interval ledger judges it
 // (package ledger): the requests that finished between two scrapes, those
@@ -75,13 +78,23 @@ func evaluateJoint(w Window, s SLO, nB, secs float64, e Estimator, j *Joint) SLO
 		res.GoodputTokensPerSecond, res.HasGoodputTokens = Divide(tokens, span), true
 	}
 	res.FinishedTokensPerSecond, res.HasFinishedTokens = j.FinishedTokens/span, true
-	all, ok := AttainmentOver(j.Good, j.Finished, j.Abandoned, s.Abandoned)
+	res.Rejected, res.HasRejected = rejectedIn(w)
+	all, ok := AttainmentOver(j.Good, j.Finished, Unserved(s, j.Abandoned, res.Rejected), AbandonedBad)
 	if !ok {
 		return res
 	}
 	res.Objectives[AllKey] = all
 	res.BurnRate, res.HasBurnRate = BurnRate(all, s.Goal)
 	return res
+}
+
+// rejectedIn is the window's requests turned away at admission: 0 and
+// false on a server without admission control (which turns none away).
+func rejectedIn(w Window) (float64, bool) {
+	if !w.HasRequestRejected || !finite(w.RequestRejected) {
+		return 0, false
+	}
+	return math.Max(0, w.RequestRejected), true
 }
 
 // FinishersOf describes the requests that finished in w: their count (the

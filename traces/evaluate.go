@@ -143,7 +143,9 @@ func Evaluate(sel Selection, w slo.Window, hist slo.WindowReport, slos []slo.SLO
 //
 //	all ∈ [good / (n + A_hi), good / (n + A_lo)]
 //
-// with good and n exact (slo.AttainmentOver): exact when A is, and otherwise
+// with good and n exact (slo.AttainmentOver), and the requests the server
+// turned away at admission added to the population, exactly, under
+// RejectedBad (slo.Unserved): exact when A is, and otherwise
 // as wide as what is known of A, never the finished share alone. The burn
 // rate follows from it; goodput is the good requests' and is untouched.
 // Without an abandoned bound (the window was not judged interval by
@@ -167,16 +169,25 @@ func judgeAbandoned(es, hist []slo.SLOResult, slos []slo.SLO, share float64) {
 		if found && h.HasAbandoned && share == 1 {
 			r.Abandoned, r.HasAbandoned = h.Abandoned, true
 		}
-		if def.Abandoned == slo.AbandonedExcluded {
+		if def.Abandoned == slo.AbandonedExcluded && (def.Rejected == slo.RejectedExcluded || !h.HasRejected) {
 			continue
 		}
 		all, ok := slo.Bounded{}, false
 		if found && h.HasAbandoned {
-			a := h.Abandoned
+			a, rejected := h.Abandoned, h.Rejected
 			if share < 1 {
 				a = slo.Bounded{Lower: 0, Estimate: a.Estimate * share, Upper: a.Upper}
+				// Which adapter a rejected request asked for is not known
+				// either: anywhere in [0, R].
+				u := slo.Unserved(def, a, 0)
+				if def.Rejected == slo.RejectedBad {
+					u.Estimate += rejected * share
+					u.Upper += rejected
+				}
+				all, ok = slo.AttainmentOver(good, r.Requests, u, slo.AbandonedBad)
+			} else {
+				all, ok = slo.AttainmentOver(good, r.Requests, slo.Unserved(def, a, rejected), slo.AbandonedBad)
 			}
-			all, ok = slo.AttainmentOver(good, r.Requests, a, def.Abandoned)
 		}
 		if !ok {
 			delete(r.Objectives, slo.AllKey)

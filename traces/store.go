@@ -26,6 +26,10 @@ type Span struct {
 	// gen_ai.latency.* attributes.
 	TTFT, E2E, Queue, Prefill, Decode, Inference float64
 	PromptTokens, CompletionTokens               int
+	// CachedTokens is the prompt tokens read from the prefix cache
+	// (gen_ai.usage.cache_read.input_tokens), -1 when absent. It is checked
+	// like the other counts, not retained: no series is computed from it.
+	CachedTokens int
 	// FinishReason is the first of gen_ai.response.finish_reasons, if any.
 	FinishReason string
 }

@@ -1,0 +1,89 @@
+package pipeline
+
+import (
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/vllm-slo-exporter/vllm-slo-exporter/slo"
+)
+
+// TestRejectedRequestsCountByPolicy serves the admission preset (overload
+// against vLLM's --max-num-queued-reqs, with clients that cancel streams
+// and leave the queue) and checks every window against the truth under the
+// four populations (abandoned and rejected each bad or excluded): the
+// rejected count is exactly the requests turned away, and "all" and the
+// burn rate hold the truth with no tolerance; under rejected: bad the
+// published bound excludes, in some window, the attainment that ignores
+// the rejections.
+func TestRejectedRequestsCountByPolicy(t *testing.T) {
+	var slos []slo.SLO
+	for _, ab := range []slo.Population{slo.AbandonedBad, slo.AbandonedExcluded} {
+		for _, rej := range []slo.Population{slo.RejectedBad, slo.RejectedExcluded} {
+			s := interactive
+			s.Name, s.Abandoned, s.Rejected = fmt.Sprintf("ab%d-rej%d", ab, rej), ab, rej
+			slos = append(slos, s)
+		}
+	}
+	run := newWorkload(t, "admission", 11, slos, time.Minute, 5*time.Minute)
+	checked, rejectedSeen, lowered := 0, 0.0, 0
+	for at := start.Add(scrapeStep); !at.After(start.Add(20 * time.Minute)); at = at.Add(scrapeStep) {
+		scrapeInto(t, run.p, run.sim, at)
+		if at.Sub(start) < 3*time.Minute || at.Sub(start)%time.Minute != 0 {
+			continue
+		}
+		truth := run.sim.Truth()
+		for _, w := range run.p.Evaluate(at).Targets[0].Models[0].Windows {
+			where := fmt.Sprintf("at %v window %v", at.Sub(start), w.Window.Nominal)
+			rejected := float64(len(truth.RejectedIn(w.Window.Start, w.Window.End)))
+			if !w.HasRejected || w.Rejected != rejected {
+				t.Fatalf("%s: rejected %v (present %v), truth %v", where, w.Rejected, w.HasRejected, rejected)
+			}
+			rejectedSeen += rejected
+			finished := truth.FinishedIn(w.Window.Start, w.Window.End)
+			good := 0
+			for _, r := range finished {
+				if meetsInteractive(r) {
+					good++
+				}
+			}
+			abandoned := float64(len(truth.AbandonedIn(w.Window.Start, w.Window.End)) + len(truth.LostIn(w.Window.Start, w.Window.End)))
+			for _, r := range w.SLOs {
+				pop := float64(len(finished))
+				s := slos[indexOf(slos, r.Name)]
+				if s.Abandoned == slo.AbandonedBad {
+					pop += abandoned
+				}
+				if s.Rejected == slo.RejectedBad {
+					pop += rejected
+				}
+				all, ok := r.Objectives[slo.AllKey]
+				truthAll := float64(good) / pop
+				if !ok || truthAll < all.Lower || truthAll > all.Upper {
+					t.Errorf("%s SLO %s: all %+v (present %v), truth %v", where, r.Name, all, ok, truthAll)
+				}
+				burn := (1 - truthAll) / (1 - s.Goal)
+				if !r.HasBurnRate || burn < r.BurnRate.Lower-1e-9 || burn > r.BurnRate.Upper+1e-9 {
+					t.Errorf("%s SLO %s: burn %+v, truth %v", where, r.Name, r.BurnRate, burn)
+				}
+				if s.Rejected == slo.RejectedBad && rejected > 0 && all.Upper < float64(good)/(pop-rejected) {
+					lowered++ // the bound excludes the answer that ignores the rejections
+				}
+				checked++
+			}
+		}
+	}
+	if rejectedSeen == 0 || lowered == 0 || checked == 0 {
+		t.Fatalf("%d results checked, %v rejections, %d lowered by them: the overload shows nothing", checked, rejectedSeen, lowered)
+	}
+	t.Logf("%d SLO results checked; %v rejections summed over the windows", checked, rejectedSeen)
+}
+
+func indexOf(slos []slo.SLO, name string) int {
+	for i, s := range slos {
+		if s.Name == name {
+			return i
+		}
+	}
+	return -1
+}

@@ -2,6 +2,9 @@
 # then checks formatting, vets, runs staticcheck, and runs every test with the
 # race detector. -count=1: the e2e tests build and run the binary themselves,
 # which Go's test cache cannot see, so a cached pass could hide a change.
+# -p 4: four test binaries at a time on 2 cores, because the longest ones
+# (e2e/alerts, alertquality) spend most of their time waiting on real
+# Prometheus and Alertmanager, which would otherwise hold a slot idle.
 GO ?= go
 # STATICCHECK is where scripts/install-test-deps.sh installs the pinned staticcheck.
 STATICCHECK ?= $(shell $(GO) env GOPATH)/bin/staticcheck
@@ -13,7 +16,7 @@ GOCYCLO ?= $(GO) run github.com/fzipp/gocyclo/cmd/gocyclo@v0.6.0
 .PHONY: test deps fmt-check vet lint cyclo build fuzz bench
 
 test: deps fmt-check vet lint cyclo
-	$(GO) test -race -count=1 -timeout 20m ./...
+	$(GO) test -race -count=1 -p 4 -timeout 20m ./...
 
 deps:
 	./scripts/install-test-deps.sh

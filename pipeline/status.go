@@ -69,7 +69,7 @@ type WindowStatus struct {
 	Known      bool
 	Unknown    []slo.Metric
 	// Coverage is the share of the nominal length the window's data spans,
-	// as vllm_slo_window_coverage_ratio exports it (WindowSpanCoverage);
+	// as vllm_slo_window_coverage_ratio exports it (slo.WindowReport.Coverage, the one definition);
 	// Filling is true while it is below FillingCoverage.
 	Coverage    float64
 	HasCoverage bool
@@ -101,17 +101,6 @@ type WindowBurn struct {
 	Known    bool
 	Source   string
 	Exported bool
-}
-
-// WindowSpanCoverage is (End − Start) / Nominal of a window: the share of its
-// nominal length its data spans, above 1 when a coarse history tier moved its
-// start earlier. ok is false for a window without length or data.
-func WindowSpanCoverage(w slo.Window) (float64, bool) {
-	span := w.End.Sub(w.Start)
-	if w.Nominal <= 0 || span <= 0 {
-		return 0, false
-	}
-	return span.Seconds() / w.Nominal.Seconds(), true
 }
 
 // StatusOf is the status of SLO s for model m of one report.
@@ -161,7 +150,7 @@ func (st *SLOStatus) exhaustion() {
 
 func windowStatus(m ModelReport, w slo.WindowReport, sloName string) WindowStatus {
 	ws := WindowStatus{Nominal: w.Window.Nominal}
-	ws.Coverage, ws.HasCoverage = WindowSpanCoverage(w.Window)
+	ws.Coverage, ws.HasCoverage = w.Coverage, w.HasCoverage
 	ws.Filling = !ws.HasCoverage || ws.Coverage < FillingCoverage
 	for _, r := range w.SLOs {
 		if r.Name != sloName {

@@ -16,8 +16,11 @@ import (
 func TestStatusOf(t *testing.T) {
 	end := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
 	window := func(d, span time.Duration, all, burn slo.Bounded) slo.WindowReport {
-		return slo.WindowReport{Window: slo.Window{Nominal: d, Start: end.Add(-span), End: end},
+		w := slo.Window{Nominal: d, Start: end.Add(-span), End: end}
+		wr := slo.WindowReport{Window: w,
 			SLOs: []slo.SLOResult{{Name: "s", Objectives: map[string]slo.Bounded{slo.AllKey: all}, BurnRate: burn, HasBurnRate: true}}}
+		wr.Coverage, wr.HasCoverage = w.Coverage() // as the evaluation sets it
+		return wr
 	}
 	s := slo.SLO{Name: "s", Goal: 0.99, Period: 24 * time.Hour}
 	page := BurnAlert{SLO: "s", Severity: "page", Long: 5 * time.Minute, Short: time.Minute, Factor: 14.4}

@@ -30,7 +30,7 @@ func newTraceDescs(model []string, desc func(name, help string, labels []string)
 		source:          desc("window_source", "1 for where the window's latency, attainment, goodput and burn-rate series come from: source=\"traces\" (every finished request's span arrived: exact, lower = estimate = upper) or source=\"histograms\" (bounds).", with("window", "source")),
 		coverage:        desc("trace_coverage_ratio", "Spans received for the finished requests of the window ending the span delay ago, over vLLM's own count of them (request_success_total); exact numbers need 1.", with("window")),
 		requests:        desc("trace_requests", "Requests whose span reports them finished in the window, by finish reason (empty when the span has none).", with("window", "finish_reason")),
-		boundsHeld:      desc("calibration_bounds_held", "In a window covered by traces: 1 if every histogram bound held the exact value, 0 if one failed (a bug in the bounds; the log says which).", with("window")),
+		boundsHeld:      desc("calibration_bounds_held", "Where the spans number the window's finished requests: 1 if every histogram bound held the spans' exact value (the window is exact), 0 if the spans contradict a bound vLLM's histograms prove (the window stays on the histograms; the log names the bounds; check the span sender).", with("window")),
 		quantileError:   desc("calibration_quantile_error_seconds", "In a window covered by traces: the histogram's quantile estimate minus the exact quantile, for metrics observed at finish.", with("metric", "window", QuantileLabel)),
 		attainmentError: desc("calibration_attainment_error_ratio", "In a window covered by traces: the histogram's attainment estimate minus the exact attainment (TTFT, observed at the first token, is not comparable and left out).", with("slo", "objective", "window")),
 		adapterRequests: desc("adapter_requests", "Requests of the LoRA adapter (adapter=\"\": the base model) that finished in a window covered by traces, exact.", with("window", "adapter")),
@@ -57,6 +57,9 @@ func (r *renderer) traceWindows(results []traces.Result) {
 		}
 		for _, reason := range slices.Sorted(maps.Keys(res.FinishReasons)) {
 			r.gauge(d.requests, float64(res.FinishReasons[reason]), r.models, win, reason)
+		}
+		if res.Inconsistent {
+			r.gauge(d.boundsHeld, 0, r.models, win)
 		}
 		if !res.Covered {
 			continue

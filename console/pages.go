@@ -81,7 +81,7 @@ var overviewTemplate = template.Must(template.New("overview").Funcs(funcs).Parse
 <p class="note">Evaluated at {{.Report.Time.UTC.Format "2006-01-02 15:04:05 MST"}}. Each number is the estimate; the range beside it is an honest bound the true value cannot leave. Attainment is green where the estimate reaches the goal, red where it does not (bold when the whole bound is on that side). A window or budget resting on less than half its length is marked filling.{{if .Exact}} Exact mode is on: each number says whether it comes from vLLM's traces (exact) or the histograms.{{end}} Hover a number for its /metrics series.</p>
 <h2>SLOs</h2>
 {{if .Rows}}{{template "slos" .Overview}}
-<p class="note">Sorted {{if eq .Sort "worst"}}worst first: firing, pending, then the least error budget left (pessimistic){{else}}by {{.Sort}}{{end}}. Attainment is of every objective together ("all"). An alert pages when the upper bound and the observed burn rate both exceed its threshold over both windows.</p>
+<p class="note">Sorted {{if eq .Sort "worst"}}worst first: firing, pending, then the least error budget left (pessimistic){{else}}by {{.Sort}}{{end}}. Attainment is of every objective together ("all"). An alert pages when the burn rate's upper bound and its evidence (the larger of its lower bound and the observed burn rate, abandoned and rejected requests counted as the SLO counts them) both exceed its threshold over both windows.</p>
 {{else}}<p>No SLO has been evaluated yet.</p>{{end}}
 <h2>Alerts</h2>
 {{if .Active}}<div class="scroll"><table id="alerts"><thead><tr><th>alert</th><th>severity</th><th>state</th><th>since</th><th>SLO</th><th>model</th><th>target</th><th>other labels</th><th>summary</th></tr></thead><tbody>

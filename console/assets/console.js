@@ -234,7 +234,7 @@
       c.band("long " + b.long, PALETTE[0], b.long_burn);
       c.band("short " + b.short, PALETTE[1], b.short_burn);
       c.constant("threshold " + fmt(b.factor), b.factor, n);
-      c.caption = "The alert fires while, in both windows, the upper bound and the observed burn (the bad share each objective's histogram shows) exceed the threshold.";
+      c.caption = "The alert fires while, in both windows, the upper bound and the evidence (the larger of the lower bound and the observed burn: the requests seen bad, abandoned and rejected ones as the SLO counts them) exceed the threshold.";
       charts.push(c);
     }
 

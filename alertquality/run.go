@@ -59,6 +59,10 @@ type Run struct {
 	// DaemonLabels and RuleLabels are, per alert, the label sets each path
 	// fired with (as Alertmanager would see them), keyed by their text.
 	DaemonLabels, RuleLabels map[Key]map[string]bool
+	// VMRules and VMRuleLabels are the same for the rules replayed by
+	// vmalert on VictoriaMetrics; nil until Victoria.VMAlerts fills them.
+	VMRules      map[Key][]Episode
+	VMRuleLabels map[Key]map[string]bool
 	// Keys lists the alerts in policy order.
 	Keys []Key
 	// TargetDown are the episodes of the daemon's target-down alert.

@@ -141,26 +141,26 @@ func newLedgerPlan(cfg *config.Config, s config.SLO, plans []objectivePlan) (led
 }
 
 // intervalDelta is the exact change of a counter series over one group
-// interval, summed per model_name: the sample now minus the sample the
-// previous evaluation read (offset by one interval, so consecutive
+// interval, summed per model_name: the latest sample now minus the latest
+// sample the previous evaluation read (offset by one interval, so consecutive
 // evaluations telescope to the difference of the window's edge samples,
 // without increase()'s extrapolation). A reset (negative change) counts the
 // new process's value, all it observed since it started; a series without
 // a previous sample counts nothing, as its history before is unknown.
 func intervalDelta(names []string, suffix, le string, interval time.Duration) string {
 	parts := make([]string, len(names))
-	off := model.Duration(interval).String()
 	for i, n := range names {
 		sel := n + suffix
 		if le != "" {
 			sel += fmt.Sprintf("{le=~%q}", le)
 		}
-		parts[i] = fmt.Sprintf("sum by (model_name) ((%[1]s - %[1]s offset %[2]s) >= 0 or (%[1]s and %[1]s offset %[2]s))", sel, off)
+		now, prev := latest(sel, 0), latest(sel, interval)
+		parts[i] = fmt.Sprintf("sum by (model_name) ((%[1]s - %[2]s) >= 0 or (%[1]s and %[2]s))", now, prev)
 	}
 	return strings.Join(parts, "\nor\n")
 }
 
-// gaugeSum sums a gauge per model_name, as it was offset before now. When
+// gaugeSum sums a gauge per model_name, its latest sample offset before now. When
 // the gauge has no sample there (its series began later, inside the range
 // the caller sums), the largest value since then stands in: at least the
 // value at the first sample, where the caller's counter changes begin.
@@ -168,11 +168,10 @@ func gaugeSum(names []string, offset time.Duration) string {
 	parts := make([]string, len(names))
 	for i, n := range names {
 		if offset <= 0 {
-			parts[i] = fmt.Sprintf("sum by (model_name) (%s)", n)
+			parts[i] = fmt.Sprintf("sum by (model_name) (%s)", latest(n, 0))
 			continue
 		}
-		d := model.Duration(offset).String()
-		parts[i] = fmt.Sprintf("sum by (model_name) (%[1]s offset %[2]s or max_over_time(%[1]s[%[2]s]))", n, d)
+		parts[i] = fmt.Sprintf("sum by (model_name) (%s or max_over_time(%s[%s]))", latest(n, offset), n, model.Duration(offset))
 	}
 	return "(" + strings.Join(parts, " or ") + ")"
 }

@@ -64,7 +64,11 @@ func TestRulesOnVictoriaMetrics(t *testing.T) {
 	if err := vm.Replay(rf, from, to); err != nil {
 		t.Fatal(err)
 	}
-	t.Logf("vmalert replayed %d rules over %v in %v", countRules(rf), to.Sub(from), time.Since(began).Round(time.Millisecond))
+	stages, err := stageRules(rf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("vmalert replayed %d rules in %d stages over %v in %v", countRules(rf), len(stages), to.Sub(from), time.Since(began).Round(time.Millisecond))
 	var table strings.Builder
 	table.WriteString("| scenario | window | scrapes compared | mean abs. difference of the estimate (mid-point) | max abs. difference lower / upper | mean width Prometheus | mean width VictoriaMetrics | mean width daemon | truth checked / outside (Prometheus, VM) |\n|---|---|---|---|---|---|---|---|---|\n")
 	for i, run := range runs {

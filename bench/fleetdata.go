@@ -149,6 +149,7 @@ var LedgerSeries = []LedgerRecord{
 	{"model_name:vllm_slo_finished_good_upper:interval_increase", "tpot"},
 	{"model_name:vllm_slo_joint_good_lower:interval_increase", "all"},
 	{"model_name:vllm_slo_joint_good_upper:interval_increase", "all"},
+	{"model_name:vllm_slo_new_series_in_flight:interval", ""},
 }
 
 func (f Fleet) model(target int) string { return modelName(target % max(f.Models, 1)) }
@@ -203,7 +204,7 @@ func (f Fleet) Walk(emit func(FleetSample) error) error {
 			}
 			l := ledger[(t%max(f.Models, 1))*len(LedgerSeries):]
 			for j, v := range []float64{n, n, good[0], good[0], n, good[1], good[1], good[1], good[1],
-				math.Max(0, good[0]+good[1]-n), math.Min(good[0], good[1])} {
+				math.Max(0, good[0]+good[1]-n), math.Min(good[0], good[1]), 0} {
 				l[j] += v
 			}
 		}

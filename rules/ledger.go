@@ -289,6 +289,7 @@ func (lp ledgerPlan) intervalRules() []Rule {
 				Expr: minOf(fmt.Sprintf("(%s + ignoring (objective) clamp_min(%s - ignoring (objective) %s, 0))", h, n, c), n, "ignoring (objective)")},
 		)
 	}
+	rs = append(rs, lp.newInFlightRule())
 	finLo, finHi := lp.finishJoint()
 	prev := lp.inFlight(i)
 	if lp.ttftPlan == nil {
@@ -355,7 +356,9 @@ func (lp ledgerPlan) sumOver(name, objective string, w model.Duration) string {
 //
 // Proof. Let N be the requests that finished in the window (the sum of the
 // intervals' N), S the samples the window starts from and R_S, R_E running
-// + waiting at its start and end.
+// + waiting at its start and end; for a series that began inside the
+// window, R_S takes its running + waiting at its first sample, where its
+// counter changes begin (inFlightAtStart).
 //   - Good requests: the sum of the intervals' bounds holds. So does the
 //     whole window's: every TTFT-bad finisher got its first token in the
 //     window or was past it and in flight at S, so at most (TTFT-bad first
@@ -370,8 +373,7 @@ func (lp ledgerPlan) sumOver(name, objective string, w model.Duration) string {
 //     (N + A.hi), good.hi / (N + A.lo)] with abandoned requests counted bad,
 //     and in [good.lo / N, good.hi / N] with them excluded; at most 1.
 func (lp ledgerPlan) windowRules(w model.Duration, first bool) []Rule {
-	start := lp.windowStart(w)
-	rStart, rEnd := lp.inFlight(start), lp.inFlight(0)
+	rStart, rEnd := lp.inFlightAtStart(w), lp.inFlight(0)
 	n := lp.sumOver(recIntFinished, "", w)
 	f := lp.sumOver(recIntFirst, "", w)
 	sumLo := "sum without (objective) (" + lp.sumOver(recIntJointLo, allObjective, w) + ")"

@@ -413,8 +413,8 @@ func TestProfilesCombine(t *testing.T) {
 	for _, r := range reqs {
 		byObjective[r.Labels["objective"]] = r.Expr
 	}
-	want := "sum by (model_name) ((last_over_time(vllm:request_queue_time_seconds_count[5m])"
-	if !strings.HasPrefix(byObjective["queue"], want) || !strings.Contains(byObjective["queue"], "\nor\nsum by (model_name) ((last_over_time(sglang:queue_time_seconds_count[5m])") {
+	want := "sum by (model_name) ((last_over_time(vllm:request_queue_time_seconds_count[4m59s999ms])"
+	if !strings.HasPrefix(byObjective["queue"], want) || !strings.Contains(byObjective["queue"], "\nor\nsum by (model_name) ((last_over_time(sglang:queue_time_seconds_count[4m59s999ms])") {
 		t.Errorf("queue requests expr =\n%s\nwant\n%s", byObjective["queue"], want)
 	}
 	// The second SLO has only its own policy and period windows.

@@ -304,39 +304,11 @@ func samplesRead(base string, g rules.Group) (int64, error) {
 // live on the rules and reads vmalert_iteration_duration_seconds after evals
 // evaluations of every group.
 func measureVictoria(f bench.Fleet, rf *rules.RuleFile, ruleFile, dir string, evals int) ([]groupRow, error) {
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return nil, err
-	}
-	addr, err := loopback()
-	if err != nil {
-		return nil, err
-	}
-	vm, err := startServer(filepath.Join(dir, "victoria-metrics.log"), "victoria-metrics", "-storageDataPath="+filepath.Join(dir, "data"),
-		"-httpListenAddr="+addr, "-retentionPeriod=100y", "-loggerLevel=WARN")
+	vm, base, load, err := startImported(f, dir)
 	if err != nil {
 		return nil, err
 	}
 	defer vm.stop()
-	base := "http://" + addr
-	if err := vm.waitFor(time.Minute, "victoria-metrics healthy", func() (bool, error) { return httpOK(base + "/health"), nil }); err != nil {
-		return nil, err
-	}
-	began := time.Now()
-	n, err := importFleet(f, base)
-	if err != nil {
-		return nil, err
-	}
-	err = vm.waitFor(10*time.Minute, "import stored", func() (bool, error) {
-		m, err := scrapeMetrics(base + "/metrics")
-		return err == nil && m.get("vm_rows_added_to_storage_total", "") >= float64(n), nil
-	})
-	if err != nil {
-		return nil, err
-	}
-	if !httpOK(base + "/internal/force_flush") {
-		return nil, errors.New("force_flush failed")
-	}
-	load := time.Since(began)
 	alertAddr, err := loopback()
 	if err != nil {
 		return nil, err
@@ -352,45 +324,9 @@ func measureVictoria(f bench.Fleet, rf *rules.RuleFile, ruleFile, dir string, ev
 		return nil, err
 	}
 	defer va.stop()
-	groups := map[string]*groupRow{}
-	last := map[string]float64{}
-	// Rows VictoriaMetrics read for queries from the first evaluation seen
-	// on, over the SLO group's evaluations since (the other group selects
-	// the exporter's own series, absent here, and reads none).
-	readFrom, sloFrom := -1.0, 0.0
-	sloGroup := rf.Groups[0].Name
-	err = va.waitFor(time.Duration(evals+4)*time.Minute, "vmalert evaluations", func() (bool, error) {
-		m, err := scrapeMetrics("http://" + alertAddr + "/metrics")
-		if err != nil {
-			return false, nil
-		}
-		for _, l := range m.lines("vmalert_iteration_duration_seconds_sum") {
-			g := labelValue(l, "group")
-			if groups[g] == nil {
-				groups[g] = &groupRow{engine: "VictoriaMetrics 1.79 + vmalert", group: g, load: load, samples: "–"}
-			}
-			sum := m.get("vmalert_iteration_duration_seconds_sum", `group="`+g+`"`)
-			cnt := m.get("vmalert_iteration_duration_seconds_count", `group="`+g+`"`)
-			if cnt > last[g] {
-				// The mean of the evaluations since the last poll (usually one).
-				prevSum := groups[g].sumSoFar
-				groups[g].ms = append(groups[g].ms, (sum-prevSum)/(cnt-last[g])*1e3)
-				groups[g].sumSoFar, last[g] = sum, cnt
-			}
-		}
-		if readFrom < 0 && last[sloGroup] > 0 {
-			vmm, err := scrapeMetrics(base + "/metrics")
-			if err != nil {
-				return false, err
-			}
-			readFrom, sloFrom = vmm.get("vm_rows_read_per_query_sum", ""), last[sloGroup]
-		}
-		done := len(groups) > 0
-		for _, g := range groups {
-			done = done && len(g.ms) >= evals
-		}
-		return done, nil
-	})
+	p := &vmalertPoll{vmURL: base, alertURL: "http://" + alertAddr, sloGroup: rf.Groups[0].Name,
+		groups: map[string]*groupRow{}, last: map[string]float64{}, readFrom: -1}
+	err = va.waitFor(time.Duration(evals+4)*time.Minute, "vmalert evaluations", func() (bool, error) { return p.poll(evals, load) })
 	if err != nil {
 		return nil, err
 	}
@@ -398,25 +334,112 @@ func measureVictoria(f bench.Fleet, rf *rules.RuleFile, ruleFile, dir string, ev
 	if err != nil {
 		return nil, err
 	}
-	am, err := scrapeMetrics("http://" + alertAddr + "/metrics")
+	am, err := scrapeMetrics(p.alertURL + "/metrics")
 	if err != nil {
 		return nil, err
 	}
 	rss := mb(uint64(m.get("process_resident_memory_bytes", ""))) + " + vmalert " + mb(uint64(am.get("process_resident_memory_bytes", "")))
-	read := (m.get("vm_rows_read_per_query_sum", "") - readFrom) / max(1, am.get("vmalert_iteration_duration_seconds_count", `group="`+sloGroup+`"`)-sloFrom)
+	read := (m.get("vm_rows_read_per_query_sum", "") - p.readFrom) / max(1, am.get("vmalert_iteration_duration_seconds_count", `group="`+p.sloGroup+`"`)-p.sloFrom)
 	var rows []groupRow
 	for _, g := range rf.Groups {
-		if groups[g.Name] == nil {
+		if p.groups[g.Name] == nil {
 			return nil, fmt.Errorf("vmalert reported no evaluation of group %s", g.Name)
 		}
-		r := *groups[g.Name]
+		r := *p.groups[g.Name]
 		r.rss, r.rules = rss, len(g.Rules)
-		if g.Name == sloGroup {
+		if g.Name == p.sloGroup {
 			r.samples = fmt.Sprintf("%.0f (rows read)", read)
 		}
 		rows = append(rows, r)
 	}
 	return rows, nil
+}
+
+// startImported starts victoria-metrics under dir, imports the fleet and
+// waits until VictoriaMetrics has stored and flushed every sample; it
+// returns the server, its URL and how long the import took.
+func startImported(f bench.Fleet, dir string) (*server, string, time.Duration, error) {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, "", 0, err
+	}
+	addr, err := loopback()
+	if err != nil {
+		return nil, "", 0, err
+	}
+	vm, err := startServer(filepath.Join(dir, "victoria-metrics.log"), "victoria-metrics", "-storageDataPath="+filepath.Join(dir, "data"),
+		"-httpListenAddr="+addr, "-retentionPeriod=100y", "-loggerLevel=WARN")
+	if err != nil {
+		return nil, "", 0, err
+	}
+	base := "http://" + addr
+	fail := func(err error) (*server, string, time.Duration, error) {
+		vm.stop()
+		return nil, "", 0, err
+	}
+	if err := vm.waitFor(time.Minute, "victoria-metrics healthy", func() (bool, error) { return httpOK(base + "/health"), nil }); err != nil {
+		return fail(err)
+	}
+	began := time.Now()
+	n, err := importFleet(f, base)
+	if err != nil {
+		return fail(err)
+	}
+	err = vm.waitFor(10*time.Minute, "import stored", func() (bool, error) {
+		m, err := scrapeMetrics(base + "/metrics")
+		return err == nil && m.get("vm_rows_added_to_storage_total", "") >= float64(n), nil
+	})
+	if err != nil {
+		return fail(err)
+	}
+	if !httpOK(base + "/internal/force_flush") {
+		return fail(errors.New("force_flush failed"))
+	}
+	return vm, base, time.Since(began), nil
+}
+
+// vmalertPoll follows vmalert's iteration metrics: per group, the mean
+// duration of the evaluations since the previous poll, and the rows
+// VictoriaMetrics read from the first SLO group evaluation seen on (the
+// other group selects the exporter's own series, absent here, and reads
+// none).
+type vmalertPoll struct {
+	vmURL, alertURL, sloGroup string
+	groups                    map[string]*groupRow
+	last                      map[string]float64
+	readFrom, sloFrom         float64
+}
+
+// poll reads vmalert's metrics once and reports whether every group has
+// evals evaluations measured.
+func (p *vmalertPoll) poll(evals int, load time.Duration) (bool, error) {
+	m, err := scrapeMetrics(p.alertURL + "/metrics")
+	if err != nil {
+		return false, nil
+	}
+	for _, l := range m.lines("vmalert_iteration_duration_seconds_sum") {
+		g := labelValue(l, "group")
+		if p.groups[g] == nil {
+			p.groups[g] = &groupRow{engine: "VictoriaMetrics 1.79 + vmalert", group: g, load: load, samples: "–"}
+		}
+		sum := m.get("vmalert_iteration_duration_seconds_sum", `group="`+g+`"`)
+		cnt := m.get("vmalert_iteration_duration_seconds_count", `group="`+g+`"`)
+		if cnt > p.last[g] {
+			p.groups[g].ms = append(p.groups[g].ms, (sum-p.groups[g].sumSoFar)/(cnt-p.last[g])*1e3)
+			p.groups[g].sumSoFar, p.last[g] = sum, cnt
+		}
+	}
+	if p.readFrom < 0 && p.last[p.sloGroup] > 0 {
+		vmm, err := scrapeMetrics(p.vmURL + "/metrics")
+		if err != nil {
+			return false, err
+		}
+		p.readFrom, p.sloFrom = vmm.get("vm_rows_read_per_query_sum", ""), p.last[p.sloGroup]
+	}
+	done := len(p.groups) > 0
+	for _, g := range p.groups {
+		done = done && len(g.ms) >= evals
+	}
+	return done, nil
 }
 
 // blackhole is an Alertmanager stand-in on 127.0.0.1 that accepts and

@@ -12,7 +12,7 @@ import (
 const lookback = 5 * time.Minute
 
 // latest selects the latest sample of a series at or before offset before
-// now, within lookback: last_over_time(sel[5m] offset d).
+// now, within lookback: last_over_time(sel[4m59s999ms] offset d).
 //
 // A bare selector would do the same on Prometheus over backfilled data, but
 // not everywhere the rules run:

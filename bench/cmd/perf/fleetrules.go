@@ -339,7 +339,9 @@ func measureVictoria(f bench.Fleet, rf *rules.RuleFile, ruleFile, dir string, ev
 		return nil, err
 	}
 	rss := mb(uint64(m.get("process_resident_memory_bytes", ""))) + " + vmalert " + mb(uint64(am.get("process_resident_memory_bytes", "")))
-	read := (m.get("vm_rows_read_per_query_sum", "") - p.readFrom) / max(1, am.get("vmalert_iteration_duration_seconds_count", `group="`+p.sloGroup+`"`)-p.sloFrom)
+	// Rows read need two polls of the SLO group: with one, "–".
+	iters := am.get("vmalert_iteration_duration_seconds_count", `group="`+p.sloGroup+`"`) - p.sloFrom
+	read := (m.get("vm_rows_read_per_query_sum", "") - p.readFrom) / max(1, iters)
 	var rows []groupRow
 	for _, g := range rf.Groups {
 		if p.groups[g.Name] == nil {
@@ -347,7 +349,7 @@ func measureVictoria(f bench.Fleet, rf *rules.RuleFile, ruleFile, dir string, ev
 		}
 		r := *p.groups[g.Name]
 		r.rss, r.rules = rss, len(g.Rules)
-		if g.Name == p.sloGroup {
+		if g.Name == p.sloGroup && iters >= 1 {
 			r.samples = fmt.Sprintf("%.0f (rows read)", read)
 		}
 		rows = append(rows, r)

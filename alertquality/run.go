@@ -82,6 +82,10 @@ type Run struct {
 	// Condition is, per alert and evaluation, whether the truth's page
 	// condition held (both windows above the factor, before `for`).
 	Condition map[Key][]bool
+	// VMRules and VMRuleLabels are the same for the rules replayed by
+	// vmalert on VictoriaMetrics; nil until Victoria.VMAlerts fills them.
+	VMRules      map[Key][]Episode
+	VMRuleLabels map[Key]map[string]bool
 	// Keys lists the alerts in policy order.
 	Keys []Key
 	// TargetDown are the episodes of the daemon's target-down alert.

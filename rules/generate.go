@@ -95,7 +95,11 @@ func sloGroup(cfg *config.Config, s config.SLO) (Group, error) {
 	budgetFactor := formatFloat(1 - s.Goal)
 	for wi, w := range sloWindows(s) {
 		for _, p := range plans {
-			g.Rules = append(g.Rules, requestsRule(s, p, w), goodRule(s, p, w, wi == 0))
+			requests, good := requestsRule(s, p, w), goodRule(s, p, w, wi == 0)
+			if useLedger {
+				requests, good = lp.exactCounts(requests, good, p, w)
+			}
+			g.Rules = append(g.Rules, requests, good)
 		}
 		for _, p := range plans {
 			g.Rules = append(g.Rules, attainmentRule(s, p, w))

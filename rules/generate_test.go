@@ -300,8 +300,8 @@ func TestObjectiveRules(t *testing.T) {
 		byObjective[r.Labels["objective"]] = r
 	}
 	want := map[string]string{
-		"ttft": `sum by (model_name) (increase(vllm:time_to_first_token_seconds_bucket{le=~"0\\.5"}[5m]))`,
-		"tpot": `sum by (model_name) (increase(vllm:request_time_per_output_token_seconds_bucket{le=~"0\\.05"}[5m]))`,
+		"ttft": `sum_over_time(model_name:vllm_slo_ttft_good_first_tokens_lower:interval_increase{slo="interactive"}[4m59s999ms])`,
+		"tpot": `sum without (objective) (sum_over_time(model_name:vllm_slo_observed_good_lower:interval_increase{slo="interactive",objective="tpot"}[4m59s999ms]))`,
 	}
 	for obj, expr := range want {
 		r, ok := byObjective[obj]
@@ -319,7 +319,7 @@ func TestObjectiveRules(t *testing.T) {
 		}
 	}
 	reqs := rulesNamed(f, recRequests+"1h", "interactive")
-	if len(reqs) != 2 || reqs[1].Expr != `sum by (model_name) (increase(vllm:time_to_first_token_seconds_count[1h]))` {
+	if len(reqs) != 2 || reqs[1].Expr != `sum_over_time(model_name:vllm_slo_first_tokens:interval_increase{slo="interactive"}[59m59s999ms])` {
 		t.Errorf("requests rules = %+v", reqs)
 	}
 }
@@ -365,14 +365,24 @@ func TestOffEdgeThresholds(t *testing.T) {
 	for _, r := range good {
 		exprs[r.Labels["objective"]] = r
 	}
-	if r := exprs["ttft"]; !strings.Contains(r.Expr, `{le=~"0\\.25"}`) || !strings.Contains(r.Comment, "300ms") || !strings.Contains(r.Comment, "0.25s") {
+	// Per-request objectives count from the ledger's per-interval changes,
+	// which read the bucket at the edge.
+	if r := exprs["ttft"]; !strings.Contains(r.Comment, "300ms") || !strings.Contains(r.Comment, "0.25s") {
 		t.Errorf("ttft 300ms rule = %+v", r)
+	}
+	if r := rulesNamed(f, recIntTTFTGoodLo, "chat"); len(r) != 1 || !strings.Contains(r[0].Expr, `{le=~"0\\.25"}`) {
+		t.Errorf("ttft 300ms interval rule = %+v", r)
 	}
 	if r := exprs["itl"]; !strings.Contains(r.Expr, `{le=~"0\\.05"}`) || r.Comment == "" {
 		t.Errorf("itl 60ms rule = %+v", r)
 	}
-	if r := exprs["e2e"]; !strings.Contains(r.Expr, `{le=~"1|1\\.0"}`) || r.Comment != "" {
+	if r := exprs["e2e"]; r.Comment != "" {
 		t.Errorf("e2e 1s rule = %+v", r)
+	}
+	for _, r := range rulesNamed(f, recIntObjGoodLo, "chat") {
+		if r.Labels["objective"] == "e2e" && !strings.Contains(r.Expr, `{le=~"1|1\\.0"}`) {
+			t.Errorf("e2e 1s interval rule = %+v", r)
+		}
 	}
 	// The deprecated ITL name is a fallback after the current one.
 	want := "sum by (model_name) (increase(vllm:inter_token_latency_seconds_bucket{le=~\"0\\\\.05\"}[5m]))\nor\n" +
@@ -391,21 +401,24 @@ func TestOffEdgeThresholds(t *testing.T) {
 func TestBelowSmallestEdgeCountsNothingGood(t *testing.T) {
 	f := generateCase(t, configCases[2].yaml)
 	good := rulesNamed(f, recGood+"5m", "tiny")
-	if len(good) != 1 || good[0].Expr != "0 * (sum by (model_name) (increase(vllm:e2e_request_latency_seconds_count[5m])))" || good[0].Comment == "" {
+	if len(good) != 1 || good[0].Comment == "" {
 		t.Errorf("good rule = %+v", good)
+	}
+	lo := rulesNamed(f, recIntObjGoodLo, "tiny")
+	if len(lo) != 1 || !strings.HasPrefix(lo[0].Expr, "0 * (sum by (model_name) (") {
+		t.Errorf("interval good rule = %+v", lo)
 	}
 }
 
 func TestProfilesCombine(t *testing.T) {
 	f := generateCase(t, configCases[3].yaml)
-	reqs := rulesNamed(f, recRequests+"5m", "fleet")
+	reqs := rulesNamed(f, recIntObserved, "fleet")
 	byObjective := map[string]string{}
 	for _, r := range reqs {
 		byObjective[r.Labels["objective"]] = r.Expr
 	}
-	want := "sum by (model_name) (increase(vllm:request_queue_time_seconds_count[5m]))\nor\n" +
-		"sum by (model_name) (increase(sglang:queue_time_seconds_count[5m]))"
-	if byObjective["queue"] != want {
+	want := "sum by (model_name) ((last_over_time(vllm:request_queue_time_seconds_count[4m59s999ms])"
+	if !strings.HasPrefix(byObjective["queue"], want) || !strings.Contains(byObjective["queue"], "\nor\nsum by (model_name) ((last_over_time(sglang:queue_time_seconds_count[4m59s999ms])") {
 		t.Errorf("queue requests expr =\n%s\nwant\n%s", byObjective["queue"], want)
 	}
 	// The second SLO has only its own policy and period windows.

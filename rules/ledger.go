@@ -143,26 +143,26 @@ func newLedgerPlan(cfg *config.Config, s config.SLO, plans []objectivePlan) (led
 }
 
 // intervalDelta is the exact change of a counter series over one group
-// interval, summed per model_name: the sample now minus the sample the
-// previous evaluation read (offset by one interval, so consecutive
+// interval, summed per model_name: the latest sample now minus the latest
+// sample the previous evaluation read (offset by one interval, so consecutive
 // evaluations telescope to the difference of the window's edge samples,
 // without increase()'s extrapolation). A reset (negative change) counts the
 // new process's value, all it observed since it started; a series without
 // a previous sample counts nothing, as its history before is unknown.
 func intervalDelta(names []string, suffix, le string, interval time.Duration) string {
 	parts := make([]string, len(names))
-	off := model.Duration(interval).String()
 	for i, n := range names {
 		sel := n + suffix
 		if le != "" {
 			sel += fmt.Sprintf("{le=~%q}", le)
 		}
-		parts[i] = fmt.Sprintf("sum by (model_name) ((%[1]s - %[1]s offset %[2]s) >= 0 or (%[1]s and %[1]s offset %[2]s))", sel, off)
+		now, prev := latest(sel, 0), latest(sel, interval)
+		parts[i] = fmt.Sprintf("sum by (model_name) ((%[1]s - %[2]s) >= 0 or (%[1]s and %[2]s))", now, prev)
 	}
 	return strings.Join(parts, "\nor\n")
 }
 
-// gaugeSum sums a gauge per model_name, as it was offset before now. When
+// gaugeSum sums a gauge per model_name, its latest sample offset before now. When
 // the gauge has no sample there (its series began later, inside the range
 // the caller sums), the largest value since then stands in: at least the
 // value at the first sample, where the caller's counter changes begin.
@@ -170,11 +170,10 @@ func gaugeSum(names []string, offset time.Duration) string {
 	parts := make([]string, len(names))
 	for i, n := range names {
 		if offset <= 0 {
-			parts[i] = fmt.Sprintf("sum by (model_name) (%s)", n)
+			parts[i] = fmt.Sprintf("sum by (model_name) (%s)", latest(n, 0))
 			continue
 		}
-		d := model.Duration(offset).String()
-		parts[i] = fmt.Sprintf("sum by (model_name) (%[1]s offset %[2]s or max_over_time(%[1]s[%[2]s]))", n, d)
+		parts[i] = fmt.Sprintf("sum by (model_name) (%s or max_over_time(%s[%s]))", latest(n, offset), n, model.Duration(offset))
 	}
 	return "(" + strings.Join(parts, " or ") + ")"
 }
@@ -309,6 +308,7 @@ func (lp ledgerPlan) intervalRules() []Rule {
 				Expr: minOf(fmt.Sprintf("(%s + ignoring (objective) clamp_min(%s - ignoring (objective) %s, 0))", h, n, c), n, "ignoring (objective)")},
 		)
 	}
+	rs = append(rs, lp.newInFlightRule())
 	finLo, finHi := lp.finishJoint()
 	prev := lp.inFlight(i)
 	if lp.ttftPlan == nil {
@@ -375,7 +375,9 @@ func (lp ledgerPlan) sumOver(name, objective string, w model.Duration) string {
 //
 // Proof. Let N be the requests that finished in the window (the sum of the
 // intervals' N), S the samples the window starts from and R_S, R_E running
-// + waiting at its start and end.
+// + waiting at its start and end; for a series that began inside the
+// window, R_S takes its running + waiting at its first sample, where its
+// counter changes begin (inFlightAtStart).
 //   - Good requests: the sum of the intervals' bounds holds. So does the
 //     whole window's: every TTFT-bad finisher got its first token in the
 //     window or was past it and in flight at S, so at most (TTFT-bad first
@@ -390,8 +392,8 @@ func (lp ledgerPlan) sumOver(name, objective string, w model.Duration) string {
 //     (N + A.hi), good.hi / (N + A.lo)] with abandoned requests counted bad,
 //     and in [good.lo / N, good.hi / N] with them excluded; at most 1.
 func (lp ledgerPlan) windowRules(w model.Duration, first bool) []Rule {
-	start := lp.windowStart(w)
-	rStart, rEnd := lp.inFlight(start), lp.inFlight(0)
+	rStart, rEnd := lp.inFlightAtStart(w), lp.inFlight(0)
+	start := time.Duration(w)
 	n := lp.sumOver(recIntFinished, "", w)
 	f := lp.sumOver(recIntFirst, "", w)
 	sumLo := "sum without (objective) (" + lp.sumOver(recIntJointLo, allObjective, w) + ")"

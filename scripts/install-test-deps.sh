@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs what the test suite needs when it is missing: staticcheck (pinned,
 # through the Go module proxy) and, from Debian's packages, Prometheus
-# (promtool), Alertmanager, Chromium and GLPK (glpsol). Runs apt-get update once.
+# (promtool), Alertmanager, Chromium, GLPK (glpsol) and VictoriaMetrics
+# (victoria-metrics, vmalert). Runs apt-get update once.
 set -euo pipefail
 
 staticcheck_version=v0.8.2 # staticcheck 2026.2.2
@@ -16,6 +17,7 @@ command -v promtool >/dev/null 2>&1 || need+=(prometheus)
 command -v prometheus-alertmanager >/dev/null 2>&1 || need+=(prometheus-alertmanager)
 command -v chromium >/dev/null 2>&1 || need+=(chromium)
 command -v glpsol >/dev/null 2>&1 || need+=(glpk-utils)
+command -v victoria-metrics >/dev/null 2>&1 || need+=(victoria-metrics)
 [ ${#need[@]} -eq 0 ] && exit 0
 
 sudo=""

@@ -1,12 +1,14 @@
 // Command perf prints the tables of BENCHMARKS.md: per-scrape cost against
 // the textparse floor and the expfmt alternative, how that cost grows,
-// memory with many targets after 30 days of history, and a fleet run of the
-// real daemon against 500 simulated targets.
+// memory with many targets after 30 days of history, a fleet run of the
+// real daemon against 500 simulated targets, and the generated rules'
+// evaluation cost on Prometheus and VictoriaMetrics over a backfilled fleet.
 //
 //	go run ./bench/cmd/perf scrape  [-runs 5] [-benchtime 1s]
 //	go run ./bench/cmd/perf growth  [-runs 3] [-benchtime 500ms]
 //	go run ./bench/cmd/perf mem     [-targets 1,100,1000] [-periods 1d,7d,30d] [-runs 3]
 //	go run ./bench/cmd/perf fleet   [-targets 500] [-duration 5m]
+//	go run ./bench/cmd/perf fleet-rules [-targets 10] [-days 1] [-engines prometheus,victoriametrics]
 package main
 
 import (
@@ -18,7 +20,7 @@ import (
 
 func main() {
 	if len(os.Args) < 2 {
-		fmt.Fprintln(os.Stderr, "usage: perf scrape|growth|mem|mem-one|fleet [flags]")
+		fmt.Fprintln(os.Stderr, "usage: perf scrape|growth|mem|mem-one|fleet|fleet-rules [flags]")
 		os.Exit(2)
 	}
 	testing.Init() // registers -test.benchtime, which testing.Benchmark reads
@@ -35,6 +37,8 @@ func main() {
 		err = runMemOne(args)
 	case "fleet":
 		err = runFleet(args)
+	case "fleet-rules":
+		err = runFleetRules(args)
 	default:
 		err = fmt.Errorf("unknown command %q", cmd)
 	}

@@ -1,0 +1,552 @@
+package main
+
+import (
+	"bufio"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/vllm-slo-exporter/vllm-slo-exporter/bench"
+	"github.com/vllm-slo-exporter/vllm-slo-exporter/config"
+	"github.com/vllm-slo-exporter/vllm-slo-exporter/rules"
+)
+
+// runFleetRules is the fleet measurement of the generated rules on a real
+// TSDB: a synthetic fleet's history backfilled into Prometheus (promtool)
+// and VictoriaMetrics (its import API), the generated rules loaded and
+// evaluated live every 15 s, and each group's evaluation time read from the
+// engine's own metrics; it prints one table row per engine and group.
+func runFleetRules(args []string) error {
+	fl := flag.NewFlagSet("fleet-rules", flag.ContinueOnError)
+	targets := fl.Int("targets", 10, "simulated vLLM servers")
+	models := fl.Int("models", 0, "models they serve (default: one per 10 targets)")
+	days := fl.Float64("days", 1, "days of history backfilled")
+	evals := fl.Int("evaluations", 4, "group evaluations measured per engine")
+	engines := fl.String("engines", "prometheus,victoriametrics", "engines to measure")
+	header := fl.Bool("header", true, "print the table header")
+	if err := fl.Parse(args); err != nil {
+		return err
+	}
+	if *models <= 0 {
+		*models = max(1, *targets/10)
+	}
+	f := bench.Fleet{Targets: *targets, Models: *models, History: time.Duration(*days * 24 * float64(time.Hour)),
+		End: time.Now().Truncate(bench.Interval), Rate: 2, Seed: 1}
+	cfg, err := config.Parse([]byte(f.Config()), "fleet.yaml")
+	if err != nil {
+		return err
+	}
+	rf, err := rules.Generate(cfg)
+	if err != nil {
+		return err
+	}
+	if err := checkLedgerNames(rf); err != nil {
+		return err
+	}
+	dir, err := os.MkdirTemp("", "perf-fleet-rules")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(dir)
+	text, err := rf.YAML()
+	if err != nil {
+		return err
+	}
+	ruleFile := filepath.Join(dir, "rules.yml")
+	if err := os.WriteFile(ruleFile, text, 0o600); err != nil {
+		return err
+	}
+	if *header {
+		fmt.Println("| targets × history | engine | group (rules) | load | evaluation ms, median (max) | share of the 15 s interval | samples read per evaluation | engine RSS MiB |")
+		fmt.Println("|---|---|---|---|---|---|---|---|")
+	}
+	size := fmt.Sprintf("%d × %gd", *targets, *days)
+	for _, e := range strings.Split(*engines, ",") {
+		var rows []groupRow
+		switch e {
+		case "prometheus":
+			rows, err = measurePrometheus(f, rf, ruleFile, filepath.Join(dir, "prometheus"), *evals)
+		case "victoriametrics":
+			rows, err = measureVictoria(f, rf, ruleFile, filepath.Join(dir, "victoriametrics"), *evals)
+		default:
+			err = fmt.Errorf("unknown engine %q", e)
+		}
+		if err != nil {
+			return fmt.Errorf("%s: %w", e, err)
+		}
+		for _, r := range rows {
+			fmt.Printf("| %s | %s | %s (%d) | %s | %.1f (%.1f) | %.2f%% | %s | %s |\n", size, r.engine, r.group, r.rules, r.load.Round(time.Second),
+				bench.Median(r.ms), slices.Max(r.ms), bench.Median(r.ms)/bench.Interval.Seconds()/10, r.samples, r.rss)
+		}
+	}
+	return nil
+}
+
+// groupRow is one engine's measurement of one rule group.
+type groupRow struct {
+	engine, group string
+	rules         int
+	load          time.Duration
+	ms            []float64
+	samples       string
+	rss           string
+	// sumSoFar is vmalert's iteration duration sum at the last poll.
+	sumSoFar float64
+}
+
+// checkLedgerNames makes sure the fleet's synthetic ledger history has the
+// names the generated rules record, so that the period windows read it.
+func checkLedgerNames(rf *rules.RuleFile) error {
+	recorded := map[string]bool{}
+	for _, g := range rf.Groups {
+		for _, r := range g.Rules {
+			recorded[r.Record] = true
+		}
+	}
+	for _, l := range bench.LedgerSeries {
+		if !recorded[l.Name] {
+			return fmt.Errorf("the rules record no %s: update bench.LedgerSeries", l.Name)
+		}
+	}
+	return nil
+}
+
+// server is an engine process started on 127.0.0.1; exited is closed
+// when it has exited, with err its exit.
+type server struct {
+	cmd    *exec.Cmd
+	exited chan struct{}
+	err    error
+}
+
+func startServer(log string, name string, args ...string) (*server, error) {
+	lf, err := os.Create(log)
+	if err != nil {
+		return nil, err
+	}
+	cmd := exec.Command(name, args...)
+	cmd.Stdout, cmd.Stderr = lf, lf
+	if err := cmd.Start(); err != nil {
+		lf.Close()
+		return nil, fmt.Errorf("start %s: %w", name, err)
+	}
+	s := &server{cmd: cmd, exited: make(chan struct{})}
+	go func() {
+		s.err = cmd.Wait()
+		lf.Close()
+		close(s.exited)
+	}()
+	return s, nil
+}
+
+// stop interrupts the server and waits for it, killing it after 30 s.
+func (s *server) stop() {
+	_ = s.cmd.Process.Signal(os.Interrupt)
+	select {
+	case <-s.exited:
+	case <-time.After(30 * time.Second):
+		_ = s.cmd.Process.Kill()
+		<-s.exited
+	}
+}
+
+// waitFor polls cond every 200 ms until it holds, fails, the server exits
+// or limit passes.
+func (s *server) waitFor(limit time.Duration, what string, cond func() (bool, error)) error {
+	tick := time.NewTicker(200 * time.Millisecond)
+	defer tick.Stop()
+	deadline := time.After(limit)
+	for {
+		ok, err := cond()
+		if err != nil {
+			return err
+		}
+		if ok {
+			return nil
+		}
+		select {
+		case <-s.exited:
+			return fmt.Errorf("%s: %s exited: %v", what, s.cmd.Path, s.err)
+		case <-deadline:
+			return fmt.Errorf("%s: not within %v", what, limit)
+		case <-tick.C:
+		}
+	}
+}
+
+// loopback is a free address on 127.0.0.1.
+func loopback() (string, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", fmt.Errorf("free port: %w", err)
+	}
+	defer l.Close()
+	return l.Addr().String(), nil
+}
+
+// measurePrometheus backfills the fleet with promtool, starts Debian's
+// prometheus with the rules, and reads prometheus_rule_group_last_duration_seconds
+// after each of evals evaluations of every group.
+func measurePrometheus(f bench.Fleet, rf *rules.RuleFile, ruleFile, dir string, evals int) ([]groupRow, error) {
+	data := filepath.Join(dir, "data")
+	if err := os.MkdirAll(data, 0o755); err != nil {
+		return nil, err
+	}
+	began := time.Now()
+	if _, err := f.WriteBlocks(data, dir); err != nil {
+		return nil, err
+	}
+	load := time.Since(began)
+	cfg := filepath.Join(dir, "prometheus.yml")
+	if err := os.WriteFile(cfg, []byte("global:\n  evaluation_interval: 15s\nrule_files: ["+strconv.Quote(ruleFile)+"]\n"), 0o600); err != nil {
+		return nil, err
+	}
+	addr, err := loopback()
+	if err != nil {
+		return nil, err
+	}
+	srv, err := startServer(filepath.Join(dir, "prometheus.log"), "prometheus", "--config.file="+cfg, "--storage.tsdb.path="+data,
+		"--storage.tsdb.retention.time=100y", "--web.listen-address="+addr)
+	if err != nil {
+		return nil, err
+	}
+	defer srv.stop()
+	base := "http://" + addr
+	if err := srv.waitFor(10*time.Minute, "prometheus ready", func() (bool, error) { return httpOK(base + "/-/ready"), nil }); err != nil {
+		return nil, err
+	}
+	var rows []groupRow
+	for _, g := range rf.Groups {
+		rows = append(rows, groupRow{engine: "Prometheus 2.42", group: g.Name, rules: len(g.Rules), load: load})
+	}
+	last := make([]float64, len(rows))
+	err = srv.waitFor(time.Duration(evals+4)*time.Minute, "rule evaluations", func() (bool, error) {
+		m, err := scrapeMetrics(base + "/metrics")
+		if err != nil {
+			return false, nil
+		}
+		done := true
+		for i := range rows {
+			key := fmt.Sprintf(`rule_group="%s;%s"`, ruleFile, rows[i].group)
+			iters := m.get("prometheus_rule_group_iterations_total", key)
+			if iters > last[i] {
+				last[i] = iters
+				rows[i].ms = append(rows[i].ms, m.get("prometheus_rule_group_last_duration_seconds", key)*1e3)
+			}
+			done = done && len(rows[i].ms) >= evals
+		}
+		return done, nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	m, err := scrapeMetrics(base + "/metrics")
+	if err != nil {
+		return nil, err
+	}
+	rss := mb(uint64(m.get("process_resident_memory_bytes", "")))
+	for i, g := range rf.Groups {
+		n, err := samplesRead(base, g)
+		if err != nil {
+			return nil, err
+		}
+		rows[i].samples, rows[i].rss = strconv.FormatInt(n, 10), rss
+	}
+	return rows, nil
+}
+
+// samplesRead sums, over a group's rules run as instant queries now, the
+// samples Prometheus's engine loaded (stats=all: totalQueryableSamples).
+func samplesRead(base string, g rules.Group) (int64, error) {
+	var total int64
+	for _, r := range g.Rules {
+		resp, err := http.PostForm(base+"/api/v1/query", url.Values{"query": {r.Expr}, "stats": {"all"}})
+		if err != nil {
+			return 0, fmt.Errorf("query: %w", err)
+		}
+		var qr struct {
+			Status string `json:"status"`
+			Error  string `json:"error"`
+			Data   struct {
+				Stats struct {
+					Samples struct {
+						TotalQueryableSamples int64 `json:"totalQueryableSamples"`
+					} `json:"samples"`
+				} `json:"stats"`
+			} `json:"data"`
+		}
+		err = json.NewDecoder(io.LimitReader(resp.Body, 64<<20)).Decode(&qr)
+		resp.Body.Close()
+		if err != nil {
+			return 0, fmt.Errorf("query %q: decode: %w", r.Expr, err)
+		}
+		if qr.Status != "success" {
+			return 0, fmt.Errorf("query %q: %s", r.Expr, qr.Error)
+		}
+		total += qr.Data.Stats.Samples.TotalQueryableSamples
+	}
+	return total, nil
+}
+
+// measureVictoria imports the fleet into victoria-metrics, runs vmalert
+// live on the rules and reads vmalert_iteration_duration_seconds after evals
+// evaluations of every group.
+func measureVictoria(f bench.Fleet, rf *rules.RuleFile, ruleFile, dir string, evals int) ([]groupRow, error) {
+	vm, base, load, err := startImported(f, dir)
+	if err != nil {
+		return nil, err
+	}
+	defer vm.stop()
+	alertAddr, err := loopback()
+	if err != nil {
+		return nil, err
+	}
+	notifier, err := blackhole()
+	if err != nil {
+		return nil, err
+	}
+	defer notifier.Close()
+	va, err := startServer(filepath.Join(dir, "vmalert.log"), "vmalert", "-rule="+ruleFile, "-datasource.url="+base,
+		"-remoteWrite.url="+base, "-notifier.url=http://"+notifier.Addr, "-evaluationInterval=15s", "-httpListenAddr="+alertAddr)
+	if err != nil {
+		return nil, err
+	}
+	defer va.stop()
+	p := &vmalertPoll{vmURL: base, alertURL: "http://" + alertAddr, sloGroup: rf.Groups[0].Name,
+		groups: map[string]*groupRow{}, last: map[string]float64{}, readFrom: -1}
+	err = va.waitFor(time.Duration(evals+4)*time.Minute, "vmalert evaluations", func() (bool, error) { return p.poll(evals, load) })
+	if err != nil {
+		return nil, err
+	}
+	m, err := scrapeMetrics(base + "/metrics")
+	if err != nil {
+		return nil, err
+	}
+	am, err := scrapeMetrics(p.alertURL + "/metrics")
+	if err != nil {
+		return nil, err
+	}
+	rss := mb(uint64(m.get("process_resident_memory_bytes", ""))) + " + vmalert " + mb(uint64(am.get("process_resident_memory_bytes", "")))
+	// Rows read need two polls of the SLO group: with one, "–".
+	iters := am.get("vmalert_iteration_duration_seconds_count", `group="`+p.sloGroup+`"`) - p.sloFrom
+	read := (m.get("vm_rows_read_per_query_sum", "") - p.readFrom) / max(1, iters)
+	var rows []groupRow
+	for _, g := range rf.Groups {
+		if p.groups[g.Name] == nil {
+			return nil, fmt.Errorf("vmalert reported no evaluation of group %s", g.Name)
+		}
+		r := *p.groups[g.Name]
+		r.rss, r.rules = rss, len(g.Rules)
+		if g.Name == p.sloGroup && iters >= 1 {
+			r.samples = fmt.Sprintf("%.0f (rows read)", read)
+		}
+		rows = append(rows, r)
+	}
+	return rows, nil
+}
+
+// startImported starts victoria-metrics under dir, imports the fleet and
+// waits until VictoriaMetrics has stored and flushed every sample; it
+// returns the server, its URL and how long the import took.
+func startImported(f bench.Fleet, dir string) (*server, string, time.Duration, error) {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, "", 0, err
+	}
+	addr, err := loopback()
+	if err != nil {
+		return nil, "", 0, err
+	}
+	vm, err := startServer(filepath.Join(dir, "victoria-metrics.log"), "victoria-metrics", "-storageDataPath="+filepath.Join(dir, "data"),
+		"-httpListenAddr="+addr, "-retentionPeriod=100y", "-loggerLevel=WARN")
+	if err != nil {
+		return nil, "", 0, err
+	}
+	base := "http://" + addr
+	fail := func(err error) (*server, string, time.Duration, error) {
+		vm.stop()
+		return nil, "", 0, err
+	}
+	if err := vm.waitFor(time.Minute, "victoria-metrics healthy", func() (bool, error) { return httpOK(base + "/health"), nil }); err != nil {
+		return fail(err)
+	}
+	began := time.Now()
+	n, err := importFleet(f, base)
+	if err != nil {
+		return fail(err)
+	}
+	err = vm.waitFor(10*time.Minute, "import stored", func() (bool, error) {
+		m, err := scrapeMetrics(base + "/metrics")
+		return err == nil && m.get("vm_rows_added_to_storage_total", "") >= float64(n), nil
+	})
+	if err != nil {
+		return fail(err)
+	}
+	if !httpOK(base + "/internal/force_flush") {
+		return fail(errors.New("force_flush failed"))
+	}
+	return vm, base, time.Since(began), nil
+}
+
+// vmalertPoll follows vmalert's iteration metrics: per group, the mean
+// duration of the evaluations since the previous poll, and the rows
+// VictoriaMetrics read from the first SLO group evaluation seen on (the
+// other group selects the exporter's own series, absent here, and reads
+// none).
+type vmalertPoll struct {
+	vmURL, alertURL, sloGroup string
+	groups                    map[string]*groupRow
+	last                      map[string]float64
+	readFrom, sloFrom         float64
+}
+
+// poll reads vmalert's metrics once and reports whether every group has
+// evals evaluations measured.
+func (p *vmalertPoll) poll(evals int, load time.Duration) (bool, error) {
+	m, err := scrapeMetrics(p.alertURL + "/metrics")
+	if err != nil {
+		return false, nil
+	}
+	for _, l := range m.lines("vmalert_iteration_duration_seconds_sum") {
+		g := labelValue(l, "group")
+		if p.groups[g] == nil {
+			p.groups[g] = &groupRow{engine: "VictoriaMetrics 1.79 + vmalert", group: g, load: load, samples: "–"}
+		}
+		sum := m.get("vmalert_iteration_duration_seconds_sum", `group="`+g+`"`)
+		cnt := m.get("vmalert_iteration_duration_seconds_count", `group="`+g+`"`)
+		if cnt > p.last[g] {
+			p.groups[g].ms = append(p.groups[g].ms, (sum-p.groups[g].sumSoFar)/(cnt-p.last[g])*1e3)
+			p.groups[g].sumSoFar, p.last[g] = sum, cnt
+		}
+	}
+	if p.readFrom < 0 && p.last[p.sloGroup] > 0 {
+		vmm, err := scrapeMetrics(p.vmURL + "/metrics")
+		if err != nil {
+			return false, err
+		}
+		p.readFrom, p.sloFrom = vmm.get("vm_rows_read_per_query_sum", ""), p.last[p.sloGroup]
+	}
+	done := len(p.groups) > 0
+	for _, g := range p.groups {
+		done = done && len(g.ms) >= evals
+	}
+	return done, nil
+}
+
+// blackhole is an Alertmanager stand-in on 127.0.0.1 that accepts and
+// drops alerts: vmalert refuses to start alerting rules without a notifier.
+func blackhole() (*http.Server, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, fmt.Errorf("notifier: %w", err)
+	}
+	hs := &http.Server{Addr: l.Addr().String(), ReadHeaderTimeout: 10 * time.Second,
+		Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			_, _ = io.Copy(io.Discard, r.Body)
+		})}
+	go func() { _ = hs.Serve(l) }()
+	return hs, nil
+}
+
+// importFleet streams the fleet's history into VictoriaMetrics'
+// /api/v1/import/prometheus and returns the number of samples sent.
+func importFleet(f bench.Fleet, base string) (int, error) {
+	pr, pw := io.Pipe()
+	var n int
+	go func() {
+		var err error
+		n, err = f.WriteImport(pw)
+		pw.CloseWithError(err)
+	}()
+	resp, err := http.Post(base+"/api/v1/import/prometheus", "text/plain", pr)
+	if err != nil {
+		return 0, fmt.Errorf("import: %w", err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode/100 != 2 {
+		b, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
+		return 0, fmt.Errorf("import: %s: %s", resp.Status, b)
+	}
+	return n, nil
+}
+
+func httpOK(u string) bool {
+	resp, err := http.Get(u)
+	if err != nil {
+		return false
+	}
+	resp.Body.Close()
+	return resp.StatusCode == http.StatusOK
+}
+
+// metricsText is a /metrics body, line by line.
+type metricsText []string
+
+func scrapeMetrics(u string) (metricsText, error) {
+	resp, err := http.Get(u)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	var out metricsText
+	sc := bufio.NewScanner(io.LimitReader(resp.Body, 64<<20))
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	for sc.Scan() {
+		if l := sc.Text(); !strings.HasPrefix(l, "#") {
+			out = append(out, l)
+		}
+	}
+	return out, sc.Err()
+}
+
+// lines are the samples of a metric name.
+func (m metricsText) lines(name string) []string {
+	var out []string
+	for _, l := range m {
+		if strings.HasPrefix(l, name+"{") || strings.HasPrefix(l, name+" ") {
+			out = append(out, l)
+		}
+	}
+	return out
+}
+
+// get is the value of the first sample of name whose labels contain
+// match (0 when none).
+func (m metricsText) get(name, match string) float64 {
+	for _, l := range m.lines(name) {
+		if !strings.Contains(l, match) {
+			continue
+		}
+		f := strings.Fields(l)
+		v, err := strconv.ParseFloat(f[len(f)-1], 64)
+		if err == nil {
+			return v
+		}
+	}
+	return 0
+}
+
+// labelValue reads one label's value from a sample line.
+func labelValue(line, name string) string {
+	i := strings.Index(line, name+`="`)
+	if i < 0 {
+		return ""
+	}
+	rest := line[i+len(name)+2:]
+	j := strings.IndexByte(rest, '"')
+	if j < 0 {
+		return ""
+	}
+	return rest[:j]
+}

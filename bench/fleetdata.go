@@ -1,0 +1,234 @@
+package bench
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/prometheus/prometheus/model/labels"
+
+	"github.com/vllm-slo-exporter/vllm-slo-exporter/buckets"
+)
+
+// Fleet is the history of a fleet of simulated vLLM servers as a TSDB would
+// hold it after History of 15 s scrapes ending at End: Targets servers
+// (instance t0, t1, …), each serving one of Models models on one engine,
+// with the families the generated rules read (the TTFT, TPOT and e2e
+// histograms with every bucket vLLM exposes by default, and the running and
+// waiting gauges), plus the per-interval ledger series the generated rules
+// would have recorded every 15 s over the same history, per model.
+//
+// The series are synthetic: each interval draws a Poisson number of
+// requests per target and spreads them over the buckets by fixed
+// latency distributions. The simulator (package sim) would take hours to
+// play 30 days of 500 servers; a cost measurement needs the series and
+// sample counts of a real fleet, not its queueing. The ledger series are
+// computed from the same increments (not evaluated by an engine), so the
+// period windows have their history as they would after the rules ran for
+// History.
+type Fleet struct {
+	Targets, Models int
+	History         time.Duration
+	End             time.Time
+	// Rate is each server's request rate per second.
+	Rate float64
+	Seed uint64
+}
+
+// FleetSLO is the SLO the fleet's rules evaluate: the example
+// configuration's (TTFT ≤ 500 ms, TPOT ≤ 50 ms, 99% over 30 days).
+const FleetSLO = "interactive"
+
+// Config is the exporter configuration of the fleet, for rules.Generate:
+// the example configuration's SLO and the default alert policy.
+func (f Fleet) Config() string {
+	var b strings.Builder
+	b.WriteString("global:\n  scrape_interval: 15s\nslos:\n  - name: " + FleetSLO + "\n    objectives: {ttft: 500ms, tpot: 50ms}\n    goal: 0.99\n    period: 30d\ntargets:\n")
+	for i := range f.Targets {
+		fmt.Fprintf(&b, "  - name: t%d\n    url: http://127.0.0.1:1/t/%d/metrics\n", i, i)
+	}
+	return b.String()
+}
+
+// Steps is the number of scrapes in the history.
+func (f Fleet) Steps() int { return int(f.History / Interval) }
+
+// Start is the time of the first scrape.
+func (f Fleet) Start() time.Time { return f.End.Add(-time.Duration(f.Steps()-1) * Interval) }
+
+// fleetFamily is one histogram family the fleet exposes.
+type fleetFamily struct {
+	name  string
+	edges []float64
+	// cdf[i] is the share of observations at or under edges[i].
+	cdf  []float64
+	mean float64
+}
+
+// lognormalCDF is the share at or under x of a log-normal with median m and
+// shape s.
+func lognormalCDF(x, m, s float64) float64 {
+	return 0.5 * math.Erfc(-(math.Log(x)-math.Log(m))/(s*math.Sqrt2))
+}
+
+func newFleetFamily(name string, edges []float64, median, shape float64) fleetFamily {
+	ff := fleetFamily{name: name, edges: edges, mean: median * math.Exp(shape*shape/2)}
+	for _, e := range edges {
+		ff.cdf = append(ff.cdf, lognormalCDF(e, median, shape))
+	}
+	return ff
+}
+
+// fleetFamilies are the histograms of every server: TTFT around 150 ms,
+// TPOT around 25 ms and e2e around 6 s, with a tail past each objective.
+func fleetFamilies() []fleetFamily {
+	return []fleetFamily{
+		newFleetFamily("vllm:time_to_first_token_seconds", buckets.Default(buckets.TimeToFirstToken), 0.15, 0.8),
+		newFleetFamily("vllm:request_time_per_output_token_seconds", buckets.Default(buckets.InterTokenLatency), 0.025, 0.4),
+		newFleetFamily("vllm:e2e_request_latency_seconds", buckets.Default(buckets.RequestLatency), 6, 0.6),
+	}
+}
+
+// FleetSample is one value of one series, the series given by its index into
+// the label sets Series returned.
+type FleetSample struct {
+	Series int
+	T      int64 // milliseconds
+	V      float64
+}
+
+// Series lists every series of the fleet, in the order Walk's samples
+// refer to them.
+func (f Fleet) Series() []labels.Labels {
+	var out []labels.Labels
+	for t := range f.Targets {
+		model := f.model(t)
+		base := []string{"instance", "t" + strconv.Itoa(t), "job", "vllm", "model_name", model, "engine", "0"}
+		for _, ff := range fleetFamilies() {
+			for _, e := range ff.edges {
+				out = append(out, labels.FromStrings(append([]string{"__name__", ff.name + "_bucket", "le", strconv.FormatFloat(e, 'g', -1, 64)}, base...)...))
+			}
+			out = append(out, labels.FromStrings(append([]string{"__name__", ff.name + "_bucket", "le", "+Inf"}, base...)...),
+				labels.FromStrings(append([]string{"__name__", ff.name + "_count"}, base...)...),
+				labels.FromStrings(append([]string{"__name__", ff.name + "_sum"}, base...)...))
+		}
+		out = append(out, labels.FromStrings(append([]string{"__name__", "vllm:num_requests_running"}, base...)...),
+			labels.FromStrings(append([]string{"__name__", "vllm:num_requests_waiting"}, base...)...))
+	}
+	for m := range f.Models {
+		for _, l := range LedgerSeries {
+			ls := []string{"__name__", l.Name, "model_name", modelName(m), "slo", FleetSLO}
+			if l.Objective != "" {
+				ls = append(ls, "objective", l.Objective)
+			}
+			out = append(out, labels.FromStrings(ls...))
+		}
+	}
+	return out
+}
+
+// LedgerRecord is one per-interval ledger series the generated rules
+// record, by name and objective label.
+type LedgerRecord struct{ Name, Objective string }
+
+// LedgerSeries are the per-interval series the rules of an SLO with a TTFT
+// and a TPOT objective record (rules/ledger.go), in the order Walk writes
+// them.
+var LedgerSeries = []LedgerRecord{
+	{"model_name:vllm_slo_finished_requests:interval_increase", ""},
+	{"model_name:vllm_slo_first_tokens:interval_increase", ""},
+	{"model_name:vllm_slo_ttft_good_first_tokens_lower:interval_increase", ""},
+	{"model_name:vllm_slo_ttft_good_first_tokens_upper:interval_increase", ""},
+	{"model_name:vllm_slo_observed_requests:interval_increase", "tpot"},
+	{"model_name:vllm_slo_observed_good_lower:interval_increase", "tpot"},
+	{"model_name:vllm_slo_observed_good_upper:interval_increase", "tpot"},
+	{"model_name:vllm_slo_finished_good_lower:interval_increase", "tpot"},
+	{"model_name:vllm_slo_finished_good_upper:interval_increase", "tpot"},
+	{"model_name:vllm_slo_joint_good_lower:interval_increase", "all"},
+	{"model_name:vllm_slo_joint_good_upper:interval_increase", "all"},
+	{"model_name:vllm_slo_new_series_in_flight:interval", ""},
+}
+
+func (f Fleet) model(target int) string { return modelName(target % max(f.Models, 1)) }
+
+func modelName(m int) string { return fmt.Sprintf("org/model-%d", m) }
+
+// Walk calls emit with every sample of the fleet, scrape after scrape (all
+// series of one scrape time, then the next), and stops at emit's first
+// error.
+func (f Fleet) Walk(emit func(FleetSample) error) error {
+	fams := fleetFamilies()
+	perTarget := 2
+	for _, ff := range fams {
+		perTarget += len(ff.edges) + 3
+	}
+	cum := make([]float64, f.Targets*perTarget)
+	rng := rand.New(rand.NewPCG(f.Seed, 0x5eed))
+	ledger := make([]float64, f.Models*len(LedgerSeries))
+	lambda := f.Rate * Interval.Seconds()
+	start := f.Start()
+	for k := range f.Steps() {
+		ms := start.Add(time.Duration(k) * Interval).UnixMilli()
+		clear(ledger)
+		for t := range f.Targets {
+			n := poisson(rng, lambda)
+			if k == 0 {
+				n = 0 // the first scrape: counters as the history begins
+			}
+			row := cum[t*perTarget : (t+1)*perTarget]
+			i := 0
+			good := [3]float64{}
+			for fi, ff := range fams {
+				for ei := range ff.edges {
+					d := math.Round(n * ff.cdf[ei])
+					row[i] += d
+					if ff.edges[ei] == 0.5 && fi == 0 || ff.edges[ei] == 0.05 && fi == 1 {
+						good[fi] = d
+					}
+					i++
+				}
+				row[i] += n   // +Inf
+				row[i+1] += n // count
+				row[i+2] += n * ff.mean
+				i += 3
+			}
+			running := poisson(rng, f.Rate*3)
+			row[i], row[i+1] = running, math.Max(0, running-f.Rate*3)
+			for j, v := range row {
+				if err := emit(FleetSample{Series: t*perTarget + j, T: ms, V: v}); err != nil {
+					return err
+				}
+			}
+			l := ledger[(t%max(f.Models, 1))*len(LedgerSeries):]
+			for j, v := range []float64{n, n, good[0], good[0], n, good[1], good[1], good[1], good[1],
+				math.Max(0, good[0]+good[1]-n), math.Min(good[0], good[1]), 0} {
+				l[j] += v
+			}
+		}
+		for j, v := range ledger {
+			if err := emit(FleetSample{Series: f.Targets*perTarget + j, T: ms, V: v}); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// poisson draws a Poisson count with mean lambda (normal approximation
+// above 30, enough for a cost measurement).
+func poisson(rng *rand.Rand, lambda float64) float64 {
+	if lambda > 30 {
+		return math.Max(0, math.Round(lambda+math.Sqrt(lambda)*rng.NormFloat64()))
+	}
+	l, k, p := math.Exp(-lambda), 0.0, 1.0
+	for {
+		p *= rng.Float64()
+		if p <= l {
+			return k
+		}
+		k++
+	}
+}

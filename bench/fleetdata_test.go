@@ -1,0 +1,99 @@
+package bench
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/prometheus/prometheus/model/labels"
+)
+
+// TestFleetWalk checks the synthetic fleet's shape: every series of Series
+// gets one sample per scrape in time order, counters never fall, each
+// histogram's buckets are cumulative (+Inf equal to the count), and the
+// ledger's finished requests per model add up to the change of its
+// servers' e2e counts.
+func TestFleetWalk(t *testing.T) {
+	f := Fleet{Targets: 3, Models: 2, History: 10 * time.Minute, End: Epoch.Add(time.Hour), Rate: 2, Seed: 1}
+	series := f.Series()
+	last := make([]FleetSample, len(series))
+	seen := make([]int, len(series))
+	finished := map[string]float64{}
+	e2eFirst, e2eLast := map[int]float64{}, map[int]float64{}
+	err := f.Walk(func(s FleetSample) error {
+		ls := series[s.Series]
+		if seen[s.Series] > 0 {
+			if s.T-last[s.Series].T != Interval.Milliseconds() {
+				t.Fatalf("%s: samples %d ms apart", ls, s.T-last[s.Series].T)
+			}
+			if ls.Get("model_name") != "" && ls.Get("instance") != "" && !isGauge(ls.Get("__name__")) && s.V < last[s.Series].V {
+				t.Fatalf("%s: counter fell from %v to %v", ls, last[s.Series].V, s.V)
+			}
+		}
+		switch name := ls.Get("__name__"); {
+		case name == "model_name:vllm_slo_finished_requests:interval_increase":
+			finished[ls.Get("model_name")] += s.V
+		case name == "vllm:e2e_request_latency_seconds_count":
+			if _, ok := e2eFirst[s.Series]; !ok {
+				e2eFirst[s.Series] = s.V
+			}
+			e2eLast[s.Series] = s.V
+		}
+		last[s.Series] = s
+		seen[s.Series]++
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, n := range seen {
+		if n != f.Steps() {
+			t.Fatalf("%s: %d samples, want %d", series[i], n, f.Steps())
+		}
+	}
+	checkCumulative(t, series, last)
+	byModel := map[string]float64{}
+	for i := range e2eLast {
+		byModel[series[i].Get("model_name")] += e2eLast[i] - e2eFirst[i]
+	}
+	for m, n := range byModel {
+		if finished[m] != n {
+			t.Errorf("model %s: ledger finished %v, servers' e2e count grew %v", m, finished[m], n)
+		}
+	}
+	if len(byModel) != 2 {
+		t.Errorf("servers serve %d models, want 2", len(byModel))
+	}
+}
+
+// checkCumulative checks, on the last scrape, that every histogram's
+// buckets grow with le and that +Inf equals the count.
+func checkCumulative(t *testing.T, series []labels.Labels, last []FleetSample) {
+	t.Helper()
+	buckets := map[string][]float64{} // instance/family → values in le order
+	counts := map[string]float64{}
+	for i, ls := range series {
+		name := ls.Get("__name__")
+		key := ls.Get("instance") + "/" + strings.TrimSuffix(strings.TrimSuffix(name, "_bucket"), "_count")
+		switch {
+		case strings.HasSuffix(name, "_bucket"):
+			buckets[key] = append(buckets[key], last[i].V)
+		case strings.HasSuffix(name, "_count"):
+			counts[key] = last[i].V
+		}
+	}
+	for key, vs := range buckets {
+		for j := 1; j < len(vs); j++ {
+			if vs[j] < vs[j-1] {
+				t.Errorf("%s: bucket %d holds %v, below the one before (%v)", key, j, vs[j], vs[j-1])
+			}
+		}
+		if vs[len(vs)-1] != counts[key] || counts[key] == 0 {
+			t.Errorf("%s: +Inf %v, count %v", key, vs[len(vs)-1], counts[key])
+		}
+	}
+}
+
+func isGauge(name string) bool {
+	return name == "vllm:num_requests_running" || name == "vllm:num_requests_waiting"
+}

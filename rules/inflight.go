@@ -1,0 +1,67 @@
+package rules
+
+import (
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/prometheus/common/model"
+)
+
+// recIntNewInFlight is the per-interval ledger series of the running +
+// waiting requests, per model, of the gauge series whose first sample
+// falls in the interval (a server, engine or process that appeared).
+const recIntNewInFlight = "model_name:vllm_slo_new_series_in_flight:interval"
+
+// newInFlightRule records, every interval, running + waiting at their first
+// sample for the gauge series that began in the interval (their latest
+// sample within lookback is there, none an interval before), 0 for a model
+// with none.
+func (lp ledgerPlan) newInFlightRule() Rule {
+	return Rule{Record: recIntNewInFlight, Labels: lp.labels(""),
+		Expr: "(" + newSeriesSum(lp.running, lp.interval) + " + " + newSeriesSum(lp.waiting, lp.interval) + ")",
+		Comment: "Running + waiting of the gauge series that appeared in the interval, at their first sample: what\n" +
+			"a window's start reads for the series that began inside it (see the windowed rules)."}
+}
+
+// newSeriesSum is, per model_name, the sum of a gauge over the series whose
+// first sample lies in the last interval, and 0 over the others.
+func newSeriesSum(names []string, interval time.Duration) string {
+	parts := make([]string, len(names))
+	for i, n := range names {
+		now := latest(n, 0)
+		parts[i] = fmt.Sprintf("sum by (model_name) ((%s unless %s) or 0 * %s)", now, latest(n, interval), now)
+	}
+	return "(" + strings.Join(parts, " or ") + ")"
+}
+
+// inFlightAtStart bounds the requests past their first token in flight at
+// the start S of a window over w, per model_name: running + waiting at S of
+// the gauge series present then, plus, for each series that began inside
+// the window (where its counter changes begin), running + waiting at its
+// first sample, summed from recIntNewInFlight.
+//
+// It reads a bounded number of samples per target whatever the window:
+// the gauges within lookback of S, and one per-model series over the
+// window. The bound it replaces, the largest value of the gauge since S for
+// a series without a sample at S (max_over_time over the whole window, for
+// every target), read the whole window of every target's gauges at every
+// evaluation: at 100 targets and a one-day history, most of the samples
+// the SLO group read. A series that comes back after a gap longer than
+// lookback counts as new again, which only widens the bounds.
+func (lp ledgerPlan) inFlightAtStart(w model.Duration) string {
+	start := lp.windowStart(w)
+	present := "(" + presentSum(lp.running, start) + " + " + presentSum(lp.waiting, start) + ")"
+	return fmt.Sprintf("(%s + on (model_name) sum without (slo) (%s))", present, lp.sumOver(recIntNewInFlight, "", w))
+}
+
+// presentSum is a gauge's sum per model_name at offset before now, over the
+// series present then; 0 for a model present now whose series all began
+// later.
+func presentSum(names []string, offset time.Duration) string {
+	parts := make([]string, len(names))
+	for i, n := range names {
+		parts[i] = fmt.Sprintf("(sum by (model_name) (%s) or 0 * sum by (model_name) (%s))", latest(n, offset), latest(n, 0))
+	}
+	return "(" + strings.Join(parts, " or ") + ")"
+}

@@ -36,7 +36,9 @@ func ParseExpfmt(body []byte, p scrape.Profile, t time.Time) (*scrape.Snapshot, 
 	for _, spec := range p.Families {
 		name, mf := chooseFamily(mfs, spec)
 		if mf == nil {
-			snap.Missing = append(snap.Missing, spec.Family)
+			if !spec.Family.Optional() { // as scrape.Parse: never missing
+				snap.Missing = append(snap.Missing, spec.Family)
+			}
 			continue
 		}
 		snap.Found[spec.Family] = name

@@ -91,15 +91,17 @@ func runSeries(run *Run, shift time.Duration) (map[string][]sample, error) {
 			_, _, v := p.Series()
 			var ls labels.Labels
 			p.Labels(&ls)
-			key := openMetricsName(ls)
+			key := SeriesText(ls)
 			out[key] = append(out[key], sample{ms, v})
 		}
 	}
 	return out, nil
 }
 
-// openMetricsName writes a label set as name{k="v",...}.
-func openMetricsName(ls labels.Labels) string {
+// SeriesText writes a label set as name{k="v",...}, the form of a series in
+// the text exposition and of a line of `promtool tsdb create-blocks-from
+// openmetrics`.
+func SeriesText(ls labels.Labels) string {
 	var b strings.Builder
 	b.WriteString(ls.Get(model.MetricNameLabel))
 	b.WriteByte('{')

@@ -8,11 +8,9 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
-	"strings"
 	"time"
 
-	"github.com/prometheus/common/model"
-	"github.com/prometheus/prometheus/model/labels"
+	"github.com/vllm-slo-exporter/vllm-slo-exporter/alertquality"
 )
 
 // WriteBlocks writes the fleet's history as TSDB blocks under dir, for
@@ -75,7 +73,7 @@ func (f Fleet) seriesNames() []string {
 	series := f.Series()
 	names := make([]string, len(series))
 	for i, ls := range series {
-		names[i] = seriesText(ls)
+		names[i] = alertquality.SeriesText(ls)
 	}
 	return names
 }
@@ -96,26 +94,4 @@ func (f Fleet) WriteImport(w io.Writer) (int, error) {
 		return n, fmt.Errorf("write import: %w", err)
 	}
 	return n, bw.Flush()
-}
-
-// seriesText writes a label set as name{k="v",...}.
-func seriesText(ls labels.Labels) string {
-	var b strings.Builder
-	b.WriteString(ls.Get(model.MetricNameLabel))
-	b.WriteByte('{')
-	first := true
-	ls.Range(func(l labels.Label) {
-		if l.Name == model.MetricNameLabel {
-			return
-		}
-		if !first {
-			b.WriteByte(',')
-		}
-		first = false
-		b.WriteString(l.Name)
-		b.WriteString("=")
-		b.WriteString(strconv.Quote(l.Value))
-	})
-	b.WriteByte('}')
-	return b.String()
 }

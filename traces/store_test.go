@@ -133,6 +133,12 @@ func TestAbandonedPolicyInExactWindows(t *testing.T) {
 		{"bad, none abandoned", bad, judged(slo.Exact(0)), slo.Exact(2.0 / 3), true},
 		{"bad, abandoned unknown", bad, slo.WindowReport{}, slo.Bounded{}, false},
 		{"excluded", fast, judged(slo.Bounded{Lower: 1, Estimate: 2, Upper: 3}), slo.Exact(2.0 / 3), true},
+		// Two requests turned away at admission over the same scrapes: an
+		// exact count, added to every side of the population under
+		// rejected: bad, left out under excluded.
+		{"bad, abandoned and rejected", bad, rejectedToo(judged(slo.Bounded{Lower: 1, Estimate: 2, Upper: 3}), 2), slo.Bounded{Lower: 2.0 / 8, Estimate: 2.0 / 7, Upper: 2.0 / 6}, true},
+		{"abandoned excluded, rejected bad", fast, rejectedToo(judged(slo.Bounded{Lower: 1, Estimate: 2, Upper: 3}), 2), slo.Exact(2.0 / 5), true},
+		{"rejected excluded", rejectedExcluded(bad), rejectedToo(judged(slo.Exact(0)), 2), slo.Exact(2.0 / 3), true},
 	} {
 		res := Evaluate(sel, window(3), tc.hist, []slo.SLO{tc.def}, []float64{0.5})
 		r := res.Exact.SLOs[0]
@@ -235,4 +241,16 @@ func TestSpansContradictingHistogramsAreNotExact(t *testing.T) {
 	if got := wr.Quantiles[slo.E2E][0].Bounded; got != e2e {
 		t.Errorf("Apply replaced the histograms' e2e p99 %+v with %+v", e2e, got)
 	}
+}
+
+// rejectedToo adds n requests rejected at admission to a histogram
+// evaluation's only SLO, as the ledger's window reports them.
+func rejectedToo(wr slo.WindowReport, n float64) slo.WindowReport {
+	wr.SLOs[0].Rejected, wr.SLOs[0].HasRejected = n, true
+	return wr
+}
+
+func rejectedExcluded(s slo.SLO) slo.SLO {
+	s.Rejected = slo.RejectedExcluded
+	return s
 }

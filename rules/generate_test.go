@@ -325,18 +325,26 @@ func TestObjectiveRules(t *testing.T) {
 }
 
 // TestJointFromLedger checks the population of the joint attainment: the
-// ledger's good requests over finished plus abandoned requests by default,
-// over finished ones only with abandoned: excluded, and the Fréchet bound of
-// the attainments when the SLO judges ITL only.
+// ledger's good requests over finished plus abandoned plus rejected
+// requests by default, without the abandoned ones under abandoned:
+// excluded, without the rejected ones under rejected: excluded, and the
+// Fréchet bound of the attainments when the SLO judges ITL only.
 func TestJointFromLedger(t *testing.T) {
 	excluded := strings.Replace(configCases[0].yaml, "goal:", "abandoned: excluded, goal:", 1)
+	neither := strings.Replace(configCases[0].yaml, "goal:", "abandoned: excluded, rejected: excluded, goal:", 1)
+	noRejected := strings.Replace(configCases[0].yaml, "goal:", "rejected: excluded, goal:", 1)
+	finished, rejected := recFinished+"5m{slo=\"interactive\"}", recRejected+"5m{slo=\"interactive\"}"
 	tests := []struct {
 		name, yaml, slo, want, not string
 	}{
-		{"abandoned bad", configCases[0].yaml, "interactive",
-			recJointGoodLo + "5m{slo=\"interactive\",objective=\"all\"}) / ((" + recFinished + "5m{slo=\"interactive\"} + " + recAbandonedHi + "5m", ""},
+		{"abandoned and rejected bad", configCases[0].yaml, "interactive",
+			recJointGoodLo + "5m{slo=\"interactive\",objective=\"all\"}) / ((" + finished + " + " + recAbandonedHi + "5m{slo=\"interactive\"} + " + rejected + ") > 0)", ""},
 		{"abandoned excluded", excluded, "interactive",
-			recJointGoodLo + "5m{slo=\"interactive\",objective=\"all\"}) / (" + recFinished + "5m{slo=\"interactive\"} > 0)", recAbandonedHi},
+			recJointGoodLo + "5m{slo=\"interactive\",objective=\"all\"}) / ((" + finished + " + " + rejected + ") > 0)", recAbandonedHi},
+		{"rejected excluded", noRejected, "interactive",
+			recJointGoodLo + "5m{slo=\"interactive\",objective=\"all\"}) / ((" + finished + " + " + recAbandonedHi + "5m{slo=\"interactive\"}) > 0)", recRejected},
+		{"both excluded", neither, "interactive",
+			recJointGoodLo + "5m{slo=\"interactive\",objective=\"all\"}) / (" + finished + " > 0)", recRejected},
 		{"one objective", configCases[2].yaml, "tiny", recJointGoodLo + "5m{slo=\"tiny\",objective=\"all\"}", ""},
 	}
 	for _, tt := range tests {

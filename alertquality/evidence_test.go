@@ -16,7 +16,7 @@ import (
 // must compute as the daemon does: the population policies (abandoned
 // streams under both policies, rejected requests under both), the joint-only
 // breach, and a restart, whose counters start again from zero.
-var evidenceScenarios = regexp.MustCompile(`^(cancel15-(bad|excluded)-1d|joint-only-(bad|excluded)|admission-(bad|excluded)|restart)$`)
+var evidenceScenarios = regexp.MustCompile(`^(cancel15-(bad|excluded)-1d|joint-only-(bad|excluded)|admission-(bad|excluded)|restart|fast-burn)$`)
 
 // TestRulesEvidenceIsTheDaemons replays scenarios through the generated
 // rules in Prometheus and checks, at every evaluation where the daemon's

@@ -545,3 +545,49 @@ func TestGenerateErrors(t *testing.T) {
 		t.Errorf("unmeasurable objective: err = %v", err)
 	}
 }
+
+// TestRejectedRequests checks where the rules read admission rejections:
+// from the admission counters of the profiles that name one (vLLM's, also
+// in a fleet mixed with SGLang, which has none), summed per model with no
+// engine label, and counted 0 over a window where no target's profile has
+// one, so that the population and the evidence can always add them.
+func TestRejectedRequests(t *testing.T) {
+	sglangOnly := `
+targets: [{name: b, url: "http://127.0.0.1:30000/metrics", profile: sglang}]
+slos:
+  - {name: fleet, objectives: {ttft: 1s, e2e: 20s}, goal: 0.9, period: 30d}
+`
+	for _, c := range []struct {
+		name, yaml, slo string
+		counter         bool
+	}{
+		{"vllm", configCases[0].yaml, "interactive", true},
+		{"vllm and sglang", configCases[3].yaml, "fleet", true},
+		{"sglang only", sglangOnly, "fleet", false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			f := generateCase(t, c.yaml)
+			interval := rulesNamed(f, recIntRejected, c.slo)
+			windowed := rulesNamed(f, windowed(recRejected, model.Duration(5*time.Minute)), c.slo)
+			if len(windowed) != 1 {
+				t.Fatalf("got %d windowed rejected rules, want 1", len(windowed))
+			}
+			zero := "0 * sum_over_time(" + recIntFinished
+			if !strings.Contains(windowed[0].Expr, zero) {
+				t.Errorf("windowed rejected = %s, want a 0 where no rejection counter exists", windowed[0].Expr)
+			}
+			if !c.counter {
+				if len(interval) != 0 || strings.Contains(windowed[0].Expr, recIntRejected) {
+					t.Errorf("%d interval rules, windowed %s: want no rejection counter read", len(interval), windowed[0].Expr)
+				}
+				return
+			}
+			if len(interval) != 1 || !strings.Contains(interval[0].Expr, "vllm:admission_rejections_total") || strings.Contains(interval[0].Expr, "engine") {
+				t.Fatalf("interval rules = %+v, want one summing vllm:admission_rejections_total per model", interval)
+			}
+			if !strings.HasPrefix(windowed[0].Expr, "sum_over_time("+recIntRejected) {
+				t.Errorf("windowed rejected = %s, want the sum of the interval rule", windowed[0].Expr)
+			}
+		})
+	}
+}

@@ -25,7 +25,7 @@ func candidates() []Policy {
 // taken as joint(BadShares), over the finished requests and, when
 // withUnserved, the unserved ones: (s·N + U) / (N + U) / (1 - goal). A
 // BurnCheck does not carry the goal; every scenario's is harnessGoal.
-func observed(e pipeline.Evidence, joint func([]float64) float64, withUnserved bool) float64 {
+func observed(e pipeline.Evidence, joint func(map[string]float64) float64, withUnserved bool) float64 {
 	s, n, u := joint(e.BadShares), e.Requests, e.Unserved
 	if !withUnserved {
 		u = 0
@@ -38,7 +38,7 @@ func observed(e pipeline.Evidence, joint func([]float64) float64, withUnserved b
 
 // sum is the Fréchet bound of the joint's bad share: the objectives' bad
 // shares summed, at most 1.
-func sum(shares []float64) float64 {
+func sum(shares map[string]float64) float64 {
 	s := 0.0
 	for _, b := range shares {
 		s += b

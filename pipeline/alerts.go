@@ -173,9 +173,20 @@ type Evidence struct {
 	// and count bad (abandoned ones under `abandoned: bad`, rejected ones
 	// under `rejected: bad`).
 	Unserved float64
-	// BadShares are the b_i Observed rests on, one per joint objective the
-	// window holds an attainment for, in the SLO's order.
-	BadShares []float64
+	// BadShares are the b_i Observed rests on, by objective, for each joint
+	// objective the window holds an attainment for (the alert's evidence
+	// annotation names them).
+	BadShares map[string]float64
+}
+
+// describe writes what the observed burn rate rests on: the objectives' bad
+// shares and the unserved requests, for the evidence annotation.
+func (e Evidence) describe() string {
+	parts := make([]string, 0, len(e.BadShares))
+	for _, m := range slices.Sorted(maps.Keys(e.BadShares)) {
+		parts = append(parts, m+" "+shortNumber(100*e.BadShares[m])+"%")
+	}
+	return fmt.Sprintf("bad %s; unserved %s", strings.Join(parts, ", "), shortNumber(e.Unserved))
 }
 
 // Burn is the evidence that the window burns its budget: the larger of the
@@ -202,11 +213,12 @@ func objectiveEvidence(r slo.SLOResult, s slo.SLO, w slo.Window) Evidence {
 		return ev
 	}
 	good := 1.0
+	ev.BadShares = map[string]float64{}
 	for _, m := range joint {
 		if a, ok := r.Objectives[string(m)]; ok {
 			share := math.Min(1, math.Max(0, a.Lower))
 			good *= share
-			ev.BadShares = append(ev.BadShares, 1-share)
+			ev.BadShares[string(m)] = 1 - share
 		}
 	}
 	bad := 1 - good
@@ -395,11 +407,11 @@ func burnCondition(base map[string]string, modelName string, c BurnCheck) condit
 	ann := map[string]string{
 		"summary":     summary,
 		"description": description,
-		"evidence": fmt.Sprintf("Burn rate over %s: observed %s, estimate %s, bounds [%s, %s], from %s finished requests over %s%% of the window; "+
-			"over %s: observed %s, estimate %s, bounds [%s, %s], from %s finished requests over %s%% of the window; threshold %s.",
-			model.Duration(a.Long), shortNumber(c.LongEvidence.Observed), shortNumber(c.Long.Estimate), shortNumber(c.Long.Lower), shortNumber(c.Long.Upper),
+		"evidence": fmt.Sprintf("Burn rate over %s: observed %s (%s), estimate %s, bounds [%s, %s], from %s finished requests over %s%% of the window; "+
+			"over %s: observed %s (%s), estimate %s, bounds [%s, %s], from %s finished requests over %s%% of the window; threshold %s.",
+			model.Duration(a.Long), shortNumber(c.LongEvidence.Observed), c.LongEvidence.describe(), shortNumber(c.Long.Estimate), shortNumber(c.Long.Lower), shortNumber(c.Long.Upper),
 			shortNumber(c.LongEvidence.Requests), shortNumber(100*c.LongEvidence.Coverage),
-			model.Duration(a.Short), shortNumber(c.ShortEvidence.Observed), shortNumber(c.Short.Estimate), shortNumber(c.Short.Lower), shortNumber(c.Short.Upper),
+			model.Duration(a.Short), shortNumber(c.ShortEvidence.Observed), c.ShortEvidence.describe(), shortNumber(c.Short.Estimate), shortNumber(c.Short.Lower), shortNumber(c.Short.Upper),
 			shortNumber(c.ShortEvidence.Requests), shortNumber(100*c.ShortEvidence.Coverage), shortNumber(a.Factor)),
 		"target":          base["target"],
 		"burn_rate":       shortNumber(c.Long.Upper),

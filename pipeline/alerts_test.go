@@ -2,6 +2,7 @@ package pipeline
 
 import (
 	"math"
+	"strings"
 	"testing"
 	"time"
 
@@ -117,5 +118,20 @@ func TestGateNeedsEvidence(t *testing.T) {
 		if got := c.c.Active(); got != c.want {
 			t.Errorf("%s: active %v, want %v", c.name, got, c.want)
 		}
+	}
+}
+
+// TestEvidenceAnnotationSaysWhatItRestsOn: the page's evidence annotation
+// names, for each window, the objectives' bad shares and the unserved
+// requests that its observed burn rate comes from.
+func TestEvidenceAnnotationSaysWhatItRestsOn(t *testing.T) {
+	ev := Evidence{Requests: 262, Coverage: 1, Observed: 14.94, Unserved: 45, BadShares: map[string]float64{"ttft": 0.0033, "tpot": 0}}
+	c := BurnCheck{Alert: BurnAlert{SLO: "interactive", Severity: "page", Long: 5 * time.Minute, Short: time.Minute, Factor: 14.4},
+		Known: true, Long: slo.Bounded{Lower: 10, Estimate: 15, Upper: 19}, Short: slo.Bounded{Lower: 10, Estimate: 15, Upper: 19},
+		LongEvidence: ev, ShortEvidence: ev}
+	got := burnCondition(map[string]string{"target": "sim"}, "m", c).annotations["evidence"]
+	want := "observed 14.94 (bad tpot 0%, ttft 0.33%; unserved 45)"
+	if !strings.Contains(got, want) {
+		t.Errorf("evidence annotation %q, want it to contain %q", got, want)
 	}
 }

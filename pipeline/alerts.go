@@ -129,16 +129,20 @@ type BurnCheck struct {
 // (about 0.8x over it with 1.1% of the requests bad on both). Latency
 // objectives are positively associated: a busy batch or an overload slows
 // a request's first token and its decode together, so a request bad on one
-// is more likely bad on the other. For positively associated events the
-// share good on all is at least the product of the shares good on each,
+// is more likely bad on the other. For positively associated events (for
+// two, positively correlated; for more, associated in the sense of Esary,
+// Proschan and Walkup) the share good on all is at least the product of
+// the shares good on each,
 // so the joint's bad share is at most 1 − Π(1 − b_i), which is itself at
 // most Σ b_i: the product still reads the truth or above it, missing no
 // breach that the sum would catch, while counting a request bad on two
 // objectives once. It can read below the truth only where the objectives'
-// bad requests overlap less than independence says, by at most that
-// overlap (Π of the b_i; 0.56% of the requests at 7.5% each, 0.56x at goal
-// 0.99). The ledger's estimate of the joint (the burn rate's Estimate) is
-// closer still, but it matches first tokens to finishers by their decode
+// bad requests overlap less than independence says, for two objectives by
+// at most b_1·b_2, the overlap independence assumes (0.56% of the requests
+// at 7.5% each, 0.56x at goal 0.99). The ledger's estimate of the joint
+// (the burn rate's Estimate) was closer still on the joint-only breach
+// (14.27x against a true 14.15x, where the product read 14.44x), but it
+// matches first tokens to finishers by their decode
 // lag, which PromQL cannot, and the two paths must page on the same
 // numbers: the product needs only each objective's attainment, which both
 // compute identically (the alert-quality harness checks that they agree).

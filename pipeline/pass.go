@@ -177,7 +177,7 @@ func (p *pass) burnCheck(a BurnAlert) BurnCheck {
 		if !ok || !r.HasBurnRate {
 			return slo.Bounded{}, Evidence{}, false
 		}
-		ev := objectiveEvidence(r, s)
+		ev := objectiveEvidence(r, s, e.w)
 		ev.Requests = r.Requests
 		ev.Coverage, _ = e.w.Coverage()
 		return r.BurnRate, ev, true

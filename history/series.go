@@ -88,17 +88,29 @@ func (sg *segment) lookup(k key) *entry {
 	return nil
 }
 
-// The gauges a window reports, by index into point.gauges.
+// The gauges a window reports, by index into point.gauges: running and
+// waiting (the in-flight balance), and the newest servers' waiting by
+// reason (for capacity, deferred), which split the same waiting requests
+// and so never join the in-flight sums (numInFlightGauges).
 const (
 	gaugeRunning = iota
 	gaugeWaiting
+	gaugeWaitingCapacity
+	gaugeWaitingDeferred
 	numGauges
+	// numInFlightGauges is the gauges whose sum is the requests in flight.
+	numInFlightGauges = gaugeWaiting + 1
 )
 
 // gaugeFamily maps a gauge index to its family.
 func gaugeFamily(i int) scrape.Family {
-	if i == gaugeRunning {
+	switch i {
+	case gaugeRunning:
 		return scrape.Running
+	case gaugeWaitingCapacity:
+		return scrape.WaitingCapacity
+	case gaugeWaitingDeferred:
+		return scrape.WaitingDeferred
 	}
 	return scrape.Waiting
 }

@@ -47,7 +47,11 @@ type (
 		Tier   int
 		Seg    int
 		Vals   []float64
-		Gauges [numGauges][4]float64 // v, integral, known, max
+		Gauges [numInFlightGauges][4]float64 // v, integral, known, max
+		// Reasons holds the waiting-by-reason gauges (capacity, deferred)
+		// like Gauges, only when either was ever known: a state file written
+		// before they were kept has none, and reads them as never sampled.
+		Reasons [][4]float64
 	}
 )
 
@@ -71,9 +75,10 @@ func (h *History) MarshalBinary() ([]byte, error) {
 					ms.Segments = append(ms.Segments, encodeSegment(p.seg))
 				}
 				ps := pointState{T: p.t, Tier: k, Seg: si, Vals: p.values()}
-				for g, gs := range p.g {
+				for g, gs := range p.g[:numInFlightGauges] {
 					ps.Gauges[g] = [4]float64{gs.v, gs.integral, gs.known, gs.max}
 				}
+				ps.Reasons = encodeReasons(p)
 				ms.Points = append(ms.Points, ps)
 			}
 		}
@@ -222,14 +227,37 @@ func decodePoint(ps pointState, segs []*segment, prev *point, prevVals []float64
 		return point{}, 0, err
 	}
 	p := point{t: ps.T, seg: sg, vals: slices.Clone(ps.Vals)}
+	if len(ps.Reasons) != 0 && len(ps.Reasons) != numGauges-numInFlightGauges {
+		return point{}, 0, fmt.Errorf("%d waiting-by-reason gauges, want %d", len(ps.Reasons), numGauges-numInFlightGauges)
+	}
 	for g := range p.g {
-		v := ps.Gauges[g]
+		v := [4]float64{math.NaN(), 0, 0, math.NaN()} // never sampled
+		switch {
+		case g < numInFlightGauges:
+			v = ps.Gauges[g]
+		case len(ps.Reasons) > 0:
+			v = ps.Reasons[g-numInFlightGauges]
+		}
 		if math.IsNaN(v[1]) || math.IsInf(v[1], 0) || bad(v[2]) || (prev != nil && v[2] < prev.g[g].known) {
 			return point{}, 0, fmt.Errorf("gauge %s aggregates %v unusable", gaugeFamily(g), v)
 		}
 		p.g[g] = gaugeState{v: v[0], integral: v[1], known: v[2], max: v[3]}
 	}
 	return p, tier, nil
+}
+
+// encodeReasons is the state of p's waiting-by-reason gauges, nil when
+// neither was ever sampled (a server without them).
+func encodeReasons(p *point) [][4]float64 {
+	reasons := p.g[numInFlightGauges:]
+	if !slices.ContainsFunc(reasons, func(gs gaugeState) bool { return !math.IsNaN(gs.v) || gs.known > 0 }) {
+		return nil
+	}
+	out := make([][4]float64, len(reasons))
+	for i, gs := range reasons {
+		out[i] = [4]float64{gs.v, gs.integral, gs.known, gs.max}
+	}
+	return out
 }
 
 // checkValues checks a point's values: usable cumulative values, at least

@@ -97,13 +97,14 @@ func (sr *series) window(end time.Time, length time.Duration, opts Options, tier
 	// restart closed: the requests in flight there were aborted.
 	for _, pc := range pieces[:len(pieces)-1] {
 		p := sr.at(pc.to)
-		for g := range p.g {
+		for g := range numInFlightGauges {
 			if v := p.g[g].v; !math.IsNaN(v) && v > 0 {
 				w.InFlightAtRestarts += v
 			}
 		}
 	}
 	w.Running, w.Waiting = windowGauge(p0, p1, maxes, gaugeRunning), windowGauge(p0, p1, maxes, gaugeWaiting)
+	w.WaitingCapacity, w.WaitingDeferred = windowGauge(p0, p1, maxes, gaugeWaitingCapacity), windowGauge(p0, p1, maxes, gaugeWaitingDeferred)
 	return w, true
 }
 
@@ -138,6 +139,8 @@ func (inc increases) fill(w *slo.Window) {
 			w.PromptTokens = v
 		case scrape.GenerationTokensHist:
 			w.GenerationTokens = v
+		case scrape.PreemptionsHist:
+			w.PreemptionsPerRequest = v
 		default:
 			if isLatency(k.fam) {
 				w.Latency[slo.Metric(k.fam)] = v

@@ -159,14 +159,14 @@ var presets = map[string]func(seed uint64, start time.Time) Config{
 	// (HTTP 503) and others leave the queue.
 	"admission": demoWith(admission),
 	// newest: the admission preset on the newest vLLM (Style.Newest) whose
-	// engines preempt (a KV cache of 40,000 tokens, which the overload
+	// engines preempt (a KV cache of 33,000 tokens, which the overload
 	// outgrows) and which defers a tenth of the requests for 400 ms (a
 	// grammar compiling): waiting by reason and preemptions as vLLM 0.30
 	// exposes them, beside rejections and clients leaving the queue.
 	"newest": demoWith(func(c *Config) {
 		admission(c)
 		c.Models[0].Engine.Preempt = true
-		c.Models[0].Engine.KVCapacityTokens = 40_000
+		c.Models[0].Engine.KVCapacityTokens = 33_000
 		c.Models[0].Workload.Defer = Deferral{Share: 0.1, Delay: 400 * time.Millisecond}
 		c.Style.Newest = true
 	}),

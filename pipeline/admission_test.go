@@ -15,7 +15,8 @@ import (
 // rejected count is exactly the requests turned away, and "all" and the
 // burn rate hold the truth with no tolerance; under rejected: bad the
 // published bound excludes, in some window, the attainment that ignores
-// the rejections.
+// the rejections. The newest preset adds preemptions (requests past their
+// first token waiting again) and deferred requests.
 func TestRejectedRequestsCountByPolicy(t *testing.T) {
 	var slos []slo.SLO
 	for _, ab := range []slo.Population{slo.AbandonedBad, slo.AbandonedExcluded} {
@@ -25,7 +26,14 @@ func TestRejectedRequestsCountByPolicy(t *testing.T) {
 			slos = append(slos, s)
 		}
 	}
-	run := newWorkload(t, "admission", 11, slos, time.Minute, 5*time.Minute)
+	for _, preset := range []string{"admission", "newest"} {
+		t.Run(preset, func(t *testing.T) { checkRejectedByPolicy(t, preset, slos) })
+	}
+}
+
+// checkRejectedByPolicy is TestRejectedRequestsCountByPolicy on one preset.
+func checkRejectedByPolicy(t *testing.T, preset string, slos []slo.SLO) {
+	run := newWorkload(t, preset, 11, slos, time.Minute, 5*time.Minute)
 	checked, rejectedSeen, lowered, leftQueue := 0, 0.0, 0, 0
 	for at := start.Add(scrapeStep); !at.After(start.Add(20 * time.Minute)); at = at.Add(scrapeStep) {
 		scrapeInto(t, run.p, run.sim, at)

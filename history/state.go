@@ -227,10 +227,24 @@ func decodePoint(ps pointState, segs []*segment, prev *point, prevVals []float64
 		return point{}, 0, err
 	}
 	p := point{t: ps.T, seg: sg, vals: slices.Clone(ps.Vals)}
-	if len(ps.Reasons) != 0 && len(ps.Reasons) != numGauges-numInFlightGauges {
-		return point{}, 0, fmt.Errorf("%d waiting-by-reason gauges, want %d", len(ps.Reasons), numGauges-numInFlightGauges)
+	g, err := decodeGauges(ps, prev)
+	if err != nil {
+		return point{}, 0, err
 	}
-	for g := range p.g {
+	p.g = g
+	return p, tier, nil
+}
+
+// decodeGauges rebuilds a point's gauge states: running and waiting from
+// Gauges, the waiting by reason from Reasons (never sampled when a state
+// written before them has none), each checked against the previous point
+// (prev, nil for the model's first).
+func decodeGauges(ps pointState, prev *point) ([numGauges]gaugeState, error) {
+	var out [numGauges]gaugeState
+	if len(ps.Reasons) != 0 && len(ps.Reasons) != numGauges-numInFlightGauges {
+		return out, fmt.Errorf("%d waiting-by-reason gauges, want %d", len(ps.Reasons), numGauges-numInFlightGauges)
+	}
+	for g := range out {
 		v := [4]float64{math.NaN(), 0, 0, math.NaN()} // never sampled
 		switch {
 		case g < numInFlightGauges:
@@ -239,11 +253,11 @@ func decodePoint(ps pointState, segs []*segment, prev *point, prevVals []float64
 			v = ps.Reasons[g-numInFlightGauges]
 		}
 		if math.IsNaN(v[1]) || math.IsInf(v[1], 0) || bad(v[2]) || (prev != nil && v[2] < prev.g[g].known) {
-			return point{}, 0, fmt.Errorf("gauge %s aggregates %v unusable", gaugeFamily(g), v)
+			return out, fmt.Errorf("gauge %s aggregates %v unusable", gaugeFamily(g), v)
 		}
-		p.g[g] = gaugeState{v: v[0], integral: v[1], known: v[2], max: v[3]}
+		out[g] = gaugeState{v: v[0], integral: v[1], known: v[2], max: v[3]}
 	}
-	return p, tier, nil
+	return out, nil
 }
 
 // encodeReasons is the state of p's waiting-by-reason gauges, nil when

@@ -11,10 +11,11 @@ import (
 
 // TestWaitingByReasonAndPreemptions: the newest servers' waiting-by-reason
 // gauges give the window their time-weighted means and maxima like the
-// other gauges, stay out of the in-flight count at a restart (they split
-// the waiting requests, which it already counts), survive a state file,
-// and the per-request preemption histogram reaches the window; a server
-// without them leaves them unknown.
+// other gauges and stay out of the in-flight count at a restart (they split
+// the waiting requests, which it already counts); the per-request
+// preemption histogram reaches the window; a server without them leaves
+// them unknown. A state file does not keep the reason gauges (its format
+// is unchanged): a restored window reads them as unknown, the rest alike.
 func TestWaitingByReasonAndPreemptions(t *testing.T) {
 	pre := []float64{1, 2, 3, 4, 5, 10, 20, inf}
 	// capacity, deferred and the preemption histogram per scrape; waiting is their sum.
@@ -71,7 +72,10 @@ func TestWaitingByReasonAndPreemptions(t *testing.T) {
 	if err := restored.UnmarshalBinary(data); err != nil {
 		t.Fatal(err)
 	}
-	check(t, restored)
+	w, _ := restored.Window("m", at(45), 45*time.Second, Options{})
+	if w.WaitingCapacity.Known || w.WaitingDeferred.Known || w.InFlightAtRestarts != 4 || w.PreemptionsPerRequest.Sum != 9 {
+		t.Errorf("restored: capacity %+v deferred %+v (want unknown), in flight at restarts %v, preemption sum %v", w.WaitingCapacity, w.WaitingDeferred, w.InFlightAtRestarts, w.PreemptionsPerRequest.Sum)
+	}
 
 	// A server without them: unknown, not zero.
 	old := New(keepAll)
@@ -80,7 +84,7 @@ func TestWaitingByReasonAndPreemptions(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	w, _ := old.Window("m", at(15), 15*time.Second, Options{})
+	w, _ = old.Window("m", at(15), 15*time.Second, Options{})
 	if w.WaitingCapacity.Known || w.WaitingDeferred.Known || w.PreemptionsPerRequest.Valid() {
 		t.Errorf("a server without the families: capacity %+v deferred %+v preemptions %+v", w.WaitingCapacity, w.WaitingDeferred, w.PreemptionsPerRequest)
 	}

@@ -43,15 +43,14 @@ type (
 		Continues bool
 	}
 	pointState struct {
-		T      int64
-		Tier   int
-		Seg    int
-		Vals   []float64
+		T    int64
+		Tier int
+		Seg  int
+		Vals []float64
+		// Gauges are running and waiting: the waiting-by-reason gauges are
+		// not kept (the file's format predates them), so the points a
+		// daemon restores read them as never sampled.
 		Gauges [numInFlightGauges][4]float64 // v, integral, known, max
-		// Reasons holds the waiting-by-reason gauges (capacity, deferred)
-		// like Gauges, only when either was ever known: a state file written
-		// before they were kept has none, and reads them as never sampled.
-		Reasons [][4]float64
 	}
 )
 
@@ -78,7 +77,6 @@ func (h *History) MarshalBinary() ([]byte, error) {
 				for g, gs := range p.g[:numInFlightGauges] {
 					ps.Gauges[g] = [4]float64{gs.v, gs.integral, gs.known, gs.max}
 				}
-				ps.Reasons = encodeReasons(p)
 				ms.Points = append(ms.Points, ps)
 			}
 		}
@@ -227,51 +225,17 @@ func decodePoint(ps pointState, segs []*segment, prev *point, prevVals []float64
 		return point{}, 0, err
 	}
 	p := point{t: ps.T, seg: sg, vals: slices.Clone(ps.Vals)}
-	g, err := decodeGauges(ps, prev)
-	if err != nil {
-		return point{}, 0, err
+	for g := numInFlightGauges; g < numGauges; g++ {
+		p.g[g] = gaugeState{v: math.NaN(), max: math.NaN()} // not kept: never sampled
 	}
-	p.g = g
-	return p, tier, nil
-}
-
-// decodeGauges rebuilds a point's gauge states: running and waiting from
-// Gauges, the waiting by reason from Reasons (never sampled when a state
-// written before them has none), each checked against the previous point
-// (prev, nil for the model's first).
-func decodeGauges(ps pointState, prev *point) ([numGauges]gaugeState, error) {
-	var out [numGauges]gaugeState
-	if len(ps.Reasons) != 0 && len(ps.Reasons) != numGauges-numInFlightGauges {
-		return out, fmt.Errorf("%d waiting-by-reason gauges, want %d", len(ps.Reasons), numGauges-numInFlightGauges)
-	}
-	for g := range out {
-		v := [4]float64{math.NaN(), 0, 0, math.NaN()} // never sampled
-		switch {
-		case g < numInFlightGauges:
-			v = ps.Gauges[g]
-		case len(ps.Reasons) > 0:
-			v = ps.Reasons[g-numInFlightGauges]
-		}
+	for g := range numInFlightGauges {
+		v := ps.Gauges[g]
 		if math.IsNaN(v[1]) || math.IsInf(v[1], 0) || bad(v[2]) || (prev != nil && v[2] < prev.g[g].known) {
-			return out, fmt.Errorf("gauge %s aggregates %v unusable", gaugeFamily(g), v)
+			return point{}, 0, fmt.Errorf("gauge %s aggregates %v unusable", gaugeFamily(g), v)
 		}
-		out[g] = gaugeState{v: v[0], integral: v[1], known: v[2], max: v[3]}
+		p.g[g] = gaugeState{v: v[0], integral: v[1], known: v[2], max: v[3]}
 	}
-	return out, nil
-}
-
-// encodeReasons is the state of p's waiting-by-reason gauges, nil when
-// neither was ever sampled (a server without them).
-func encodeReasons(p *point) [][4]float64 {
-	reasons := p.g[numInFlightGauges:]
-	if !slices.ContainsFunc(reasons, func(gs gaugeState) bool { return !math.IsNaN(gs.v) || gs.known > 0 }) {
-		return nil
-	}
-	out := make([][4]float64, len(reasons))
-	for i, gs := range reasons {
-		out[i] = [4]float64{gs.v, gs.integral, gs.known, gs.max}
-	}
-	return out
+	return p, tier, nil
 }
 
 // checkValues checks a point's values: usable cumulative values, at least

@@ -167,10 +167,6 @@ func TestStateRejects(t *testing.T) {
 		{"point after state time", mutated(func(st *stateFile) { st.Now = 0 }), "after the state's time"},
 		{"gauge integral", mutated(func(st *stateFile) { st.Models[0].Points[2].Gauges[0][1] = math.Inf(1) }), "gauge running aggregates"},
 		{"bad edges", mutated(func(st *stateFile) { st.Models[0].Segments[0].Edges[0] = []float64{1, 0} }), "invalid edges"},
-		{"waiting by reason of the wrong length", mutated(func(st *stateFile) { st.Models[0].Points[2].Reasons = [][4]float64{{1, 0, 0, 1}} }), "waiting-by-reason gauges"},
-		{"waiting by reason integral", mutated(func(st *stateFile) {
-			st.Models[0].Points[2].Reasons = [][4]float64{{1, math.NaN(), 0, 1}, {0, 0, 0, 0}}
-		}), "gauge waiting_capacity aggregates"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

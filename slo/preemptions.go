@@ -8,8 +8,9 @@ import "math"
 // finished request, at its finish: how often it was preempted, a whole
 // number, 0 for most). n is the number of finished requests h observed. It
 // is false when h is not valid, observed nothing, or contradicts
-// whole-number observations (a count in a bucket that holds no whole
-// number, a sum its buckets cannot give).
+// whole-number observations (cumulative counts that fall or are not whole,
+// a count in a bucket that holds no whole number, a sum its buckets cannot
+// give).
 //
 // vLLM's edges are 1, 2, 3, 4, 5, 10, 20, so its first bucket (le="1")
 // holds the never-preempted requests together with the once-preempted
@@ -61,6 +62,8 @@ func PreemptedShare(h Histogram) (share Bounded, n float64, ok bool) {
 	if !ok {
 		return Bounded{}, 0, false
 	}
+	hi = math.Min(hi, n) // no more than every request: float rounding of huge counts aside, hi <= n already
+	lo = math.Min(lo, hi)
 	share = Bounded{Lower: lo / n, Upper: hi / n, Estimate: (lo + hi) / 2 / n}
 	return share, n, true
 }
@@ -74,6 +77,9 @@ func preemptedCount(h Histogram) (lo, hi float64, ok bool) {
 	for i, edge := range h.Edges {
 		count := h.Counts[i] - prevCum
 		prevCum = h.Counts[i]
+		if count < 0 || count != math.Trunc(count) {
+			return 0, 0, false // cumulative counts that fall, or a fraction of a request
+		}
 		bLo, bHi := math.Max(0, math.Floor(prevEdge)+1), math.Floor(edge)
 		prevEdge = edge
 		if z < 0 && bHi >= 0 {

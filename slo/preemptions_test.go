@@ -117,3 +117,21 @@ func TestPreemptedShareHoldsTruth(t *testing.T) {
 		}
 	}
 }
+
+// FuzzPreemptedShare feeds arbitrary histograms (as a scrape may bring):
+// no panic, and any share given lies in [0, 1] with Lower <= Estimate <=
+// Upper.
+func FuzzPreemptedShare(f *testing.F) {
+	f.Add(1.0, 2.0, 5.0, 3.0, 4.0, 4.0, 3.0)
+	f.Add(0.0, 1.0, 20.0, 10.0, 10.0, 12.0, 40.0)
+	f.Fuzz(func(t *testing.T, e0, e1, e2, c0, c1, c2, sum float64) {
+		h := Histogram{Edges: []float64{e0, e1, e2, math.Inf(1)}, Counts: []float64{c0, c1, c2, c2 + 1}, Sum: sum}
+		share, n, ok := PreemptedShare(h)
+		if !ok {
+			return
+		}
+		if !(n > 0) || !(share.Lower >= 0 && share.Lower <= share.Estimate && share.Estimate <= share.Upper && share.Upper <= 1) {
+			t.Fatalf("%+v of %v from %+v", share, n, h)
+		}
+	})
+}

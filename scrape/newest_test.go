@@ -410,3 +410,16 @@ func TestTTFTAtFinishOnlyFromTTFTsPriority(t *testing.T) {
 		}
 	}
 }
+
+// TestRealCapturesObserveTTFTAtFirstToken: no real capture carries a
+// priority label on TTFT, so none is read as observing it at finish.
+func TestRealCapturesObserveTTFTAtFirstToken(t *testing.T) {
+	for _, c := range realCaptures {
+		snap := parseCapture(t, c.body(t), "", c.profile, captureTime)
+		for name, ms := range snap.Models {
+			if ms.TTFTAtFinish {
+				t.Errorf("%s model %q: TTFT taken as observed at finish", c.name(), name)
+			}
+		}
+	}
+}

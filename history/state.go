@@ -43,14 +43,11 @@ type (
 		Continues bool
 	}
 	pointState struct {
-		T    int64
-		Tier int
-		Seg  int
-		Vals []float64
-		// Gauges are running and waiting: the waiting-by-reason gauges are
-		// not kept (the file's format predates them), so the points a
-		// daemon restores read them as never sampled.
-		Gauges [numInFlightGauges][4]float64 // v, integral, known, max
+		T      int64
+		Tier   int
+		Seg    int
+		Vals   []float64
+		Gauges [numGauges][4]float64 // v, integral, known, max
 	}
 )
 
@@ -74,7 +71,7 @@ func (h *History) MarshalBinary() ([]byte, error) {
 					ms.Segments = append(ms.Segments, encodeSegment(p.seg))
 				}
 				ps := pointState{T: p.t, Tier: k, Seg: si, Vals: p.values()}
-				for g, gs := range p.g[:numInFlightGauges] {
+				for g, gs := range p.g {
 					ps.Gauges[g] = [4]float64{gs.v, gs.integral, gs.known, gs.max}
 				}
 				ms.Points = append(ms.Points, ps)
@@ -225,10 +222,7 @@ func decodePoint(ps pointState, segs []*segment, prev *point, prevVals []float64
 		return point{}, 0, err
 	}
 	p := point{t: ps.T, seg: sg, vals: slices.Clone(ps.Vals)}
-	for g := numInFlightGauges; g < numGauges; g++ {
-		p.g[g] = gaugeState{v: math.NaN(), max: math.NaN()} // not kept: never sampled
-	}
-	for g := range numInFlightGauges {
+	for g := range p.g {
 		v := ps.Gauges[g]
 		if math.IsNaN(v[1]) || math.IsInf(v[1], 0) || bad(v[2]) || (prev != nil && v[2] < prev.g[g].known) {
 			return point{}, 0, fmt.Errorf("gauge %s aggregates %v unusable", gaugeFamily(g), v)

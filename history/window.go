@@ -97,14 +97,14 @@ func (sr *series) window(end time.Time, length time.Duration, opts Options, tier
 	// restart closed: the requests in flight there were aborted.
 	for _, pc := range pieces[:len(pieces)-1] {
 		p := sr.at(pc.to)
-		for g := range numInFlightGauges {
+		for g := range p.g {
 			if v := p.g[g].v; !math.IsNaN(v) && v > 0 {
 				w.InFlightAtRestarts += v
 			}
 		}
 	}
 	w.Running, w.Waiting = windowGauge(p0, p1, maxes, gaugeRunning), windowGauge(p0, p1, maxes, gaugeWaiting)
-	w.WaitingCapacity, w.WaitingDeferred = windowGauge(p0, p1, maxes, gaugeWaitingCapacity), windowGauge(p0, p1, maxes, gaugeWaitingDeferred)
+	w.WaitingCapacity, w.WaitingDeferred = sr.reasonWindow(i0, i1)
 	return w, true
 }
 

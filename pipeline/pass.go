@@ -72,11 +72,20 @@ func (p *pass) window(end time.Time, length time.Duration, warm, quantiles bool)
 }
 
 // joints are the ledger's joints of every SLO with a per-request objective
-// over the scrapes of w (nil entries where the ledger has none).
+// over the scrapes of w (nil entries where the ledger has none). A model
+// whose latest scrape observes TTFT at the request's finish
+// (scrape.ModelSample.TTFTAtFinish) gets none: the ledger counts first
+// tokens and abandoned streams from TTFT observed at the first token, and
+// on such a server it can bound "all" away from the truth, so "all",
+// goodput, the burn rate and the abandoned requests are left unknown
+// rather than wrong (docs/engines.md).
 func (p *pass) joints(w slo.Window) []*slo.Joint {
 	out := make([]*slo.Joint, len(p.spec.SLOs))
 	l := p.t.ledgers[p.model]
 	if l == nil {
+		return out
+	}
+	if _, ms, ok := p.t.hist.Latest(p.model); ok && ms.TTFTAtFinish {
 		return out
 	}
 	for i, s := range p.spec.SLOs {

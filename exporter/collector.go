@@ -176,6 +176,9 @@ func (r *renderer) model(m pipeline.ModelReport) {
 			r.bounded(r.d.budget, b.Remaining, r.models, b.SLO)
 			r.gauge(r.d.budgetCoverage, b.Coverage, r.models, b.SLO)
 		}
+		if b.Known && b.HasTracesCoverage {
+			r.gauge(r.d.budgetTraces, b.TracesCoverage, r.models, b.SLO)
+		}
 	}
 	for _, g := range m.GoodRequests {
 		r.emit(r.d.goodTotal, prometheus.CounterValue, g.Value, r.models, g.SLO, g.Objective)

@@ -113,6 +113,10 @@ type Budget struct {
 	// slo.Window.Coverage): an overspent budget after nine minutes of a day rests
 	// on those nine minutes.
 	Coverage float64
+	// TracesCoverage is, in exact mode, the share of the period's finished
+	// requests whose scrape interval the spans covered (exact there).
+	TracesCoverage    float64
+	HasTracesCoverage bool
 }
 
 // GoodTotal is a counter of estimated good requests.

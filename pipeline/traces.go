@@ -26,7 +26,7 @@ func (p *pass) regular(length time.Duration) (wr slo.WindowReport, exact *traces
 	at := p.now
 	if p.spec.Traces != nil {
 		lagged := p.now.Add(-p.spec.TraceDelay)
-		le := p.window(lagged, length, false, true)
+		le := p.windowOf(passKey{end: lagged, length: length, histograms: true}, true)
 		if le.ok {
 			res := p.exactWindow(le.w, le.rep)
 			exact = &res
@@ -56,6 +56,31 @@ func (p *pass) exactWindow(w slo.Window, wr slo.WindowReport) traces.Result {
 	unnamed := len(p.t.hist.Models()) == 1
 	sel := p.spec.Traces.Select(p.t.spec.Name, p.model, unnamed, w.Start, w.End)
 	return traces.Evaluate(sel, w, wr, p.spec.SLOs, p.spec.Quantiles)
+}
+
+// settleSpans offers each ledger's scrape intervals that ended at least the
+// trace delay before now to the spans (ledger.Ledger.Settle), and adds each
+// settled interval's good requests to the running totals: the spans' count
+// where they covered it. Spans that named no model count for the target's
+// model when it serves only one.
+func (t *target) settleSpans(spec Spec, now time.Time) {
+	if spec.Traces == nil {
+		return
+	}
+	unnamed := len(t.hist.Models()) == 1
+	ready := now.Add(-spec.TraceDelay)
+	for _, model := range slices.Sorted(maps.Keys(t.ledgers)) {
+		spans := func(start, end time.Time, finished int) ([]slo.Bounded, []slo.Bounded, bool) {
+			return spec.Traces.Interval(t.spec.Name, model, unnamed, start, end, finished, spec.SLOs)
+		}
+		for _, s := range t.ledgers[model].Settle(ready, ready.Add(-spec.TraceLateness), spans) {
+			for i, def := range spec.SLOs {
+				if slo.HasPerRequestObjective(def) && s.Known[i] {
+					t.addGood(model, def.Name, slo.AllKey, s.Good[i])
+				}
+			}
+		}
+	}
 }
 
 // cloneReport copies a window report deep enough that writing into its maps

@@ -102,6 +102,19 @@ func EvaluateMeasured(reqs []Measured, seconds float64, slos []SLO, quantiles []
 	return rep
 }
 
+// JudgeMeasured counts, per SLO, the requests reqs meeting every
+// per-request objective and their generation tokens, as EvaluateMeasured
+// does, without the quantiles: what one scrape interval's spans add to a
+// ledger. An SLO without a per-request objective counts nothing.
+func JudgeMeasured(reqs []Measured, slos []SLO) (good, tokens []Bounded) {
+	good, tokens = make([]Bounded, len(slos)), make([]Bounded, len(slos))
+	for i, s := range slos {
+		r := evaluateMeasuredSLO(s, reqs, 1) // per second over 1 s: the counts
+		good[i], tokens[i] = r.GoodRequests[AllKey], r.GoodputTokensPerSecond
+	}
+	return good, tokens
+}
+
 // verdict is one request's standing on one objective.
 type verdict int
 

@@ -1,0 +1,56 @@
+package traces
+
+import (
+	"sort"
+	"time"
+
+	"github.com/vllm-slo-exporter/vllm-slo-exporter/slo"
+)
+
+// Interval reads the spans of one scrape interval (start, end] of a target's
+// model (and, when unnamed, of spans that named no model) for the ledger:
+// when they number exactly finished, vLLM's count of the interval's
+// finished requests, it returns per SLO the requests meeting every
+// per-request objective and their generation tokens (slo.JudgeMeasured),
+// and ok. Otherwise (spans missing, sampled, still in flight, or more of
+// them) ok is false, found after two binary searches per model, so an
+// interval without its spans costs no evaluation.
+func (s *Store) Interval(target, model string, unnamed bool, start, end time.Time, finished int, slos []slo.SLO) (good, tokens []slo.Bounded, ok bool) {
+	if s.count(target, model, unnamed, start.UnixNano(), end.UnixNano()) != finished {
+		return nil, nil, false
+	}
+	sel := s.Select(target, model, unnamed, start, end)
+	if len(sel.All) != finished {
+		return nil, nil, false
+	}
+	good, tokens = slo.JudgeMeasured(sel.All, slos)
+	return good, tokens, true
+}
+
+// count is how many records of the model (and of the unnamed one) ended in
+// (from, to].
+func (s *Store) count(target, model string, unnamed bool, from, to int64) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.expire(s.limits.Now().UnixNano())
+	ts, ok := s.targets[target]
+	if !ok {
+		return 0
+	}
+	names := []string{model}
+	if unnamed && model != "" {
+		names = append(names, "")
+	}
+	n := 0
+	for _, name := range names {
+		ser, ok := ts.models[name]
+		if !ok {
+			continue
+		}
+		ser.merge()
+		lo := sort.Search(len(ser.recs), func(i int) bool { return ser.recs[i].end > from })
+		hi := sort.Search(len(ser.recs), func(i int) bool { return ser.recs[i].end > to })
+		n += max(0, hi-lo)
+	}
+	return n
+}

@@ -2,7 +2,6 @@ package slo
 
 import (
 	"math"
-	"slices"
 )
 
 // Measured is one finished request as the server measured it (one vLLM
@@ -73,24 +72,22 @@ type MeasuredReport struct {
 // absent histogram. With every metric present the results are exact.
 func EvaluateMeasured(reqs []Measured, seconds float64, slos []SLO, quantiles []float64) MeasuredReport {
 	rep := MeasuredReport{Requests: len(reqs), Counts: map[Metric]int{}, Quantiles: map[Metric][]Quantile{}}
+	values := make([]float64, 0, len(reqs)) // one buffer for every metric
 	for _, m := range Metrics {
-		sorted := make([]float64, 0, len(reqs))
+		values = values[:0]
 		for _, r := range reqs {
 			if v, ok := r.Value(m); ok {
-				sorted = append(sorted, v)
+				values = append(values, v)
 			}
 		}
-		if len(sorted) == 0 {
+		if len(values) == 0 {
 			continue
 		}
-		slices.Sort(sorted)
-		rep.Counts[m] = len(sorted)
-		for _, q := range quantiles {
-			if !(q >= 0 && q <= 1) {
-				continue
+		rep.Counts[m] = len(values)
+		for i, v := range exactQuantiles(values, quantiles) {
+			if q := quantiles[i]; q >= 0 && q <= 1 {
+				rep.Quantiles[m] = append(rep.Quantiles[m], Quantile{Q: q, Bounded: Exact(v), Prometheus: v})
 			}
-			v := ExactQuantile(q, sorted)
-			rep.Quantiles[m] = append(rep.Quantiles[m], Quantile{Q: q, Bounded: Exact(v), Prometheus: v})
 		}
 	}
 	if len(reqs) == 0 || !(seconds > 0) {

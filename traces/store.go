@@ -517,14 +517,27 @@ func (s *Store) selectFrom(ser *series, from, to int64, sel *Selection) {
 		return
 	}
 	sel.All = slices.Grow(sel.All, hi-lo)
+	// Counted by index, named once: no map access per record.
+	var reasons [math.MaxUint8 + 1]int
+	adapters := make([][]slo.Measured, len(ser.adapters))
 	for i := lo; i < hi; i++ {
 		r := &ser.recs[i]
 		m := r.measured()
 		sel.All = append(sel.All, m)
-		name := ser.adapters[r.adapter]
-		sel.Adapters[name] = append(sel.Adapters[name], m)
-		sel.FinishReasons[s.reasons[r.reason]]++
+		adapters[r.adapter] = append(adapters[r.adapter], m)
+		reasons[r.reason]++
 		sel.PromptTokens += int(max(r.prompt, 0))
+	}
+	for i, ms := range adapters {
+		if len(ms) > 0 {
+			name := ser.adapters[i]
+			sel.Adapters[name] = append(sel.Adapters[name], ms...)
+		}
+	}
+	for i, n := range reasons {
+		if n > 0 {
+			sel.FinishReasons[s.reasons[i]] += n
+		}
 	}
 }
 

@@ -171,6 +171,7 @@ func (r *renderer) model(m pipeline.ModelReport) {
 		r.window(w)
 	}
 	r.traceWindows(m.Traces)
+	r.calibrationTotals(m.Calibration)
 	for _, b := range m.Budgets {
 		if b.Known {
 			r.bounded(r.d.budget, b.Remaining, r.models, b.SLO)

@@ -585,16 +585,12 @@ func (l *Ledger) at(t time.Time) int {
 // Where spans covered some of the window's intervals, the joint is narrowed
 // by their counts (exact.go): exact when they covered all of them.
 func (l *Ledger) Window(i int, start, end time.Time) (slo.Joint, bool) {
-	return l.window(i, start, end, true)
+	return l.WindowOf(i, start, end, true)
 }
 
-// HistogramWindow is Window from the histograms alone, whatever the spans
-// covered: what a calibration of the histograms against the spans compares.
-func (l *Ledger) HistogramWindow(i int, start, end time.Time) (slo.Joint, bool) {
-	return l.window(i, start, end, false)
-}
-
-func (l *Ledger) window(i int, start, end time.Time, spans bool) (slo.Joint, bool) {
+// WindowOf is Window, from the histograms alone unless spans is set: what a
+// calibration of the histograms against the spans compares.
+func (l *Ledger) WindowOf(i int, start, end time.Time, spans bool) (slo.Joint, bool) {
 	i1 := l.at(end)
 	if i1 < 1 {
 		return slo.Joint{}, false

@@ -90,11 +90,7 @@ func (p *pass) joints(w slo.Window, histograms bool) []*slo.Joint {
 		if !slo.HasPerRequestObjective(s) {
 			continue
 		}
-		window := l.Window
-		if histograms {
-			window = l.HistogramWindow
-		}
-		if j, ok := window(i, w.Start, w.End); ok {
+		if j, ok := l.WindowOf(i, w.Start, w.End, !histograms); ok {
 			out[i] = &j
 		}
 	}

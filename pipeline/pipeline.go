@@ -109,6 +109,8 @@ type target struct {
 	// ledgers holds each model's per-interval record, which "all", goodput,
 	// abandoned requests, burn rates and budgets are computed from.
 	ledgers map[string]*ledger.Ledger
+	// calibration sums exact mode's calibration over the evaluations.
+	calibration traces.Tally
 }
 
 // New builds a pipeline for a spec.
@@ -300,7 +302,9 @@ func (p *Pipeline) Ingest(name string, snap *scrape.Snapshot, duration time.Dura
 	}
 	t.feedLedgers(spec.SLOs, intervals, spec.Traces != nil)
 	t.accumulateGood(spec.SLOs, intervals, spec.Traces != nil)
-	t.settleSpans(spec, snap.Time)
+	if spec.Traces != nil {
+		t.settleSpans(spec, snap.Time)
+	}
 	t.checkEdges(spec.SLOs, snap)
 	return nil
 }
@@ -558,7 +562,9 @@ func (t *target) evaluate(spec Spec, now time.Time) TargetReport {
 		tr.Warnings = append(tr.Warnings, t.offEdge[k])
 	}
 	for _, model := range t.hist.Models() {
-		tr.Models = append(tr.Models, t.evaluateModel(spec, model, now))
+		mr := t.evaluateModel(spec, model, now)
+		mr.Calibration = t.calibration.Add(model, mr.Traces, t.hist.Models())
+		tr.Models = append(tr.Models, mr)
 	}
 	return tr
 }

@@ -90,6 +90,9 @@ type ModelReport struct {
 	// Windows order: coverage, and for covered windows the exact numbers
 	// (already in Windows), the per-adapter numbers and the calibration.
 	Traces []traces.Result
+	// Calibration sums the calibration of the covered windows over every
+	// evaluation since the start, by window length (exact mode).
+	Calibration []traces.CalibrationTotal
 }
 
 // Budget is one SLO's error budget over its period.

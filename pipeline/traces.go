@@ -58,27 +58,12 @@ func (p *pass) exactWindow(w slo.Window, wr slo.WindowReport) traces.Result {
 	return traces.Evaluate(sel, w, wr, p.spec.SLOs, p.spec.Quantiles)
 }
 
-// settleSpans offers each ledger's scrape intervals that ended at least the
-// trace delay before now to the spans (ledger.Ledger.Settle), and adds each
-// settled interval's good requests to the running totals: the spans' count
-// where they covered it. Spans that named no model count for the target's
-// model when it serves only one.
+// settleSpans settles each ledger's scrape intervals against the spans
+// (traces.Store.Settle) and adds their good requests to the running totals.
 func (t *target) settleSpans(spec Spec, now time.Time) {
-	if spec.Traces == nil {
-		return
-	}
-	unnamed := len(t.hist.Models()) == 1
-	ready := now.Add(-spec.TraceDelay)
 	for _, model := range slices.Sorted(maps.Keys(t.ledgers)) {
-		spans := func(start, end time.Time, finished int) ([]slo.Bounded, []slo.Bounded, bool) {
-			return spec.Traces.Interval(t.spec.Name, model, unnamed, start, end, finished, spec.SLOs)
-		}
-		for _, s := range t.ledgers[model].Settle(ready, ready.Add(-spec.TraceLateness), spans) {
-			for i, def := range spec.SLOs {
-				if slo.HasPerRequestObjective(def) && s.Known[i] {
-					t.addGood(model, def.Name, slo.AllKey, s.Good[i])
-				}
-			}
+		for _, g := range spec.Traces.Settle(t.spec.Name, model, len(t.hist.Models()) == 1, t.ledgers[model], spec.SLOs, now.Add(-spec.TraceDelay), spec.TraceLateness) {
+			t.addGood(model, g.SLO, slo.AllKey, g.Good)
 		}
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"sort"
 	"time"
 
+	"github.com/vllm-slo-exporter/vllm-slo-exporter/ledger"
 	"github.com/vllm-slo-exporter/vllm-slo-exporter/slo"
 )
 
@@ -53,4 +54,32 @@ func (s *Store) count(target, model string, unnamed bool, from, to int64) int {
 		n += max(0, hi-lo)
 	}
 	return n
+}
+
+// SettledGood is the good requests of one SLO in one scrape interval that
+// settled: the spans' count where they covered it, the histograms'
+// estimate otherwise (what a running total of good requests adds).
+type SettledGood struct {
+	SLO  string
+	Good float64
+}
+
+// Settle offers a model's ledger the spans of its scrape intervals that
+// ended at or before ready (ledger.Ledger.Settle), waiting up to lateness
+// more for an interval whose spans are incomplete, and returns the settled
+// intervals' good requests of every SLO with a per-request objective whose
+// objectives were judged.
+func (s *Store) Settle(target, model string, unnamed bool, l *ledger.Ledger, slos []slo.SLO, ready time.Time, lateness time.Duration) []SettledGood {
+	spans := func(start, end time.Time, finished int) ([]slo.Bounded, []slo.Bounded, bool) {
+		return s.Interval(target, model, unnamed, start, end, finished, slos)
+	}
+	var out []SettledGood
+	for _, st := range l.Settle(ready, ready.Add(-lateness), spans) {
+		for i, def := range slos {
+			if slo.HasPerRequestObjective(def) && st.Known[i] {
+				out = append(out, SettledGood{SLO: def.Name, Good: st.Good[i]})
+			}
+		}
+	}
+	return out
 }

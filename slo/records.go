@@ -72,14 +72,9 @@ type MeasuredReport struct {
 // absent histogram. With every metric present the results are exact.
 func EvaluateMeasured(reqs []Measured, seconds float64, slos []SLO, quantiles []float64) MeasuredReport {
 	rep := MeasuredReport{Requests: len(reqs), Counts: map[Metric]int{}, Quantiles: map[Metric][]Quantile{}}
-	values := make([]float64, 0, len(reqs)) // one buffer for every metric
-	for _, m := range Metrics {
-		values = values[:0]
-		for _, r := range reqs {
-			if v, ok := r.Value(m); ok {
-				values = append(values, v)
-			}
-		}
+	cols := measuredColumns(reqs)
+	for k, m := range measuredMetrics {
+		values := cols[k]
 		if len(values) == 0 {
 			continue
 		}
@@ -97,6 +92,27 @@ func EvaluateMeasured(reqs []Measured, seconds float64, slos []SLO, quantiles []
 		rep.SLOs = append(rep.SLOs, evaluateMeasuredSLO(s, reqs, seconds))
 	}
 	return rep
+}
+
+// measuredMetrics are the metrics a Measured carries, in its fields' order.
+var measuredMetrics = [...]Metric{TTFT, TPOT, E2E, Queue, Prefill, Decode, Inference}
+
+// measuredColumns collects, in one pass over reqs, each metric's finite
+// values (Measured.Value), in measuredMetrics order.
+func measuredColumns(reqs []Measured) [len(measuredMetrics)][]float64 {
+	var cols [len(measuredMetrics)][]float64
+	for k := range cols {
+		cols[k] = make([]float64, 0, len(reqs))
+	}
+	for i := range reqs {
+		r := &reqs[i]
+		for k, v := range [...]float64{r.TTFT, r.TPOT, r.E2E, r.Queue, r.Prefill, r.Decode, r.Inference} {
+			if v-v == 0 { // finite: NaN and ±Inf give NaN
+				cols[k] = append(cols[k], v)
+			}
+		}
+	}
+	return cols
 }
 
 // JudgeMeasured counts, per SLO, the requests reqs meeting every

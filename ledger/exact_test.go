@@ -19,7 +19,7 @@ func scrapeInterval(k int, fast, mid, slow float64) slo.Window {
 	n := fast + mid + slow
 	return slo.Window{
 		Start: start.Add(time.Duration(k) * 15 * time.Second), End: start.Add(time.Duration(k+1) * 15 * time.Second),
-		Latency: map[slo.Metric]slo.Histogram{slo.E2E: {Edges: []float64{0.5, 2, math.Inf(1)}, Counts: []float64{fast, fast + mid, n}, Sum: n}},
+		Latency:        map[slo.Metric]slo.Histogram{slo.E2E: {Edges: []float64{0.5, 2, math.Inf(1)}, Counts: []float64{fast, fast + mid, n}, Sum: n}},
 		RequestSuccess: n, HasRequestSuccess: true,
 	}
 }

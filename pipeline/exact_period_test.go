@@ -128,6 +128,17 @@ func TestExactPeriodTracingOnAndOff(t *testing.T) {
 			continue
 		}
 		m := rep.Targets[0].Models[0]
+		for _, wr := range m.Windows {
+			w := interval{run, truth, wr.Window.Start, wr.Window.End}
+			for _, r := range wr.SLOs {
+				def := run.spec.SLOs[indexOf(run.spec.SLOs, r.Name)]
+				all, ok := r.Objectives[slo.AllKey]
+				if !ok {
+					t.Errorf("at %v window %v SLO %s: no \"all\"", at.Sub(start), wr.Window.Nominal, r.Name)
+				}
+				c.bound(t, fmt.Sprintf("at %v window %v SLO %s", at.Sub(start), wr.Window.Nominal, r.Name), all, w.attainment(def), w, def)
+			}
+		}
 		for _, b := range m.Budgets {
 			def := run.spec.SLOs[indexOf(run.spec.SLOs, b.SLO)]
 			w := interval{run, truth, b.End.Add(-b.Covered), b.End}

@@ -32,7 +32,6 @@ type periodRun struct {
 	p         *Pipeline
 	store     *traces.Store
 	clock     time.Time
-	delivered map[string]bool
 	sent      int
 	intervals map[time.Time]scrapeInterval
 	spec      Spec
@@ -84,16 +83,17 @@ func TestExactPeriodTracingOnAndOff(t *testing.T) {
 	bad.Name, bad.Period = "bad", 2*time.Hour
 	excl := interactive
 	excl.Name, excl.Period, excl.Abandoned, excl.Rejected = "excl", 10*time.Minute, slo.AbandonedExcluded, slo.RejectedExcluded
-	run := &periodRun{delivered: map[string]bool{}, intervals: map[time.Time]scrapeInterval{}}
+	run := &periodRun{intervals: map[time.Time]scrapeInterval{}}
 	cfg.OnDone = func(req sim.Request) {
 		if !req.Finished() {
 			return
 		}
 		run.sent++
-		if tracing(req.Finish.Sub(start), run.sent) {
-			run.delivered[spanOf(req).RequestID] = true
+		delivered := tracing(req.Finish.Sub(start), run.sent)
+		if delivered {
 			run.store.Add([]traces.Span{spanOf(req)})
 		}
+		run.finished(req, delivered)
 	}
 	s, err := sim.New(cfg)
 	if err != nil {
@@ -118,8 +118,7 @@ func TestExactPeriodTracingOnAndOff(t *testing.T) {
 		run.clock = at
 		scrapeInto(t, run.p, run.sim, at)
 		rep := run.p.Evaluate(at)
-		truth := run.sim.Truth()
-		si := run.note(truth, at)
+		si := run.interval(at)
 		if si.covered {
 			covered += float64(si.finished)
 		}
@@ -127,6 +126,7 @@ func TestExactPeriodTracingOnAndOff(t *testing.T) {
 		if at.Sub(start) < 3*time.Minute || at.Sub(start)%time.Minute != 0 {
 			continue
 		}
+		truth := run.sim.Truth()
 		m := rep.Targets[0].Models[0]
 		for _, wr := range m.Windows {
 			w := interval{run, truth, wr.Window.Start, wr.Window.End}
@@ -177,26 +177,37 @@ type interval struct {
 	from, to time.Time
 }
 
-// scrapeInterval is what the truth says of one scrape interval, noted when
-// it closes (its requests are final then).
+// scrapeInterval is what the truth says of one scrape interval: its
+// finished requests, the good ones among them, and whether every one's
+// span reached the store the exporter read at the interval's end.
 type scrapeInterval struct {
 	finished, good int
 	covered        bool
 }
 
-// note records the scrape interval ending at to.
-func (r *periodRun) note(truth sim.Truth, to time.Time) scrapeInterval {
-	from := to.Add(-scrapeStep)
-	restartAt := start.Add(47*time.Minute + 7*time.Second)
-	si := scrapeInterval{covered: !(from.Before(restartAt) && to.After(restartAt))}
-	for _, req := range truth.FinishedIn(from, to) {
-		si.finished++
-		if meetsInteractive(req) {
-			si.good++
-		}
-		si.covered = si.covered && r.delivered[spanOf(req).RequestID]
+// finished notes a request as it finishes (the simulator reports it while
+// it advances to the next scrape) in the scrape interval (from, to] it
+// finished in.
+func (r *periodRun) finished(req sim.Request, delivered bool) {
+	to := start.Add((req.Finish.Sub(start) + scrapeStep - 1).Truncate(scrapeStep))
+	si := r.interval(to)
+	si.finished++
+	if meetsInteractive(req) {
+		si.good++
 	}
+	si.covered = si.covered && delivered
 	r.intervals[to] = si
+}
+
+// interval is what is known of the scrape interval ending at to: covered
+// until a request without its span finished in it, never the one the
+// restart cut (its spans went to the store that was lost).
+func (r *periodRun) interval(to time.Time) scrapeInterval {
+	si, seen := r.intervals[to]
+	if !seen {
+		restartAt := start.Add(47*time.Minute + 7*time.Second)
+		si.covered = !(to.Add(-scrapeStep).Before(restartAt) && to.After(restartAt))
+	}
 	return si
 }
 
@@ -205,7 +216,7 @@ func (r *periodRun) note(truth sim.Truth, to time.Time) scrapeInterval {
 func (iv interval) coveredFinished() (n float64, all bool) {
 	all = true
 	for at := iv.from.Add(scrapeStep); !at.After(iv.to); at = at.Add(scrapeStep) {
-		si := iv.run.intervals[at]
+		si := iv.run.interval(at)
 		if si.covered {
 			n += float64(si.finished)
 		}

@@ -530,7 +530,14 @@ func (s *Store) selectFrom(ser *series, from, to int64, sel *Selection) {
 	sel.All = slices.Grow(sel.All, hi-lo)
 	// Counted by index, named once: no map access per record.
 	var reasons [math.MaxUint8 + 1]int
+	perAdapter := make([]int, len(ser.adapters))
+	for i := lo; i < hi; i++ {
+		perAdapter[ser.recs[i].adapter]++
+	}
 	adapters := make([][]slo.Measured, len(ser.adapters))
+	for a, n := range perAdapter {
+		adapters[a] = make([]slo.Measured, 0, n)
+	}
 	for i := lo; i < hi; i++ {
 		r := &ser.recs[i]
 		m := r.measured()
@@ -540,8 +547,12 @@ func (s *Store) selectFrom(ser *series, from, to int64, sel *Selection) {
 		sel.PromptTokens += int(max(r.prompt, 0))
 	}
 	for i, ms := range adapters {
-		if len(ms) > 0 {
-			name := ser.adapters[i]
+		if len(ms) == 0 {
+			continue
+		}
+		if name := ser.adapters[i]; len(sel.Adapters[name]) == 0 {
+			sel.Adapters[name] = ms
+		} else {
 			sel.Adapters[name] = append(sel.Adapters[name], ms...)
 		}
 	}

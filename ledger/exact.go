@@ -238,7 +238,7 @@ func exactDelta(p pending, good, tokens []slo.Bounded) ([]exactSums, bool) {
 		if !ps.known {
 			continue
 		}
-		if !overlaps(good[i], ps.lo, ps.hi) {
+		if !finiteBound(good[i]) || !overlaps(good[i], ps.lo, ps.hi) {
 			return nil, false
 		}
 		d[i] = exactSums{
@@ -246,7 +246,10 @@ func exactDelta(p pending, good, tokens []slo.Bounded) ([]exactSums, bool) {
 			spanLo: good[i].Lower, spanHi: good[i].Upper, spanEst: good[i].Estimate,
 			histLo: ps.lo, histHi: ps.hi, histEst: ps.est,
 		}
-		if !ps.tokKnown {
+		if !ps.tokKnown || !finiteBound(tokens[i]) {
+			// No token bound of the histograms to replace, or none from
+			// the spans (a span without its count): a running sum must
+			// stay finite, or every later difference of two is NaN.
 			continue
 		}
 		if !overlaps(tokens[i], ps.tokLo, ps.tokHi) {
@@ -256,6 +259,15 @@ func exactDelta(p pending, good, tokens []slo.Bounded) ([]exactSums, bool) {
 		d[i].tokHistLo, d[i].tokHistHi, d[i].tokHistEst = ps.tokLo, ps.tokHi, ps.tokEst
 	}
 	return d, true
+}
+
+func finiteBound(b slo.Bounded) bool {
+	for _, v := range [...]float64{b.Lower, b.Estimate, b.Upper} {
+		if math.IsNaN(v) || math.IsInf(v, 0) {
+			return false
+		}
+	}
+	return true
 }
 
 // overlaps reports whether the spans' bound b meets the histograms' [lo,

@@ -152,3 +152,30 @@ func TestExactStateRoundTrip(t *testing.T) {
 		t.Error("a waiting interval without its SLO's bounds was restored")
 	}
 }
+
+// TestUnboundedSpanTokensStayOutOfTheSums: spans that bound their tokens
+// from below only (a span without its count) leave the interval's token
+// bound to the histograms, and the running sums finite, so that every
+// later window's tokens are still a number.
+func TestUnboundedSpanTokensStayOutOfTheSums(t *testing.T) {
+	l := New([]slo.SLO{e2eOnly})
+	l.ExpectSpans()
+	for k := range 3 {
+		w := scrapeInterval(k, 4, 4, 2)
+		w.GenerationTokens = slo.Histogram{Edges: []float64{10, math.Inf(1)}, Counts: []float64{10, 10}, Sum: 100}
+		l.Append(w, true, nil)
+	}
+	at := func(k int) time.Time { return start.Add(time.Duration(k) * 15 * time.Second) }
+	l.Settle(at(3), at(0), func(from, to time.Time, finished int) ([]slo.Bounded, []slo.Bounded, bool) {
+		return []slo.Bounded{slo.Exact(6)}, []slo.Bounded{{Lower: 50, Estimate: 50, Upper: math.Inf(1)}}, finished == 10
+	})
+	for _, w := range [][2]int{{0, 3}, {1, 3}, {2, 3}} {
+		j, _ := l.Window(0, at(w[0]), at(w[1]))
+		if !j.HasTokens || math.IsNaN(j.Tokens.Lower) || math.IsNaN(j.Tokens.Upper) || math.IsInf(j.Tokens.Upper, 0) {
+			t.Errorf("window %v: tokens %+v (present %v)", w, j.Tokens, j.HasTokens)
+		}
+		if !j.Good.IsExact() {
+			t.Errorf("window %v: good %+v, want exact", w, j.Good)
+		}
+	}
+}

@@ -1,6 +1,7 @@
 package traces
 
 import (
+	"math"
 	"sort"
 	"time"
 
@@ -17,7 +18,8 @@ import (
 // them) ok is false, found after two binary searches per model, so an
 // interval without its spans costs no evaluation.
 func (s *Store) Interval(target, model string, unnamed bool, start, end time.Time, finished int, slos []slo.SLO) (good, tokens []slo.Bounded, ok bool) {
-	if s.count(target, model, unnamed, start.UnixNano(), end.UnixNano()) != finished {
+	n, untokened := s.count(target, model, unnamed, start.UnixNano(), end.UnixNano())
+	if n != finished {
 		return nil, nil, false
 	}
 	sel := s.Select(target, model, unnamed, start, end)
@@ -25,24 +27,30 @@ func (s *Store) Interval(target, model string, unnamed bool, start, end time.Tim
 		return nil, nil, false
 	}
 	good, tokens = slo.JudgeMeasured(sel.All, slos)
+	if untokened > 0 {
+		// A span without its completion tokens counts 0 of them: the
+		// spans then bound the tokens from below only.
+		for i := range tokens {
+			tokens[i].Upper = math.Inf(1)
+		}
+	}
 	return good, tokens, true
 }
 
 // count is how many records of the model (and of the unnamed one) ended in
-// (from, to].
-func (s *Store) count(target, model string, unnamed bool, from, to int64) int {
+// (from, to], and how many of them lack their completion tokens.
+func (s *Store) count(target, model string, unnamed bool, from, to int64) (n, untokened int) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.expire(s.limits.Now().UnixNano())
 	ts, ok := s.targets[target]
 	if !ok {
-		return 0
+		return 0, 0
 	}
 	names := []string{model}
 	if unnamed && model != "" {
 		names = append(names, "")
 	}
-	n := 0
 	for _, name := range names {
 		ser, ok := ts.models[name]
 		if !ok {
@@ -51,9 +59,14 @@ func (s *Store) count(target, model string, unnamed bool, from, to int64) int {
 		ser.merge()
 		lo := sort.Search(len(ser.recs), func(i int) bool { return ser.recs[i].end > from })
 		hi := sort.Search(len(ser.recs), func(i int) bool { return ser.recs[i].end > to })
+		for i := lo; i < hi; i++ {
+			if ser.recs[i].completion < 0 {
+				untokened++
+			}
+		}
 		n += max(0, hi-lo)
 	}
-	return n
+	return n, untokened
 }
 
 // SettledGood is the good requests of one SLO in one scrape interval that

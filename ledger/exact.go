@@ -377,6 +377,11 @@ func restoreExact(p *checkpoint, st []exactSumsState, slos int) error {
 	}
 	d := make([]exactSums, len(st))
 	for i, e := range st {
+		for _, v := range [...]float64{e.N, e.SpanLo, e.SpanHi, e.SpanEst, e.HistLo, e.HistHi, e.HistEst, e.TokSpanLo, e.TokSpanHi, e.TokSpanEst, e.TokHistLo, e.TokHistHi, e.TokHistEst} {
+			if math.IsNaN(v) || math.IsInf(v, 0) {
+				return fmt.Errorf("checkpoint at %d: exact sum %v", p.t, v)
+			}
+		}
 		d[i] = exactSums{
 			n: e.N, spanLo: e.SpanLo, spanHi: e.SpanHi, spanEst: e.SpanEst, histLo: e.HistLo, histHi: e.HistHi, histEst: e.HistEst,
 			tokSpanLo: e.TokSpanLo, tokSpanHi: e.TokSpanHi, tokSpanEst: e.TokSpanEst, tokHistLo: e.TokHistLo, tokHistHi: e.TokHistHi, tokHistEst: e.TokHistEst,

@@ -179,3 +179,22 @@ func TestUnboundedSpanTokensStayOutOfTheSums(t *testing.T) {
 		}
 	}
 }
+
+// TestRestoreRefusesNonFiniteExactSums: a state file whose running sums
+// over the covered intervals are not numbers (a corrupt or foreign file) is
+// refused, not restored into windows of NaN.
+func TestRestoreRefusesNonFiniteExactSums(t *testing.T) {
+	l := New([]slo.SLO{e2eOnly})
+	l.ExpectSpans()
+	l.Append(scrapeInterval(0, 4, 4, 2), true, nil)
+	l.Settle(start.Add(time.Minute), start, spansSaying(map[int][2]int{0: {10, 6}}))
+	st := l.State()
+	last := &st.Points[len(st.Points)-1]
+	if len(last.Exact) != 1 {
+		t.Fatalf("the covered interval's sums are not in the state: %+v", last)
+	}
+	last.Exact[0].SpanHi = math.Inf(1)
+	if _, err := Restore(st, []slo.SLO{e2eOnly}); err == nil {
+		t.Error("restored an infinite exact sum")
+	}
+}

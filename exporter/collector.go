@@ -171,10 +171,14 @@ func (r *renderer) model(m pipeline.ModelReport) {
 		r.window(w)
 	}
 	r.traceWindows(m.Traces)
+	r.calibrationTotals(m.Calibration)
 	for _, b := range m.Budgets {
 		if b.Known {
 			r.bounded(r.d.budget, b.Remaining, r.models, b.SLO)
 			r.gauge(r.d.budgetCoverage, b.Coverage, r.models, b.SLO)
+		}
+		if b.Known && b.HasTracesCoverage {
+			r.gauge(r.d.budgetTraces, b.TracesCoverage, r.models, b.SLO)
 		}
 	}
 	for _, g := range m.GoodRequests {

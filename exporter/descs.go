@@ -18,7 +18,7 @@ type descSet struct {
 
 	historyBytes, historyDropped *prometheus.Desc
 
-	windowRequests, windowCoverage, budgetCoverage, throughput, requestRate, predicted, observed, goodTotal, objectiveUnknown *prometheus.Desc
+	windowRequests, windowCoverage, budgetCoverage, budgetTraces, throughput, requestRate, predicted, observed, goodTotal, objectiveUnknown *prometheus.Desc
 
 	aborted *prometheus.Desc
 	// rejected, preemptions and promptTokensBySource are the newest
@@ -74,6 +74,7 @@ func newDescSet(extra []string) *descSet {
 
 		windowRequests: desc("window_requests", "Observations of the latency metric in the window.", with(model, "metric", "window")),
 		budgetCoverage: desc("error_budget_coverage_ratio", "Share of the SLO period that the error budget rests on; below 1 until the exporter has watched a whole period (or after a long gap).", with(model, "slo")),
+		budgetTraces:   desc("error_budget_traces_coverage_ratio", "In exact mode: share of the SLO period's finished requests whose scrape interval vLLM's spans covered; the error budget, burn rates and good-request totals are exact over that share and bounded by the histograms over the rest.", with(model, "slo")),
 		windowCoverage: desc("window_coverage_ratio", "Share of the window's nominal length that its data spans, at most 1: below 1 while the history is younger than the window (after a start, or a reload that lengthened it) or after a gap; every other series of the window covers exactly this span.", with(model, "window")),
 		throughput:     desc("throughput_tokens_per_second", "Tokens per second over the window, exact: kind=\"generation\" and \"prompt\" from vLLM's counters (tokens produced in the window), kind=\"finished\" the generation tokens of the requests that finished in the window (the population goodput tokens are part of).", with(model, "window", "kind")),
 		requestRate:    desc("requests_per_second", "Finished requests per second over the window, exact.", with(model, "window")),

@@ -3,6 +3,7 @@ package capacity
 import (
 	"fmt"
 	"math"
+	"slices"
 	"time"
 
 	"github.com/vllm-slo-exporter/vllm-slo-exporter/slo"
@@ -181,6 +182,14 @@ func NewLearner(cfg Config) *Learner { return &Learner{cfg: cfg} }
 
 // Windows returns the closed windows learned from, oldest first.
 func (l *Learner) Windows() []Window { return l.windows }
+
+// Clone returns a copy that shares nothing mutable with l: a fit can run
+// on it while l keeps learning.
+func (l *Learner) Clone() *Learner {
+	c := *l
+	c.windows = slices.Clone(l.windows)
+	return &c
+}
 
 // Reset forgets every window: the server, the model or the SLO changed.
 // reason is said by every estimate until the next reset.

@@ -38,6 +38,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	commoncfg "github.com/prometheus/common/config"
 
+	"github.com/vllm-slo-exporter/vllm-slo-exporter/capacity/online"
 	"github.com/vllm-slo-exporter/vllm-slo-exporter/exporter"
 	"github.com/vllm-slo-exporter/vllm-slo-exporter/notify"
 	"github.com/vllm-slo-exporter/vllm-slo-exporter/pipeline"
@@ -109,8 +110,9 @@ type Daemon struct {
 	exact       *exactMode
 	calibration *calibrationLog
 	// capacity learns each target's, model's and SLO's capacity from the
-	// pipeline at every evaluation; its series are in self.
-	capacity *pipeline.CapacityLearners
+	// intervals the pipeline closes, refitted at every evaluation; its
+	// series are in self.
+	capacity *online.Learners
 }
 
 // New loads the configuration file and builds the daemon; nothing runs
@@ -154,7 +156,7 @@ func New(opts Options) (*Daemon, error) {
 		clock:       newSteadyClock(time.Now, nil),
 		exact:       exact,
 		calibration: newCalibrationLog(logger),
-		capacity:    pipeline.NewCapacityLearners(),
+		capacity:    online.New(nil),
 	}
 	self.MustRegister(exporter.NewCapacityCollector(d.capacity.Reports))
 	d.pipe = pipeline.New(d.pipelineSpec(cfg))
@@ -300,7 +302,7 @@ func (d *Daemon) evaluate() {
 	rep := d.pipe.Evaluate(d.clock.now())
 	d.eval.duration.Observe(time.Since(began).Seconds())
 	d.report.Store(rep)
-	d.capacity.Update(d.pipe, rep.Time)
+	d.capacity.Refit(rep)
 	d.warnOnce(rep)
 	d.calibration.Observe(rep)
 	d.logTargetStates(rep)

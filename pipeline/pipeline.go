@@ -67,6 +67,9 @@ type Spec struct {
 	// finished (the sender batches them): exact windows end at the newest
 	// scrape at least TraceDelay old.
 	TraceDelay time.Duration
+	// Intervals, when set, is told every scrape interval an ingest closes
+	// (see IntervalObserver).
+	Intervals IntervalObserver
 }
 
 // Pipeline holds the histories of all targets. It is safe for concurrent use:
@@ -298,6 +301,7 @@ func (p *Pipeline) Ingest(name string, snap *scrape.Snapshot, duration time.Dura
 		t.found[string(f)] = n
 	}
 	t.feedLedgers(spec.SLOs, intervals)
+	t.observe(spec, intervals)
 	t.accumulateGood(spec.SLOs, intervals)
 	t.checkEdges(spec.SLOs, snap)
 	return nil

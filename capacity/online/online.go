@@ -44,10 +44,16 @@ type Learners struct {
 
 type key struct{ target, model, slo string }
 
+// compareKeys orders keys by target, model and SLO.
+func compareKeys(a, b key) int {
+	return cmp.Or(cmp.Compare(a.target, b.target), cmp.Compare(a.model, b.model), cmp.Compare(a.slo, b.slo))
+}
+
 type entry struct {
 	mu      sync.Mutex
 	learner *capacity.Learner
-	def     string // the SLO's objectives and goal when learning began
+	def     string  // the SLO's objectives and goal when learning began
+	goal    float64 // the SLO's goal, which configured the learner
 	labels  map[string]string
 	windows int  // closed windows at the last fit
 	fitted  bool // est holds a fit
@@ -98,7 +104,7 @@ func (ls *Learners) entry(k key, s slo.SLO, at time.Time) *entry {
 	ls.mu.Lock()
 	e := ls.entries[k]
 	if e == nil {
-		e = &entry{learner: capacity.NewLearner(ls.config(s.Goal)), def: def}
+		e = &entry{learner: capacity.NewLearner(ls.config(s.Goal)), def: def, goal: s.Goal}
 		ls.entries[k] = e
 	}
 	ls.mu.Unlock()
@@ -106,7 +112,7 @@ func (ls *Learners) entry(k key, s slo.SLO, at time.Time) *entry {
 	defer e.mu.Unlock()
 	if e.def != def {
 		// Intervals before at were judged under the old SLO.
-		e.learner, e.def, e.fitted = capacity.NewLearner(ls.config(s.Goal)), def, false
+		e.learner, e.def, e.goal, e.fitted = capacity.NewLearner(ls.config(s.Goal)), def, s.Goal, false
 		e.learner.Reset(at, "the SLO changed: learning started over")
 	}
 	return e
@@ -209,7 +215,7 @@ func (ls *Learners) Reports() []capacity.Report {
 		e.mu.Unlock()
 	}
 	slices.SortFunc(out, func(a, b capacity.Report) int {
-		return cmp.Or(cmp.Compare(a.Target, b.Target), cmp.Compare(a.Model, b.Model), cmp.Compare(a.SLO, b.SLO))
+		return compareKeys(key{a.Target, a.Model, a.SLO}, key{b.Target, b.Model, b.SLO})
 	})
 	return out
 }

@@ -113,6 +113,8 @@ type Daemon struct {
 	// intervals the pipeline closes, refitted at every evaluation; its
 	// series are in self.
 	capacity *online.Learners
+	// headroom keeps the capacity headroom tickets; d.evalMu guards it.
+	headroom *online.HeadroomAlerts
 }
 
 // New loads the configuration file and builds the daemon; nothing runs
@@ -157,6 +159,7 @@ func New(opts Options) (*Daemon, error) {
 		exact:       exact,
 		calibration: newCalibrationLog(logger),
 		capacity:    online.New(nil),
+		headroom:    online.NewHeadroomAlerts(),
 	}
 	self.MustRegister(exporter.NewCapacityCollector(d.capacity.Reports))
 	d.pipe = pipeline.New(d.pipelineSpec(cfg))
@@ -301,8 +304,8 @@ func (d *Daemon) evaluate() {
 	began := time.Now()
 	rep := d.pipe.Evaluate(d.clock.now())
 	d.eval.duration.Observe(time.Since(began).Seconds())
+	rep = d.refitCapacity(rep)
 	d.report.Store(rep)
-	d.capacity.Refit(rep)
 	d.warnOnce(rep)
 	d.calibration.Observe(rep)
 	d.logTargetStates(rep)

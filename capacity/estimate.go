@@ -30,6 +30,8 @@ type Range struct {
 // Estimate is what the learned curve predicts for the current server and mix.
 type Estimate struct {
 	Kind Kind
+	// Goal is the SLO's goal the knee is the crossing of.
+	Goal float64
 	// Reason says why the kind is not bounded, or why learning started
 	// over (a mix change), empty otherwise.
 	Reason string
@@ -64,6 +66,8 @@ type Estimate struct {
 	Trend                           float64
 	// PromptMean and OutputMean describe the mix learned from.
 	PromptMean, OutputMean float64
+	// Curve is the learned curve and the operating point, for a chart.
+	Curve Curve
 }
 
 // Estimate fits the curve to the windows learned and predicts the capacity.
@@ -75,7 +79,7 @@ func (l *Learner) Estimate(now time.Time) Estimate {
 // is carried into the estimate (why learning last started over).
 func Fit(all []Window, cfg Config, now time.Time, reason string) Estimate {
 	ws := usable(all, cfg)
-	e := Estimate{Kind: Unknown, Reason: reason, Windows: len(ws), Conservative: math.NaN(), Optimistic: math.NaN()}
+	e := Estimate{Kind: Unknown, Goal: cfg.Goal, Reason: reason, Windows: len(ws), Conservative: math.NaN(), Optimistic: math.NaN()}
 	e.Requests = Range{Estimate: math.NaN(), Lower: math.NaN(), Upper: math.NaN()}
 	if len(ws) > 0 {
 		e.Since = ws[0].Start
@@ -83,6 +87,7 @@ func Fit(all []Window, cfg Config, now time.Time, reason string) Estimate {
 		e.PromptMean, e.OutputMean = m.prompt, m.output
 	}
 	e.Load, e.Trend = loadNow(all, cfg, now)
+	e.Curve = curveOf(ws, cfg, now, e.Load)
 	if len(ws) < cfg.MinWindows {
 		e.Reason = join(reason, fmt.Sprintf("%d windows of %v with judged requests, %d needed", len(ws), cfg.Window, cfg.MinWindows))
 		return e

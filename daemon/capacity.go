@@ -6,9 +6,9 @@ import (
 	"errors"
 	"fmt"
 	"hash/crc32"
-	"slices"
 	"time"
 
+	"github.com/vllm-slo-exporter/vllm-slo-exporter/capacity/online"
 	"github.com/vllm-slo-exporter/vllm-slo-exporter/pipeline"
 )
 
@@ -91,19 +91,11 @@ func (d *Daemon) restoreCapacity(path string, section []byte, damaged error) {
 	d.logger.Info("capacity learners restored", "file", path, "estimates", len(d.capacity.Reports()))
 }
 
-// refitCapacity refits the capacity learners on rep and returns rep with
-// the capacity headroom tickets beside the pipeline's alerts, so that the
-// notifier, /metrics and the console see them as they see the others. rep
-// is not changed: the result is a copy when there is a ticket. d.evalMu
-// must be held.
+// refitCapacity refits the capacity learners on rep and returns it with
+// the headroom tickets beside the pipeline's alerts (online.Publish), so
+// that the notifier, /metrics and the console see them as they see the
+// others. d.evalMu must be held.
 func (d *Daemon) refitCapacity(rep *pipeline.Report) *pipeline.Report {
-	d.capacity.Refit(rep)
 	c := d.config.get().Capacity
-	tickets := d.headroom.Update(rep.Time, d.capacity.Reports(), c.HeadroomMargin, time.Duration(c.HeadroomFor))
-	if len(tickets) == 0 {
-		return rep
-	}
-	out := *rep
-	out.Alerts = append(slices.Clone(rep.Alerts), tickets...)
-	return &out
+	return online.Publish(d.capacity, d.headroom, rep, c.HeadroomMargin, time.Duration(c.HeadroomFor))
 }

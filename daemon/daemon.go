@@ -264,6 +264,7 @@ func (d *Daemon) handler() http.Handler {
 		Self:           d.self,
 		RefreshSeconds: int(time.Duration(d.config.get().Global.ScrapeInterval).Seconds()),
 		History:        d.pipe,
+		Capacity:       d.capacity.Reports,
 	})
 }
 

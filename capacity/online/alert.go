@@ -84,3 +84,19 @@ func labelsKey(labels map[string]string) string {
 	}
 	return b.String()
 }
+
+// Publish refits ls on rep and returns rep with the headroom tickets h
+// raises (at margin, after hold) beside its alerts, so that whatever
+// renders the report sees them as it sees the pipeline's. rep is not
+// changed: the result is a copy when there is a ticket. The daemon and
+// replay publish through it alike.
+func Publish(ls *Learners, h *HeadroomAlerts, rep *pipeline.Report, margin float64, hold time.Duration) *pipeline.Report {
+	ls.Refit(rep)
+	tickets := h.Update(rep.Time, ls.Reports(), margin, hold)
+	if len(tickets) == 0 {
+		return rep
+	}
+	out := *rep
+	out.Alerts = append(slices.Clone(rep.Alerts), tickets...)
+	return &out
+}

@@ -35,21 +35,13 @@ type Curve struct {
 
 // curveOf builds the curve of the usable windows ws at now.
 func curveOf(ws []Window, cfg Config, now time.Time, load float64) Curve {
-	c := Curve{Windows: make([]CurvePoint, 0, len(ws)), Operating: CurvePoint{Load: load}}
-	var good Range
-	var n float64
+	c := Curve{Windows: make([]CurvePoint, 0, len(ws))}
 	for _, w := range ws {
 		a := w.Attainment()
 		c.Windows = append(c.Windows, CurvePoint{Load: w.Load(), Attainment: Range{Estimate: a.Estimate, Lower: a.Lower, Upper: a.Upper}})
-		if w.End.After(now.Add(-cfg.LoadSpan)) && !w.End.After(now) {
-			good.Estimate, good.Lower, good.Upper = good.Estimate+w.Good.Estimate, good.Lower+w.Good.Lower, good.Upper+w.Good.Upper
-			n += w.Finished
-		}
 	}
 	sortCurve(c.Windows)
-	if n > 0 {
-		c.Operating.Attainment, c.Known = scale(good, 1/n), true
-	}
+	c.Operating, c.Known = operatingPoint(ws, cfg, now, load)
 	est, lo, hi := fitted(ws, cfg, estimateOf), fitted(ws, cfg, lowerOf), fitted(ws, cfg, upperOf)
 	if len(est) == len(lo) && len(est) == len(hi) {
 		c.Fit = make([]CurvePoint, len(est))
@@ -58,6 +50,24 @@ func curveOf(ws []Window, cfg Config, now time.Time, load float64) Curve {
 		}
 	}
 	return c
+}
+
+// operatingPoint is load with the pooled attainment of the windows of ws
+// that ended in the last LoadSpan before now; known is false when none did.
+func operatingPoint(ws []Window, cfg Config, now time.Time, load float64) (p CurvePoint, known bool) {
+	p.Load = load
+	var good Range
+	var n float64
+	for _, w := range ws {
+		if w.End.After(now.Add(-cfg.LoadSpan)) && !w.End.After(now) {
+			good.Estimate, good.Lower, good.Upper = good.Estimate+w.Good.Estimate, good.Lower+w.Good.Lower, good.Upper+w.Good.Upper
+			n += w.Finished
+		}
+	}
+	if n > 0 {
+		p.Attainment, known = scale(good, 1/n), true
+	}
+	return p, known
 }
 
 // fitted is the monotone fit of the windows' good requests by pick, as

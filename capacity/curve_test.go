@@ -2,6 +2,7 @@ package capacity
 
 import (
 	"math"
+	"math/rand/v2"
 	"testing"
 )
 
@@ -48,5 +49,42 @@ func TestCurveOfFourWindows(t *testing.T) {
 	}
 	if e := Fit(ws, cfg, now, ""); len(e.Curve.Windows) != 4 || e.Curve.Operating.Load != e.Load {
 		t.Fatalf("Fit's curve %+v, want the four windows at the estimate's load %v", e.Curve, e.Load)
+	}
+}
+
+// TestRefreshFollowsTheLoad fits a day that crossed the knee, then has the
+// load rise for ten more minutes: a refresh keeps the knee, its interval
+// and the fitted curve, and its load, headroom, time to breach and
+// operating point are those a full fit computes at the same time.
+func TestRefreshFollowsTheLoad(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 3))
+	loads := append(append(ramp(1, 7, 120), ramp(7, 2, 60)...), ramp(2, 4, 5)...)
+	ws := day(loads, 5, rng)
+	cfg := DefaultConfig(0.95)
+	l, err := RestoreLearner(cfg, LearnerState{Windows: ws[:180]})
+	if err != nil {
+		t.Fatal(err)
+	}
+	first := l.Estimate(ws[179].End)
+	if first.Kind != Bounded {
+		t.Fatalf("kind %s, want bounded", first.Kind)
+	}
+	later, err := RestoreLearner(cfg, LearnerState{Windows: ws})
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := ws[len(ws)-1].End
+	got, full := later.Refresh(first, now), later.Estimate(now)
+	if got.Requests != first.Requests || len(got.Curve.Fit) != len(first.Curve.Fit) || got.Windows != first.Windows {
+		t.Fatalf("refresh moved the knee: %+v, fitted %+v", got.Requests, first.Requests)
+	}
+	if got.Load != full.Load || got.Trend != full.Trend || got.Curve.Operating != full.Curve.Operating {
+		t.Fatalf("refresh: load %v trend %v operating %+v; a fit: %v %v %+v", got.Load, got.Trend, got.Curve.Operating, full.Load, full.Trend, full.Curve.Operating)
+	}
+	if want := 1 - got.Load/first.Requests.Upper; got.Headroom.Upper != want || !(got.Trend > 0) || !got.HasBreach {
+		t.Fatalf("refresh: headroom %+v (want upper %v), trend %v, breach %v", got.Headroom, want, got.Trend, got.HasBreach)
+	}
+	if want := seconds((first.Requests.Estimate - got.Load) / got.Trend); got.TimeToBreach != want {
+		t.Fatalf("refresh: time to breach %v, want %v", got.TimeToBreach, want)
 	}
 }

@@ -55,9 +55,13 @@ type entry struct {
 	def     string  // the SLO's objectives and goal when learning began
 	goal    float64 // the SLO's goal, which configured the learner
 	labels  map[string]string
-	windows int  // closed windows at the last fit
+	windows int  // closed windows at the last fit or refresh
 	fitted  bool // est holds a fit
 	est     capacity.Estimate
+	// fittedAt is when est was last fitted afresh (not refreshed), and
+	// fitReason the learner's reason then.
+	fittedAt  time.Time
+	fitReason string
 }
 
 // New returns learners with nothing learned, each configured by
@@ -152,8 +156,12 @@ func Interval(iv pipeline.ClosedInterval, i int) capacity.Interval {
 }
 
 // Refit forgets the learners of targets and models rep does not hold and
-// of SLOs the spec no longer has, and refits, at rep.Time, the estimates
-// whose learner closed a window since its last fit.
+// of SLOs the spec no longer has, and updates, at rep.Time, the estimates
+// whose learner closed a window since: a bounded estimate fitted less than
+// Config.RefitEvery ago, whose learner has not started over since, is
+// refreshed (capacity.Learner.Refresh: its load, headroom and time to
+// breach); any other is fitted afresh, which for an answer that is not
+// bounded costs no bootstrap.
 func (ls *Learners) Refit(rep *pipeline.Report) {
 	held := map[[2]string]bool{}
 	for _, t := range rep.Targets {
@@ -172,27 +180,34 @@ func (ls *Learners) Refit(rep *pipeline.Report) {
 	}
 	ls.mu.Unlock()
 	for _, e := range todo {
-		// The fit runs on a copy, so that an ingest adding to the learner
-		// never waits for it.
-		e.mu.Lock()
-		n := len(e.learner.Windows())
-		stale := n != e.windows || !e.fitted
-		live := e.learner
-		var frozen *capacity.Learner
-		if stale {
-			frozen = live.Clone()
-		}
-		e.mu.Unlock()
-		if !stale {
-			continue
-		}
-		est := frozen.Estimate(rep.Time)
-		e.mu.Lock()
-		if e.learner == live { // not replaced by a changed SLO meanwhile
-			e.windows, e.fitted, e.est = n, true, est
-		}
-		e.mu.Unlock()
+		e.update(rep.Time)
 	}
+}
+
+// update refreshes or refits e's estimate at now when its learner closed
+// a window since the last update. The fit runs on a copy, so that an
+// ingest adding to the learner never waits for it.
+func (e *entry) update(now time.Time) {
+	e.mu.Lock()
+	live := e.learner
+	n := len(live.Windows())
+	if e.fitted && n == e.windows {
+		e.mu.Unlock()
+		return
+	}
+	if e.fitted && e.est.Kind == capacity.Bounded && live.Reason() == e.fitReason && now.Sub(e.fittedAt) < live.Config().RefitEvery {
+		e.est, e.windows = live.Refresh(e.est, now), n
+		e.mu.Unlock()
+		return
+	}
+	frozen := live.Clone()
+	e.mu.Unlock()
+	est := frozen.Estimate(now)
+	e.mu.Lock()
+	if e.learner == live { // not replaced by a changed SLO meanwhile
+		e.windows, e.fitted, e.est, e.fittedAt, e.fitReason = n, true, est, now, frozen.Reason()
+	}
+	e.mu.Unlock()
 }
 
 // Reports returns the latest estimates, ordered by target, model and SLO;

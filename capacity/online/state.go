@@ -5,6 +5,7 @@ import (
 	"encoding/gob"
 	"fmt"
 	"slices"
+	"time"
 
 	"github.com/vllm-slo-exporter/vllm-slo-exporter/capacity"
 )
@@ -29,6 +30,8 @@ type entryState struct {
 	Windows                 int
 	Fitted                  bool
 	Estimate                capacity.Estimate
+	FittedAt                time.Time
+	FitReason               string
 }
 
 // MarshalBinary encodes every learner and its latest estimate: the state
@@ -51,6 +54,7 @@ func (ls *Learners) MarshalBinary() ([]byte, error) {
 		st.Entries = append(st.Entries, entryState{
 			Target: k.target, Model: k.model, SLO: k.slo, Def: e.def, Goal: e.goal, Labels: e.labels,
 			Learner: e.learner.State(), Windows: e.windows, Fitted: e.fitted, Estimate: e.est,
+			FittedAt: e.fittedAt, FitReason: e.fitReason,
 		})
 		e.mu.Unlock()
 	}
@@ -125,5 +129,6 @@ func (ls *Learners) restoreEntry(es entryState) (*entry, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &entry{learner: l, def: es.Def, goal: es.Goal, labels: es.Labels, windows: es.Windows, fitted: es.Fitted, est: es.Estimate}, nil
+	return &entry{learner: l, def: es.Def, goal: es.Goal, labels: es.Labels, windows: es.Windows, fitted: es.Fitted, est: es.Estimate,
+		fittedAt: es.FittedAt, fitReason: es.FitReason}, nil
 }

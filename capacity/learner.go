@@ -235,6 +235,12 @@ func (l *Learner) close() {
 		return
 	}
 	l.recent(&w)
+	if len(l.windows) == cap(l.windows) {
+		// Grow by an eighth, not append's doubling: a day of windows is
+		// most of a learner's memory, and doubling would leave up to
+		// half of it unused for good.
+		l.windows = slices.Grow(l.windows, max(16, len(l.windows)/8))
+	}
 	l.windows = append(l.windows, w)
 	l.checkMix(w.End)
 	cut := 0

@@ -236,10 +236,12 @@ func (l *Learner) close() {
 	}
 	l.recent(&w)
 	if len(l.windows) == cap(l.windows) {
-		// Grow by an eighth, not append's doubling: a day of windows is
-		// most of a learner's memory, and doubling would leave up to
-		// half of it unused for good.
-		l.windows = slices.Grow(l.windows, max(16, len(l.windows)/8))
+		// Grow by an eighth, exactly, not by append's rule (double, or a
+		// quarter past 256): a day of windows is most of a learner's
+		// memory, and what growth leaves unused stays for good.
+		grown := make([]Window, len(l.windows), len(l.windows)+max(16, len(l.windows)/8))
+		copy(grown, l.windows)
+		l.windows = grown
 	}
 	l.windows = append(l.windows, w)
 	l.checkMix(w.End)

@@ -30,6 +30,8 @@ type Range struct {
 // Estimate is what the learned curve predicts for the current server and mix.
 type Estimate struct {
 	Kind Kind
+	// Goal is the SLO's goal the knee is the crossing of.
+	Goal float64
 	// Reason says why the kind is not bounded, or why learning started
 	// over (a mix change), empty otherwise.
 	Reason string
@@ -64,6 +66,8 @@ type Estimate struct {
 	Trend                           float64
 	// PromptMean and OutputMean describe the mix learned from.
 	PromptMean, OutputMean float64
+	// Curve is the learned curve and the operating point, for a chart.
+	Curve Curve
 }
 
 // Estimate fits the curve to the windows learned and predicts the capacity.
@@ -75,7 +79,7 @@ func (l *Learner) Estimate(now time.Time) Estimate {
 // is carried into the estimate (why learning last started over).
 func Fit(all []Window, cfg Config, now time.Time, reason string) Estimate {
 	ws := usable(all, cfg)
-	e := Estimate{Kind: Unknown, Reason: reason, Windows: len(ws), Conservative: math.NaN(), Optimistic: math.NaN()}
+	e := Estimate{Kind: Unknown, Goal: cfg.Goal, Reason: reason, Windows: len(ws), Conservative: math.NaN(), Optimistic: math.NaN()}
 	e.Requests = Range{Estimate: math.NaN(), Lower: math.NaN(), Upper: math.NaN()}
 	if len(ws) > 0 {
 		e.Since = ws[0].Start
@@ -83,6 +87,7 @@ func Fit(all []Window, cfg Config, now time.Time, reason string) Estimate {
 		e.PromptMean, e.OutputMean = m.prompt, m.output
 	}
 	e.Load, e.Trend = loadNow(all, cfg, now)
+	e.Curve = curveOf(ws, cfg, now, e.Load)
 	if len(ws) < cfg.MinWindows {
 		e.Reason = join(reason, fmt.Sprintf("%d windows of %v with judged requests, %d needed", len(ws), cfg.Window, cfg.MinWindows))
 		return e
@@ -153,7 +158,31 @@ func predictionInterval(ws []Window, cfg Config, k knee) Range {
 // capacity in requests.
 func (e *Estimate) fill(ws []Window, cfg Config) {
 	e.Tokens = scale(e.Requests, e.OutputMean)
-	e.Concurrency = Range{Estimate: inFlightAt(ws, cfg, e.Requests.Estimate), Lower: inFlightAt(ws, cfg, e.Requests.Lower), Upper: inFlightAt(ws, cfg, e.Requests.Upper)}
+	fl := inFlightOf(ws, cfg)
+	e.Concurrency = Range{Estimate: fl.at(e.Requests.Estimate), Lower: fl.at(e.Requests.Lower), Upper: fl.at(e.Requests.Upper)}
+	e.fillLoad()
+}
+
+// Refresh returns prev, an estimate of this learner, with what depends on
+// the current load brought to now: the load and its trend, the headroom,
+// the time to breach and the curve's operating point. The knee, its
+// interval and the curve's windows and fit stay prev's. It is what a
+// learner publishes between fits (Config.RefitEvery), costing one pass
+// over the windows instead of a fit with its bootstrap.
+func (l *Learner) Refresh(prev Estimate, now time.Time) Estimate {
+	e := prev
+	e.Load, e.Trend = loadNow(l.windows, l.cfg, now)
+	e.Curve.Operating, e.Curve.Known = operatingPoint(usable(l.windows, l.cfg), l.cfg, now, e.Load)
+	if e.Kind != Unknown {
+		e.TimeToBreach, e.TimeToBreachLower, e.HasBreach = 0, 0, false
+		e.fillLoad()
+	}
+	return e
+}
+
+// fillLoad derives the headroom and the time to breach from the capacity
+// and the load.
+func (e *Estimate) fillLoad() {
 	e.Headroom = Range{Estimate: 1 - e.Load/e.Requests.Estimate, Lower: 1 - e.Load/e.Requests.Lower, Upper: 1 - e.Load/e.Requests.Upper}
 	if e.Kind == LowerOnly {
 		e.Headroom.Estimate = e.Headroom.Lower
@@ -177,13 +206,14 @@ func scale(r Range, f float64) Range {
 	return Range{Estimate: r.Estimate * f, Lower: r.Lower * f, Upper: r.Upper * f}
 }
 
-// inFlightAt is the mean running + waiting at a load: the non-decreasing
-// fit of the windows' mean in flight against their load, linear between
-// bins, at load (the last bin's beyond it, +Inf for an infinite load).
-func inFlightAt(ws []Window, cfg Config, load float64) float64 {
-	if math.IsInf(load, 1) {
-		return math.Inf(1)
-	}
+// inFlightCurve is the non-decreasing fit of the windows' mean in flight
+// (running + waiting) against their load, per load bin.
+type inFlightCurve struct {
+	bins []bin
+	fit  []float64 // of −in flight: non-increasing
+}
+
+func inFlightOf(ws []Window, cfg Config) inFlightCurve {
 	ps := make([]point, 0, len(ws))
 	for _, w := range ws {
 		// good holds the in-flight request-seconds; the fit is of good/n
@@ -192,7 +222,20 @@ func inFlightAt(ws []Window, cfg Config, load float64) float64 {
 	}
 	sortPoints(ps)
 	bs := binned(ps, cfg.BinWidth)
-	f := monotone(bs) // non-increasing in −in flight
+	return inFlightCurve{bins: bs, fit: monotone(bs)}
+}
+
+// at is the mean running + waiting at a load: the fit linear between
+// bins (the first bin's below it, the last bin's beyond it, +Inf for an
+// infinite load).
+func (c inFlightCurve) at(load float64) float64 {
+	if math.IsInf(load, 1) {
+		return math.Inf(1)
+	}
+	bs, f := c.bins, c.fit
+	if len(bs) == 0 {
+		return math.NaN()
+	}
 	for i := range bs {
 		if bs[i].load >= load {
 			if i == 0 {

@@ -120,18 +120,40 @@ func cmpFloat(a, b float64) int {
 // windows (a moving-block bootstrap: windows close in time share a queue
 // and are not independent) and returns the knees of the replicates that
 // found one, sorted, and how many replicates found none below or above.
+//
+// The windows are sorted by load once: a replicate only counts how often
+// it drew each window (the last block cut at len(ws) draws, as a sample of
+// len(ws) windows would be), and a window drawn c times enters its bin
+// with c times its judged and good requests, which is what c copies of it
+// would add; so no replicate sorts or copies windows.
 func bootstrap(ws []Window, cfg Config) (knees []float64, below, above int) {
 	rng := rand.New(rand.NewPCG(cfg.Seed, uint64(len(ws))))
 	block := max(1, min(cfg.Block, len(ws)))
 	starts := len(ws) - block + 1
-	sample := make([]Window, 0, len(ws)+block)
+	order := make([]int, len(ws))
+	loads := make([]float64, len(ws))
+	for i, w := range ws {
+		order[i], loads[i] = i, w.Load()
+	}
+	slices.SortStableFunc(order, func(a, b int) int { return cmpFloat(loads[a], loads[b]) })
+	counts := make([]float64, len(ws))
+	ps := make([]point, 0, len(ws))
 	for range cfg.Resamples {
-		sample = sample[:0]
-		for len(sample) < len(ws) {
+		clear(counts)
+		for drawn := 0; drawn < len(ws); {
 			s := rng.IntN(starts)
-			sample = append(sample, ws[s:s+block]...)
+			for j := s; j < s+block && drawn < len(ws); j++ {
+				counts[j]++
+				drawn++
+			}
 		}
-		k := kneeOf(sortedPoints(sample[:len(ws)], estimateOf), cfg.BinWidth, cfg.Goal)
+		ps = ps[:0]
+		for _, i := range order {
+			if c := counts[i]; c > 0 {
+				ps = append(ps, point{load: loads[i], n: c * ws[i].Finished, good: c * estimateOf(ws[i])})
+			}
+		}
+		k := kneeOf(ps, cfg.BinWidth, cfg.Goal)
 		switch {
 		case k.below:
 			below++

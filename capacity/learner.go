@@ -3,6 +3,7 @@ package capacity
 import (
 	"fmt"
 	"math"
+	"slices"
 	"time"
 
 	"github.com/vllm-slo-exporter/vllm-slo-exporter/slo"
@@ -153,6 +154,12 @@ type Config struct {
 	Transient float64
 	// Seed seeds the bootstrap, so that the same windows give the same answer.
 	Seed uint64
+	// RefitEvery is how often a learner that keeps learning is fitted
+	// afresh (30m); between fits each closed window only refreshes what
+	// depends on the current load (Learner.Refresh). A day's curve moves
+	// slowly, and a fit of a day of windows with its bootstrap costs
+	// milliseconds, many evaluations' worth (BENCHMARKS.md).
+	RefitEvery time.Duration
 }
 
 // DefaultConfig returns the defaults named in Config for an SLO's goal.
@@ -162,6 +169,7 @@ func DefaultConfig(goal float64) Config {
 		MinWindows: 15, MinFinished: 20, BinWidth: 0.04, Level: 0.9,
 		Resamples: 200, Block: 5, MixSpan: 20 * time.Minute, MixTolerance: 0.2,
 		LoadSpan: 10 * time.Minute, TrendSpan: 30 * time.Minute, Memory: 5 * time.Minute, Transient: 0.04, Seed: 1,
+		RefitEvery: 30 * time.Minute,
 	}
 }
 
@@ -181,6 +189,20 @@ func NewLearner(cfg Config) *Learner { return &Learner{cfg: cfg} }
 
 // Windows returns the closed windows learned from, oldest first.
 func (l *Learner) Windows() []Window { return l.windows }
+
+// Config is the learner's configuration.
+func (l *Learner) Config() Config { return l.cfg }
+
+// Reason says why learning last started over ("" when it never did).
+func (l *Learner) Reason() string { return l.reason }
+
+// Clone returns a copy that shares nothing mutable with l: a fit can run
+// on it while l keeps learning.
+func (l *Learner) Clone() *Learner {
+	c := *l
+	c.windows = slices.Clone(l.windows)
+	return &c
+}
 
 // Reset forgets every window: the server, the model or the SLO changed.
 // reason is said by every estimate until the next reset.
@@ -213,6 +235,14 @@ func (l *Learner) close() {
 		return
 	}
 	l.recent(&w)
+	if len(l.windows) == cap(l.windows) {
+		// Grow by an eighth, exactly, not by append's rule (double, or a
+		// quarter past 256): a day of windows is most of a learner's
+		// memory, and what growth leaves unused stays for good.
+		grown := make([]Window, len(l.windows), len(l.windows)+max(16, len(l.windows)/8))
+		copy(grown, l.windows)
+		l.windows = grown
+	}
 	l.windows = append(l.windows, w)
 	l.checkMix(w.End)
 	cut := 0

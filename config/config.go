@@ -39,6 +39,8 @@ type Config struct {
 	Warnings []string `yaml:"-"`
 	// OTLP configures exact mode from vLLM's OpenTelemetry traces.
 	OTLP OTLP `yaml:"otlp"`
+	// Capacity configures the capacity headroom alert.
+	Capacity Capacity `yaml:"capacity"`
 }
 
 // Global holds the settings shared by all targets.

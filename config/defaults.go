@@ -126,6 +126,7 @@ func applyDefaults(c *Config, present func(path string) bool) {
 		}
 	}
 	applyOTLPDefaults(&c.OTLP, present)
+	applyCapacityDefaults(&c.Capacity, present)
 }
 
 // applyGlobalDefaults fills the unset global settings.

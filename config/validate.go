@@ -67,6 +67,7 @@ func validate(c *Config) []*fieldError {
 	add(validateCost(c.Cost))
 	add(validateOTLP(&c.OTLP, c.Targets))
 	add(validateAlerting(&c.Alerting))
+	add(validateCapacity(c.Capacity))
 	return errs
 }
 

@@ -12,6 +12,7 @@ import (
 	"slices"
 	"strconv"
 
+	"github.com/vllm-slo-exporter/vllm-slo-exporter/capacity"
 	"github.com/vllm-slo-exporter/vllm-slo-exporter/pipeline"
 	"github.com/vllm-slo-exporter/vllm-slo-exporter/slo"
 )
@@ -30,10 +31,14 @@ type Options struct {
 	RefreshSeconds int
 	// CacheEntries bounds the cached series (0: 64).
 	CacheEntries int
+	// Capacity returns the latest capacity estimates for /capacity; nil
+	// serves that page empty.
+	Capacity func() []capacity.Report
 }
 
 // Console serves the overview at /, the detail view at /slo, the chart data
-// at /api/series and the embedded assets under /assets/.
+// at /api/series, the capacity curves at /capacity and the embedded assets
+// under /assets/.
 type Console struct {
 	opts  Options
 	cache *seriesCache
@@ -52,6 +57,7 @@ func New(opts Options) *Console {
 	c.mux.HandleFunc("GET /{$}", c.serveOverview)
 	c.mux.HandleFunc("GET /slo", c.serveDetail)
 	c.mux.HandleFunc("GET /api/series", c.serveSeries)
+	c.mux.HandleFunc("GET /capacity", c.serveCapacity)
 	c.mux.HandleFunc("GET /assets/{name}", serveAsset)
 	return c
 }

@@ -76,7 +76,7 @@ var overviewTemplate = template.Must(template.New("overview").Funcs(funcs).Parse
 </head>
 <body>
 <header><h1>vllm-slo-exporter</h1>
-<nav><a href="/metrics">/metrics</a> · <a href="/config">configuration</a> (secrets redacted) · <a href="/-/ready">/-/ready</a> · <a href="/-/healthy">/-/healthy</a></nav></header>
+<nav><a href="/metrics">/metrics</a> · <a href="/capacity">capacity</a> · <a href="/config">configuration</a> (secrets redacted) · <a href="/-/ready">/-/ready</a> · <a href="/-/healthy">/-/healthy</a></nav></header>
 {{if not .Report}}<p>No evaluation yet: waiting for the first scrapes.</p>{{else}}
 <p class="note">Evaluated at {{.Report.Time.UTC.Format "2006-01-02 15:04:05 MST"}}. Each number is the estimate; the range beside it is an honest bound the true value cannot leave. Attainment is green where the estimate reaches the goal, red where it does not (bold when the whole bound is on that side). A window or budget resting on less than half its length is marked filling.{{if .Exact}} Exact mode is on: each number says whether it comes from vLLM's traces (exact) or the histograms.{{end}} Hover a number for its /metrics series.</p>
 <h2>SLOs</h2>

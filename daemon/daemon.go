@@ -38,6 +38,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	commoncfg "github.com/prometheus/common/config"
 
+	"github.com/vllm-slo-exporter/vllm-slo-exporter/capacity/online"
 	"github.com/vllm-slo-exporter/vllm-slo-exporter/exporter"
 	"github.com/vllm-slo-exporter/vllm-slo-exporter/notify"
 	"github.com/vllm-slo-exporter/vllm-slo-exporter/pipeline"
@@ -109,8 +110,11 @@ type Daemon struct {
 	exact       *exactMode
 	calibration *calibrationLog
 	// capacity learns each target's, model's and SLO's capacity from the
-	// pipeline at every evaluation; its series are in self.
-	capacity *pipeline.CapacityLearners
+	// intervals the pipeline closes, refitted at every evaluation; its
+	// series are in self.
+	capacity *online.Learners
+	// headroom keeps the capacity headroom tickets; d.evalMu guards it.
+	headroom *online.HeadroomAlerts
 }
 
 // New loads the configuration file and builds the daemon; nothing runs
@@ -155,7 +159,8 @@ func New(opts Options) (*Daemon, error) {
 		clock:       clock,
 		exact:       exact,
 		calibration: newCalibrationLog(logger),
-		capacity:    pipeline.NewCapacityLearners(),
+		capacity:    online.New(nil),
+		headroom:    online.NewHeadroomAlerts(),
 	}
 	self.MustRegister(exporter.NewCapacityCollector(d.capacity.Reports))
 	d.pipe = pipeline.New(d.pipelineSpec(cfg))
@@ -260,6 +265,7 @@ func (d *Daemon) handler() http.Handler {
 		Self:           d.self,
 		RefreshSeconds: int(time.Duration(d.config.get().Global.ScrapeInterval).Seconds()),
 		History:        d.pipe,
+		Capacity:       d.capacity.Reports,
 	})
 }
 
@@ -300,8 +306,8 @@ func (d *Daemon) evaluate() {
 	began := time.Now()
 	rep := d.pipe.Evaluate(d.clock.now())
 	d.eval.duration.Observe(time.Since(began).Seconds())
+	rep = d.refitCapacity(rep)
 	d.report.Store(rep)
-	d.capacity.Update(d.pipe, rep.Time)
 	d.warnOnce(rep)
 	d.calibration.Observe(rep)
 	d.logTargetStates(rep)

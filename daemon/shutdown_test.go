@@ -83,7 +83,8 @@ func TestShutdownJoinsAndSavesOnce(t *testing.T) {
 			t.Fatal(err)
 		}
 		p := pipeline.New(PipelineSpec(r.d.config.get()))
-		if n, err := p.UnmarshalState(data); err != nil || n != 1 {
+		section, _, _, _ := splitState(data) // the pipeline's section of the file
+		if n, err := p.UnmarshalState(section); err != nil || n != 1 {
 			t.Fatalf("state file restores %d targets (err %v), want 1", n, err)
 		}
 		tr := p.Evaluate(stoppedAt).Targets[0]

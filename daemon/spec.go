@@ -73,6 +73,7 @@ func sloFromConfig(s config.SLO) slo.SLO {
 // long as the daemon: a reload keeps the received spans.
 func (d *Daemon) pipelineSpec(cfg *config.Config) pipeline.Spec {
 	spec := PipelineSpec(cfg)
+	spec.Intervals = d.capacity
 	if d.exact != nil {
 		spec.Traces = d.exact.Store
 		spec.TraceDelay = time.Duration(cfg.OTLP.SpanDelay)

@@ -98,7 +98,12 @@ func (d *Daemon) loadState() {
 	}
 	if err == nil {
 		var n int
-		if n, err = d.pipe.UnmarshalState(data); err == nil {
+		pipe, capacity, pipeErr, capErr := splitState(data)
+		d.restoreCapacity(path, capacity, capErr)
+		if err = pipeErr; err == nil {
+			n, err = d.pipe.UnmarshalState(pipe)
+		}
+		if err == nil {
 			d.logger.Info("state restored", "file", path, "targets", n)
 			if kept := d.pipe.Retired(); len(kept) > 0 {
 				d.logger.Warn("saved targets absent from the configuration: history kept for revival and saved with the state, not scraped",
@@ -150,6 +155,9 @@ func (d *Daemon) saveState() {
 		}
 		var data []byte
 		data, err = d.pipe.MarshalState()
+		if err == nil {
+			data, err = d.stateToSave(data)
+		}
 		if err == nil {
 			err = writeFileAtomic(path, data)
 		}

@@ -92,6 +92,9 @@ func buildExpositions() (expositions, error) {
 	if err := addNames(out.exporter, replayed, "text/plain; version=0.0.4"); err != nil {
 		return expositions{}, fmt.Errorf("replay output: %w", err)
 	}
+	if err := addCapacityNames(dir, out.exporter); err != nil {
+		return expositions{}, err
+	}
 	return out, nil
 }
 

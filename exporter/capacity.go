@@ -9,11 +9,10 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/vllm-slo-exporter/vllm-slo-exporter/capacity"
-	"github.com/vllm-slo-exporter/vllm-slo-exporter/pipeline"
 )
 
 // CapacitySource returns the latest capacity estimates.
-type CapacitySource func() []pipeline.CapacityReport
+type CapacitySource func() []capacity.Report
 
 // CapacityCollector renders capacity estimates as const metrics. They are
 // predictions with prediction intervals, not bounds, and their help

@@ -10,7 +10,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/vllm-slo-exporter/vllm-slo-exporter/capacity"
-	"github.com/vllm-slo-exporter/vllm-slo-exporter/pipeline"
 )
 
 // TestCapacitySeries renders a bounded, a one-sided and an unknown
@@ -31,12 +30,12 @@ func TestCapacitySeries(t *testing.T) {
 		Tokens:   capacity.Range{Estimate: 600, Lower: 600, Upper: math.Inf(1)},
 		Headroom: capacity.Range{Estimate: 1.0 / 3, Lower: 1.0 / 3, Upper: 1}}
 	unknown := capacity.Estimate{Kind: capacity.Unknown, Since: since, Load: 1, Requests: capacity.Range{Estimate: math.NaN()}}
-	reps := []pipeline.CapacityReport{
+	reps := []capacity.Report{
 		{Target: "a", Model: "m", SLO: "s", Labels: map[string]string{"zone": "x"}, Estimate: bounded},
 		{Target: "b", Model: "m", SLO: "s", Estimate: oneSided},
 		{Target: "c", Model: "m", SLO: "s", Estimate: unknown},
 	}
-	c := NewCapacityCollector(func() []pipeline.CapacityReport { return reps })
+	c := NewCapacityCollector(func() []capacity.Report { return reps })
 	reg := prometheus.NewPedanticRegistry()
 	reg.MustRegister(c)
 	if problems, err := testutil.GatherAndLint(reg); err != nil || len(problems) > 0 {

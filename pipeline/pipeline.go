@@ -68,6 +68,9 @@ type Spec struct {
 	// scrape at least TraceDelay old; a scrape interval waits TraceLateness
 	// more for its spans (see settleSpans).
 	TraceDelay, TraceLateness time.Duration
+	// Intervals, when set, is told every scrape interval an ingest closes
+	// (see IntervalObserver).
+	Intervals IntervalObserver
 }
 
 // Pipeline holds the histories of all targets. It is safe for concurrent use:
@@ -301,6 +304,7 @@ func (p *Pipeline) Ingest(name string, snap *scrape.Snapshot, duration time.Dura
 		t.found[string(f)] = n
 	}
 	t.feedLedgers(spec.SLOs, intervals, spec.Traces != nil)
+	t.observe(spec, intervals)
 	t.accumulateGood(spec.SLOs, intervals, spec.Traces != nil)
 	if spec.Traces != nil {
 		t.settleSpans(spec, snap.Time)

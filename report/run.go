@@ -45,6 +45,10 @@ type Options struct {
 	// HTML, when set, is where the console's charts of the recording (or
 	// live scrapes) go, as one self-contained HTML file.
 	HTML string
+	// CapacityGoal is the goal of the SLO a request-rate sweep's knee and
+	// the recording's online capacity are judged by (0:
+	// DefaultCapacityGoal); see Capacity.
+	CapacityGoal float64
 }
 
 // Output is everything one report run found; --format json writes it.
@@ -52,7 +56,10 @@ type Output struct {
 	Sweep       *Sweep        `json:"bench,omitempty"`
 	Server      []ServerModel `json:"server,omitempty"`
 	Comparisons []Comparison  `json:"comparison,omitempty"`
-	Notes       []string      `json:"notes,omitempty"`
+	// Capacity sets a request-rate sweep's knee beside the capacity learned
+	// online from the recording, when both are given.
+	Capacity *Capacity `json:"capacity,omitempty"`
+	Notes    []string  `json:"notes,omitempty"`
 	// Warnings are about the options themselves (a goodput threshold that
 	// looks like seconds given as milliseconds); they come before the tables.
 	Warnings []string `json:"warnings,omitempty"`
@@ -111,8 +118,29 @@ func Build(ctx context.Context, opts Options) (*Output, error) {
 		if err := out.addServer(entries, sopts, results); err != nil {
 			return nil, fmt.Errorf("report: %w", err)
 		}
+		out.addCapacity(entries, objs, opts.CapacityGoal)
 	}
 	return out, nil
+}
+
+// addCapacity compares a request-rate sweep with goodput objectives with
+// the capacity learned from the recording; nothing without such a sweep,
+// and a note when the sweep cannot be used.
+func (out *Output) addCapacity(entries []recording.Entry, objs []Objective, goal float64) {
+	if out.Sweep == nil || out.Sweep.Load != LoadRate || len(out.Sweep.Points) < 2 || len(objs) == 0 {
+		return
+	}
+	if goal == 0 {
+		goal = DefaultCapacityGoal
+	}
+	c, err := NewCapacity(*out.Sweep, entries, objs, goal)
+	if err != nil {
+		// A sweep the comparison cannot use (fewer than two finite
+		// rates) leaves the rest of the report as it is.
+		out.Notes = append(out.Notes, err.Error())
+		return
+	}
+	out.Capacity = c
 }
 
 // checkComputation checks the options that say how to compute (goodput
@@ -282,6 +310,9 @@ func Write(w io.Writer, out *Output, format string) error {
 	}
 	if len(out.Comparisons) > 0 {
 		tables = append(tables, CompareTable(out.Comparisons))
+	}
+	if out.Capacity != nil {
+		tables = append(tables, CapacityTable(*out.Capacity))
 	}
 	for _, t := range tables {
 		var err error

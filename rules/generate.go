@@ -23,7 +23,8 @@ vllm_slo_* series. Only Prometheus 2.x PromQL is used.`
 // Generate builds the rule file for a loaded and validated configuration: one
 // group per SLO with recording rules per objective and window, the joint
 // attainment's lower bound, burn rates, the error budget and the multiwindow
-// burn-rate alerts, then one group on the exporter's own series.
+// burn-rate alerts, then the capacity headroom ticket and one group on the
+// exporter's own series.
 func Generate(cfg *config.Config) (*RuleFile, error) {
 	if cfg == nil {
 		return nil, errors.New("generate rules: nil configuration")
@@ -34,6 +35,9 @@ func Generate(cfg *config.Config) (*RuleFile, error) {
 		if err != nil {
 			return nil, fmt.Errorf("generate rules for SLO %q: %w", s.Name, err)
 		}
+		f.Groups = append(f.Groups, g)
+	}
+	if g, ok := capacityGroup(cfg); ok {
 		f.Groups = append(f.Groups, g)
 	}
 	f.Groups = append(f.Groups, fleetGroup(cfg))

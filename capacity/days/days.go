@@ -12,10 +12,12 @@ package days
 import (
 	"fmt"
 	"math"
+	"slices"
 	"sort"
 	"time"
 
 	"github.com/vllm-slo-exporter/vllm-slo-exporter/capacity"
+	"github.com/vllm-slo-exporter/vllm-slo-exporter/capacity/online"
 	"github.com/vllm-slo-exporter/vllm-slo-exporter/history"
 	"github.com/vllm-slo-exporter/vllm-slo-exporter/pipeline"
 	"github.com/vllm-slo-exporter/vllm-slo-exporter/scrape"
@@ -218,7 +220,7 @@ type Result struct {
 	Baselines []capacity.Baseline
 	Final     capacity.Estimate
 	Baseline  capacity.Baseline
-	// Intervals counts the intervals read from the pipeline.
+	// Intervals counts the intervals the pipeline handed to the learners.
 	Intervals int
 	// Windows are the learner's windows at the end, and TrueGood the good
 	// finished requests in each by the simulator's truth (for diagnosis:
@@ -227,17 +229,15 @@ type Result struct {
 	TrueGood []float64
 }
 
-// readEvery is how often the harness reads the pipeline's intervals, well
-// inside the hour the ledger keeps.
-const readEvery = 5 * time.Minute
-
 // Run replays the day with seed: the simulator scraped every 15 s into a
-// pipeline, its intervals read every five minutes into a capacity learner.
+// pipeline, which hands every interval it closes to the online learners
+// (package capacity/online) the daemon runs, configured by cfg.
 func Run(d Day, seed uint64, cfg capacity.Config) (Result, error) {
 	sm, err := sim.New(d.Server.config(seed, d.Phases))
 	if err != nil {
 		return Result{}, fmt.Errorf("day %q: %w", d.Name, err)
 	}
+	learners := online.New(func(float64) capacity.Config { return cfg })
 	spec := pipeline.Spec{
 		Targets:   []pipeline.TargetSpec{{Name: "gpu0", URL: "http://127.0.0.1:8000/metrics", Profile: scrape.VLLM, Interval: 15 * time.Second}},
 		SLOs:      []slo.SLO{SLO},
@@ -245,11 +245,13 @@ func Run(d Day, seed uint64, cfg capacity.Config) (Result, error) {
 		Quantiles: []float64{0.5},
 		MaxModels: 10,
 		Retention: history.NewRetention(10*time.Minute, time.Hour),
+		Intervals: &counted{learners: learners},
 	}
 	p := pipeline.New(spec)
-	learner := capacity.NewLearner(cfg)
 	res := Result{Day: d, Seed: seed}
-	var read time.Time
+	inspect := func(f func(*capacity.Learner)) {
+		learners.Inspect("gpu0", sim.DemoModel, SLO.Name, f)
+	}
 	step := 15 * time.Second
 	for at := Start.Add(step); !at.After(Start.Add(d.Length)); at = at.Add(step) {
 		sm.AdvanceTo(at)
@@ -261,28 +263,32 @@ func Run(d Day, seed uint64, cfg capacity.Config) (Result, error) {
 		if err := p.Ingest("gpu0", snap, 0); err != nil {
 			return Result{}, fmt.Errorf("day %q: ingest at %v: %w", d.Name, at, err)
 		}
-		if at.Sub(Start)%readEvery != 0 {
-			continue
-		}
-		ivs, err := p.CapacityIntervals("gpu0", sim.DemoModel, 0, read)
-		if err != nil {
-			return Result{}, fmt.Errorf("day %q: %w", d.Name, err)
-		}
-		for _, iv := range ivs {
-			learner.Add(iv)
-			read = iv.End
-			res.Intervals++
-		}
 		if at.Sub(Start)%time.Hour == 0 {
-			res.Hourly = append(res.Hourly, learner.Estimate(at))
-			res.Baselines = append(res.Baselines, learner.Baseline(SLO))
+			inspect(func(l *capacity.Learner) {
+				res.Hourly = append(res.Hourly, l.Estimate(at))
+				res.Baselines = append(res.Baselines, l.Baseline(SLO))
+			})
 		}
 	}
-	res.Final = learner.Estimate(Start.Add(d.Length))
-	res.Baseline = learner.Baseline(SLO)
-	res.Windows = learner.Windows()
+	inspect(func(l *capacity.Learner) {
+		res.Final = l.Estimate(Start.Add(d.Length))
+		res.Baseline = l.Baseline(SLO)
+		res.Windows = slices.Clone(l.Windows())
+	})
+	res.Intervals = spec.Intervals.(*counted).n
 	res.TrueGood = trueGood(sm.Truth(), res.Windows)
 	return res, nil
+}
+
+// counted is the learners, counting the intervals handed to them.
+type counted struct {
+	learners *online.Learners
+	n        int
+}
+
+func (c *counted) ObserveIntervals(t pipeline.TargetSpec, slos []slo.SLO, ivs []pipeline.ClosedInterval) {
+	c.n += len(ivs)
+	c.learners.ObserveIntervals(t, slos, ivs)
 }
 
 // trueGood counts, per window, the finished requests that met SLO by the

@@ -9,6 +9,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/common/expfmt"
 
+	"github.com/vllm-slo-exporter/vllm-slo-exporter/capacity/online"
 	"github.com/vllm-slo-exporter/vllm-slo-exporter/config"
 	"github.com/vllm-slo-exporter/vllm-slo-exporter/daemon"
 	"github.com/vllm-slo-exporter/vllm-slo-exporter/exporter"
@@ -28,14 +29,22 @@ func runReplay(out, stderr io.Writer, logger *slog.Logger, configFile, recording
 	if err != nil {
 		return fail(logger, "load configuration", err)
 	}
-	p := pipeline.New(daemon.PipelineSpec(cfg))
+	// The capacity learners are fed and published as the daemon feeds
+	// and publishes them (online.Publish at every evaluation).
+	learners, tickets := online.New(nil), online.NewHeadroomAlerts()
+	spec := daemon.PipelineSpec(cfg)
+	spec.Intervals = learners
+	p := pipeline.New(spec)
+	evaluate := func(at time.Time) *pipeline.Report {
+		return online.Publish(learners, tickets, p.Evaluate(at), cfg.Capacity.HeadroomMargin, time.Duration(cfg.Capacity.HeadroomFor))
+	}
 	var lastTime time.Time
 	scrapes := 0
 	var use pipeline.RecordedUse
 	ticks := evaluationTicks{interval: time.Duration(cfg.Global.EvaluationInterval)}
 	replayOne := func(e recording.Entry) error {
 		for _, at := range ticks.before(e.Time) {
-			p.Evaluate(at)
+			evaluate(at)
 		}
 		// Entries of a target the configuration does not name are counted
 		// and named once at the end, not warned about one by one.
@@ -48,7 +57,7 @@ func runReplay(out, stderr io.Writer, logger *slog.Logger, configFile, recording
 			return nil
 		}
 		fmt.Fprintf(out, "# scrape of %s at %s\n", e.Target, e.Time.Format(time.RFC3339Nano))
-		if err := writeExposition(out, p.Evaluate(e.Time)); err != nil {
+		if err := writeExposition(out, evaluate(e.Time), learners.Reports); err != nil {
 			return fmt.Errorf("render exposition: %w", err)
 		}
 		return nil
@@ -68,7 +77,7 @@ func runReplay(out, stderr io.Writer, logger *slog.Logger, configFile, recording
 		return fail(logger, "replay", fmt.Errorf("recording %s: %w", recordingFile, err))
 	}
 	if !step {
-		if err := writeExposition(out, p.Evaluate(lastTime)); err != nil {
+		if err := writeExposition(out, evaluate(lastTime), learners.Reports); err != nil {
 			return fail(logger, "render exposition", err)
 		}
 	}
@@ -102,11 +111,14 @@ func (e *evaluationTicks) before(t time.Time) []time.Time {
 	return out
 }
 
-// writeExposition renders a report as Prometheus text through the same
-// collector the daemon serves.
-func writeExposition(out io.Writer, rep *pipeline.Report) error {
+// writeExposition renders a report and the capacity estimates as
+// Prometheus text through the same collectors the daemon serves.
+func writeExposition(out io.Writer, rep *pipeline.Report, estimates exporter.CapacitySource) error {
 	reg := prometheus.NewRegistry()
 	if err := reg.Register(exporter.NewCollector(func() *pipeline.Report { return rep })); err != nil {
+		return err
+	}
+	if err := reg.Register(exporter.NewCapacityCollector(estimates)); err != nil {
 		return err
 	}
 	mfs, err := reg.Gather()

@@ -28,6 +28,7 @@ func addReportFlags(cmd *kingpin.CmdClause) *report.Options {
 	cmd.Flag("gpu-hourly-cost", "GPU cost per hour, for cost per million tokens.").Default("0").Float64Var(&o.GPUHourlyCost)
 	cmd.Flag("format", "Output format: text, json or markdown.").Default("text").EnumVar(&o.Format, "text", "json", "markdown")
 	cmd.Flag("plot", "Write the sweep's plot (SVG) to this file.").StringVar(&o.Plot)
+	cmd.Flag("capacity-goal", "Goal of the SLO (every --goodput objective) by which a request-rate sweep's knee and the capacity learned from --recording are compared.").Default("0.99").Float64Var(&o.CapacityGoal)
 	cmd.Flag("html", "Write the SLO console's charts of --recording or --url to this file (one self-contained HTML page; the SLO is the --goodput objectives with a 99% goal).").StringVar(&o.HTML)
 	return o
 }

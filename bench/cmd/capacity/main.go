@@ -4,6 +4,7 @@
 //	go run ./bench/cmd/capacity knees  [-out capacity/days/testdata/knees.json]
 //	go run ./bench/cmd/capacity table  [-knees F] [-seeds 5] [-hours 6] [-transient 0.04]
 //	go run ./bench/cmd/capacity converge [-knees F] [-seeds 5] [-hours 8]
+//	go run ./bench/cmd/capacity cost [-targets 1,100] [-hours 24]
 package main
 
 import (
@@ -19,7 +20,7 @@ import (
 
 func main() {
 	if len(os.Args) < 2 {
-		fmt.Fprintln(os.Stderr, "usage: capacity knees|table|converge [flags]")
+		fmt.Fprintln(os.Stderr, "usage: capacity knees|table|converge|cost [flags]")
 		os.Exit(2)
 	}
 	var err error
@@ -30,6 +31,8 @@ func main() {
 		err = runTable(args)
 	case "converge":
 		err = runConverge(args)
+	case "cost":
+		err = runCost(args)
 	default:
 		err = fmt.Errorf("unknown command %q", cmd)
 	}

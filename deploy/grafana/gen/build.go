@@ -80,6 +80,7 @@ func build() *dashboard.DashboardBuilder {
 	goodput(b)
 	latency(b)
 	littlesLaw(b)
+	capacityRow(b)
 	cost(b)
 	health(b)
 	return b

@@ -175,6 +175,29 @@ func (f *meanFit) locate(lo, hi, iLo, iHi float64) {
 	if !(ga > 0 && gb <= 0) {
 		return // the crossing is at an end: the notes say all there is
 	}
+	a, b, ga, gb = f.falsi(a, b, ga, gb, e)
+	// Two brackets around the crossing r, about four times the error wide
+	// on each side: with the error over every tilt, then with the error over
+	// the tilts the first one spans.
+	r := a + ga*(b-a)/(ga-gb)
+	slope := (ga - gb) / (b - a)
+	if !(slope > 0) || !(r >= a && r <= b) {
+		return
+	}
+	f.probe(r, slope, e)
+	if lo, hi := f.above, f.below; !math.IsInf(lo, 0) && !math.IsInf(hi, 0) {
+		if e2 := f.errorBound(lo, hi); e2 < e {
+			f.probe(r, slope, e2)
+		}
+	}
+}
+
+// falsi narrows [a, b], where implied − sum is ga > 0 and gb ≤ 0, around the
+// crossing by the Illinois variant of the regula falsi (the end kept twice
+// in a row has its value halved, so both ends move), noting every
+// evaluation with the error e; it stops after maxFalsi evaluations, at a
+// relative width of 1e-12, or once the sum is within e of the target.
+func (f *meanFit) falsi(a, b, ga, gb, e float64) (float64, float64, float64, float64) {
 	for side, i := 0, 0; i < maxFalsi && b-a > 1e-12*(1+math.Abs(a)); i++ {
 		c := b - gb*(b-a)/(gb-ga)
 		if !(c > a && c < b) {
@@ -200,20 +223,7 @@ func (f *meanFit) locate(lo, hi, iLo, iHi float64) {
 			break // as close as the error lets the sum tell
 		}
 	}
-	// Two brackets around the crossing r, about four times the error wide
-	// on each side: with the error over every tilt, then with the error over
-	// the tilts the first one spans.
-	r := a + ga*(b-a)/(ga-gb)
-	slope := (ga - gb) / (b - a)
-	if !(slope > 0) || !(r >= a && r <= b) {
-		return
-	}
-	f.probe(r, slope, e)
-	if lo, hi := f.above, f.below; !math.IsInf(lo, 0) && !math.IsInf(hi, 0) {
-		if e2 := f.errorBound(lo, hi); e2 < e {
-			f.probe(r, slope, e2)
-		}
-	}
+	return a, b, ga, gb
 }
 
 // probe evaluates the implied sum either side of the estimated crossing r,

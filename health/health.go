@@ -1,13 +1,14 @@
 // Package health is what a target's scrapes say about it, for the operator:
 // whether the last scrape succeeded, when and how long it took, failures by
 // reason, the models left out of good scrapes by family and reason, the
-// profile's families missing or found, and lasting warnings about the
-// configuration against what the target serves (an SLO threshold that is not
-// a bucket edge, a profile the target does not serve). Package pipeline keeps
-// one Scrapes per target and copies it into each report.
+// profile's families missing or found, the models refused by the cap on
+// model names, and lasting warnings about the configuration against what
+// the target serves (an SLO threshold that is not a bucket edge, a profile
+// the target does not serve). Package pipeline keeps one Scrapes per target
+// and copies it into each report.
 //
-// It judges scrapes and words warnings, nothing else: it never touches a
-// history and computes no SLO number. Each warning's text is the same at
+// It judges scrapes, caps their models and words warnings, nothing else: it
+// never touches a history and computes no SLO number. Each warning's text is the same at
 // every scrape while its cause lasts, so that it is logged once, as
 // Prometheus's scrape loop logs a failing target once per state change.
 package health
@@ -50,6 +51,8 @@ type Scrapes struct {
 	// and Found the exposed name each present family was read from.
 	Missing []string
 	Found   map[string]string
+	// ModelsDropped counts the model_name values Cap refused.
+	ModelsDropped float64
 	// offEdge holds a warning per SLO objective whose threshold is not an
 	// edge of the scraped buckets (see CheckEdges).
 	offEdge map[string]string
@@ -89,6 +92,36 @@ func (s *Scrapes) Failed(reason string, err error, at time.Time, d time.Duration
 	if err != nil {
 		s.LastError = err.Error()
 	}
+}
+
+// Cap drops from snap the models beyond maxModels that known (the models
+// the target's history holds) lacks, so that a target that suddenly serves
+// thousands of model names cannot exhaust memory; the models already kept
+// stay, and each one dropped counts in ModelsDropped. The caller's snapshot
+// is left as it is: a capped one is a copy with its own model map.
+func (s *Scrapes) Cap(snap *scrape.Snapshot, known []string, maxModels int) *scrape.Snapshot {
+	if maxModels <= 0 || len(snap.Models) == 0 {
+		return snap
+	}
+	kept := len(known)
+	out := snap
+	for _, name := range slices.Sorted(maps.Keys(snap.Models)) {
+		if slices.Contains(known, name) {
+			continue
+		}
+		if kept >= maxModels {
+			if out == snap {
+				capped := *snap
+				capped.Models = maps.Clone(snap.Models)
+				out = &capped
+			}
+			delete(out.Models, name)
+			s.ModelsDropped++
+			continue
+		}
+		kept++
+	}
+	return out
 }
 
 // Clone is a copy of s that later scrapes leave alone.

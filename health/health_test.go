@@ -2,6 +2,7 @@ package health
 
 import (
 	"errors"
+	"maps"
 	"math"
 	"slices"
 	"strings"
@@ -79,5 +80,35 @@ func TestWarnings(t *testing.T) {
 	s.ForgetEdges()
 	if w := s.Warnings("vllm"); len(w) != 0 {
 		t.Errorf("warnings %q after forgetting the edges", w)
+	}
+}
+
+// TestCap: models the history already holds always pass, new ones only up
+// to the cap, each refused one is counted, and the caller's snapshot keeps
+// every model.
+func TestCap(t *testing.T) {
+	models := map[string]*scrape.ModelSample{"a": {}, "b": {}, "c": {}, "d": {}}
+	snap := &scrape.Snapshot{Time: at, Models: models}
+	for _, c := range []struct {
+		name    string
+		known   []string
+		max     int
+		want    []string
+		dropped float64
+	}{
+		{"no cap", nil, 0, []string{"a", "b", "c", "d"}, 0},
+		{"room for all", nil, 4, []string{"a", "b", "c", "d"}, 0},
+		{"new ones in name order", nil, 2, []string{"a", "b"}, 2},
+		{"known ones first", []string{"d"}, 2, []string{"a", "d"}, 2},
+		{"known beyond the cap stay", []string{"c", "d"}, 1, []string{"c", "d"}, 2},
+	} {
+		var s Scrapes
+		got := s.Cap(snap, c.known, c.max)
+		if names := slices.Sorted(maps.Keys(got.Models)); !slices.Equal(names, c.want) || s.ModelsDropped != c.dropped {
+			t.Errorf("%s: kept %q, dropped %v; want %q, %v", c.name, names, s.ModelsDropped, c.want, c.dropped)
+		}
+		if len(snap.Models) != 4 {
+			t.Fatalf("%s: the caller's snapshot lost models: %d left", c.name, len(snap.Models))
+		}
 	}
 }

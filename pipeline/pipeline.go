@@ -93,8 +93,7 @@ type target struct {
 	hist *history.History
 
 	// scrapes is what the target's scrapes say about it.
-	scrapes       health.Scrapes
-	modelsDropped float64
+	scrapes health.Scrapes
 	// sloDefs is sloDefinitions of the spec the totals were counted under.
 	sloDefs map[string]string
 	// good[model][slo][objective] accumulates estimated good requests.
@@ -262,7 +261,9 @@ func (p *Pipeline) Ingest(name string, snap *scrape.Snapshot, duration time.Dura
 	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	snap = t.capModels(snap, spec.MaxModels)
+	if spec.MaxModels > 0 {
+		snap = t.scrapes.Cap(snap, t.hist.Models(), spec.MaxModels)
+	}
 	intervals, err := t.hist.AppendIntervals(snap, t.spec.Warmup)
 	if err != nil {
 		reason := "invalid_value"
@@ -278,39 +279,6 @@ func (p *Pipeline) Ingest(name string, snap *scrape.Snapshot, duration time.Dura
 	t.accumulateGood(spec.SLOs, intervals)
 	t.scrapes.CheckEdges(spec.SLOs, snap)
 	return nil
-}
-
-// capModels drops models beyond the cap that the history does not know yet,
-// so a target that suddenly serves thousands of model names cannot exhaust
-// memory; the models already kept stay. The caller's snapshot is left as it
-// is: a capped one is a copy with its own model map.
-func (t *target) capModels(snap *scrape.Snapshot, maxModels int) *scrape.Snapshot {
-	if maxModels <= 0 || len(snap.Models) == 0 {
-		return snap
-	}
-	known := map[string]bool{}
-	for _, m := range t.hist.Models() {
-		known[m] = true
-	}
-	kept := len(known)
-	out := snap
-	for _, name := range slices.Sorted(maps.Keys(snap.Models)) {
-		if known[name] {
-			continue
-		}
-		if kept >= maxModels {
-			if out == snap {
-				capped := *snap
-				capped.Models = maps.Clone(snap.Models)
-				out = &capped
-			}
-			delete(out.Models, name)
-			t.modelsDropped++
-			continue
-		}
-		kept++
-	}
-	return out
 }
 
 // accumulateGood adds the estimated good requests of the intervals that just
@@ -447,7 +415,7 @@ func (t *target) evaluate(spec Spec, now time.Time) TargetReport {
 	tr := TargetReport{Name: t.spec.Name, Labels: t.spec.Labels,
 		Tried: h.Tried, Up: h.Up, LastScrape: h.LastScrape, LastError: h.LastError, ScrapeDuration: h.Duration,
 		Failures: h.Failures, Rejections: h.Rejections, Missing: h.Missing, Found: h.Found,
-		Resets: float64(t.hist.Resets()), ModelsDropped: t.modelsDropped, History: t.hist.Usage(), HourlyCost: t.spec.HourlyCost,
+		Resets: float64(t.hist.Resets()), ModelsDropped: h.ModelsDropped, History: t.hist.Usage(), HourlyCost: t.spec.HourlyCost,
 	}
 	tr.Warnings = h.Warnings(t.spec.Profile.Name)
 	for _, model := range t.hist.Models() {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"maps"
 	"os/exec"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -14,9 +15,31 @@ import (
 	"github.com/vllm-slo-exporter/vllm-slo-exporter/slo"
 )
 
-var full = flag.Bool("full", false, "run every scenario of the library, the slow ones too")
+var (
+	full     = flag.Bool("full", false, "run every scenario of the library, the slow ones too")
+	scenario = flag.String("scenario", "", "run only the scenarios whose name matches this regular expression")
+)
 
-// TestAlertQuality plays the library (the fast subset unless -full) through
+// selected is the library as the flags choose it: without -full the fast
+// scenarios only, with -scenario those whose name matches.
+func selected(t *testing.T) []Scenario {
+	t.Helper()
+	re, err := regexp.Compile(*scenario)
+	if err != nil {
+		t.Fatalf("-scenario: %v", err)
+	}
+	var out []Scenario
+	for _, sc := range Library() {
+		if (sc.Full && !*full) || !re.MatchString(sc.Name) {
+			continue
+		}
+		out = append(out, sc)
+	}
+	return out
+}
+
+// TestAlertQuality plays the library (the fast subset unless -full; those
+// matching -scenario when given) through
 // the daemon's pipeline and, unless -short or without Debian's prometheus
 // and promtool, replays the same scrapes through the generated rules in
 // Prometheus. For every alert of both paths it checks the targets: no false
@@ -26,10 +49,7 @@ var full = flag.Bool("full", false, "run every scenario of the library, the slow
 // against.
 func TestAlertQuality(t *testing.T) {
 	var runs []*Run
-	for _, sc := range Library() {
-		if sc.Full && !*full {
-			continue
-		}
+	for _, sc := range selected(t) {
 		run, err := Play(sc)
 		if err != nil {
 			t.Fatal(err)
@@ -141,11 +161,14 @@ func delays(s Score) string {
 }
 
 // pageTable writes, for the scenarios with a configuration of their own (the
-// abandoned policies and periods), the steps at which the truth's page
-// condition held, the steps each path paged and the false and missed pages.
+// population policies and periods), the steps at which the truth's page
+// condition held, the steps each path paged and the false and missed pages,
+// beside two earlier gates replayed on the daemon's checks: the objectives'
+// bad shares summed over the SLO's population (before), and over the
+// finished requests alone (earlier).
 func pageTable(runs []*Run, withRules bool) string {
 	var b strings.Builder
-	b.WriteString("| scenario | policy | period | alert | true page condition | truth paging | daemon paging | rules paging | false / missed (daemon, rules) | before: paging, false / missed |\n|---|---|---|---|---|---|---|---|---|---|\n")
+	b.WriteString("| scenario | policies | period | alert | true page condition | truth paging | daemon paging | rules paging | false / missed (daemon, rules) | before: paging, false / missed | earlier: paging, false / missed |\n|---|---|---|---|---|---|---|---|---|---|---|\n")
 	for _, run := range runs {
 		if run.Scenario.Config == "" {
 			continue
@@ -158,14 +181,24 @@ func pageTable(runs []*Run, withRules bool) string {
 			if withRules {
 				rules, rulesScore = fmt.Sprint(steps(run.Rules[k])), fmt.Sprintf("%d / %d", rs.False, rs.Missed)
 			}
-			before := run.Replay(k, finishedOnly())
-			bs := score(run.Truth[k], before)
-			fmt.Fprintf(&b, "| %s | `abandoned: %s` | %s | %s | %d of %d | %d | %d | %s | %d / %d, %s | %d, %d / %d |\n",
-				run.Scenario.Name, s.Abandoned, s.Period, k, count(cond), len(cond), steps(run.Truth[k]), steps(run.Daemon[k]), rules,
-				ds.False, ds.Missed, rulesScore, steps(before), bs.False, bs.Missed)
+			before, earlier := run.Replay(k, summedShares()), run.Replay(k, finishedOnly())
+			bs, es := score(run.Truth[k], before), score(run.Truth[k], earlier)
+			fmt.Fprintf(&b, "| %s | `abandoned: %s`, `rejected: %s` | %s | %s | %d of %d | %d | %d | %s | %d / %d, %s | %d, %d / %d | %d, %d / %d |\n",
+				run.Scenario.Name, policyName(s.Abandoned), policyName(s.Rejected), s.Period, k,
+				count(cond), len(cond), steps(run.Truth[k]), steps(run.Daemon[k]), rules,
+				ds.False, ds.Missed, rulesScore, steps(before), bs.False, bs.Missed, steps(earlier), es.False, es.Missed)
 		}
 	}
 	return b.String()
+}
+
+// policyName is a population policy as the configuration spells it, the
+// default when unset.
+func policyName(p string) string {
+	if p == "" {
+		return "bad"
+	}
+	return p
 }
 
 // steps counts the evaluations episodes fire at.

@@ -12,6 +12,7 @@ import (
 	"github.com/vllm-slo-exporter/vllm-slo-exporter/pipeline"
 	"github.com/vllm-slo-exporter/vllm-slo-exporter/scrape"
 	"github.com/vllm-slo-exporter/vllm-slo-exporter/sim"
+	"github.com/vllm-slo-exporter/vllm-slo-exporter/traces"
 )
 
 // ConfigYAML is the exporter configuration every scenario runs unless it
@@ -129,14 +130,37 @@ var errDown = errors.New("connection refused")
 
 // Play runs a scenario through the pipeline on a virtual clock and computes
 // the truth's alerts from the simulator's records.
-func Play(sc Scenario) (*Run, error) {
+func Play(sc Scenario) (*Run, error) { return play(sc, false) }
+
+// PlayExact is Play in exact mode: vLLM's span of every finished request
+// reaches the pipeline's trace store as the request finishes, on the
+// simulator's clock (a scenario that steps the exporter's clock leaves the
+// spans off its time line, and those intervals on the histograms).
+func PlayExact(sc Scenario) (*Run, error) { return play(sc, true) }
+
+func play(sc Scenario, exact bool) (*Run, error) {
 	cfg, err := LoadConfig(sc)
 	if err != nil {
 		return nil, fmt.Errorf("scenario %s: %w", sc.Name, err)
 	}
 	sp := daemon.PipelineSpec(cfg)
 	simStart := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-	s, err := sim.New(sc.Sim(simStart))
+	simCfg := sc.Sim(simStart)
+	if exact {
+		clock := simStart
+		sp.Traces = traces.NewStore(traces.Limits{Retain: 2 * time.Hour, MaxRecords: 1 << 22, Now: func() time.Time { return clock }})
+		simCfg.OnDone = func(r sim.Request) {
+			if r.Finish.After(clock) {
+				clock = r.Finish
+			}
+			if r.Finished() {
+				sp.Traces.Add([]traces.Span{{Target: targetName, Model: r.Model, RequestID: fmt.Sprint(r.ID), End: r.Finish,
+					TTFT: r.TTFT(), E2E: r.E2E(), Queue: r.QueueTime(), Prefill: r.PrefillTime(), Decode: r.DecodeTime(),
+					Inference: r.InferenceTime(), PromptTokens: r.PromptTokens, CompletionTokens: r.OutputTokens, CachedTokens: -1}})
+			}
+		}
+	}
+	s, err := sim.New(simCfg)
 	if err != nil {
 		return nil, fmt.Errorf("scenario %s: %w", sc.Name, err)
 	}

@@ -23,8 +23,9 @@ type trueLedger struct {
 // holds against it: the finished requests, each bad when it missed some
 // objective, and with `abandoned: bad` the requests that got a first token
 // and never finished (cancelled by their client or lost in a restart), bad,
-// at the time they ended, as the daemon's population counts them. A request
-// cancelled before its first token is in no population.
+// at the time they ended, as the daemon's population counts them, and with
+// `rejected: bad` the requests turned away at admission, bad, at their
+// arrival. A request cancelled before its first token is in no population.
 func newTrueLedger(truth sim.Truth, s slo.SLO) *trueLedger {
 	type scored struct {
 		at  time.Time
@@ -37,6 +38,8 @@ func newTrueLedger(truth sim.Truth, s slo.SLO) *trueLedger {
 			done = append(done, scored{r.Finish, !meetsAll(r, s)})
 		case unfinished(r) && s.Abandoned == slo.AbandonedBad:
 			done = append(done, scored{r.Finish, true})
+		case r.Rejected && s.Rejected == slo.RejectedBad:
+			done = append(done, scored{r.Finish, true}) // turned away at its arrival
 		}
 	}
 	sort.SliceStable(done, func(i, j int) bool { return done[i].at.Before(done[j].at) })

@@ -33,6 +33,12 @@ const (
 	InterTokenLatency Family = "inter_token_latency"
 )
 
+// RequestNumPreemptions is the family of vLLM's per-request preemption
+// count histogram (vllm/v1/metrics/buckets.py): not a latency family, so not
+// in Families, and never advised; its first edge, 1, puts 0 and 1 preemption
+// in one bucket (see slo.PreemptedShare for what that allows).
+const RequestNumPreemptions Family = "request_num_preemptions"
+
 // Families lists the latency families in a fixed order.
 var Families = []Family{TimeToFirstToken, InterTokenLatency, RequestLatency}
 
@@ -58,6 +64,8 @@ func Default(f Family) []float64 {
 	case InterTokenLatency:
 		return []float64{0.01, 0.025, 0.05, 0.075, 0.1, 0.15, 0.2, 0.3, 0.4, 0.5, 0.75,
 			1.0, 2.5, 5.0, 7.5, 10.0, 20.0, 40.0, 80.0}
+	case RequestNumPreemptions:
+		return []float64{1, 2, 3, 4, 5, 10, 20}
 	}
 	return []float64{0.3, 0.5, 0.8, 1.0, 1.5, 2.0, 2.5, 5.0, 10.0, 15.0, 20.0,
 		30.0, 40.0, 50.0, 60.0, 120.0, 240.0, 480.0, 960.0, 1920.0, 7680.0}

@@ -67,7 +67,7 @@ type overviewPage struct {
 	Overview
 }
 
-var overviewTemplate = template.Must(template.New("overview").Funcs(funcs).Parse(head + numTemplate + sloTable + `<!DOCTYPE html>
+var overviewTemplate = template.Must(template.New("overview").Funcs(funcs).Parse(head + numTemplate + sloTable + calibrationPanel + `<!DOCTYPE html>
 <html lang="en">
 <head>
 {{template "head"}}
@@ -83,6 +83,7 @@ var overviewTemplate = template.Must(template.New("overview").Funcs(funcs).Parse
 {{if .Rows}}{{template "slos" .Overview}}
 <p class="note">Sorted {{if eq .Sort "worst"}}worst first: firing, pending, then the least error budget left (pessimistic){{else}}by {{.Sort}}{{end}}. Attainment is of every objective together ("all"). An alert pages when the burn rate's upper bound and its evidence (the larger of its lower bound and the observed burn rate, abandoned and rejected requests counted as the SLO counts them) both exceed its threshold over both windows.</p>
 {{else}}<p>No SLO has been evaluated yet.</p>{{end}}
+{{template "calibration" .Overview}}
 <h2>Alerts</h2>
 {{if .Active}}<div class="scroll"><table id="alerts"><thead><tr><th>alert</th><th>severity</th><th>state</th><th>since</th><th>SLO</th><th>model</th><th>target</th><th>other labels</th><th>summary</th></tr></thead><tbody>
 {{range .Active}}<tr class="alert {{.State}}"><td>{{.Name}}</td><td>{{index .Labels "severity"}}</td><td class="state {{.State}}">{{.State}}</td><td>{{if eq .State "firing"}}{{for $.Report.Time .FiredAt}} (fired {{clock .FiredAt}}){{else}}{{for $.Report.Time .ActiveAt}} (began {{clock .ActiveAt}}){{end}}</td><td>{{index .Labels "slo"}}</td><td class="model">{{index .Labels "model_name"}}</td><td>{{join .Targets ", "}}</td><td><small>{{join (labels .Labels) " "}}</small></td><td>{{index .Annotations "summary"}}</td></tr>

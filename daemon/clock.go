@@ -24,6 +24,9 @@ import (
 // restarted daemon reads the wall clock again, and a history restored from
 // the state file accepts scrapes once they are past its newest point.
 type steadyClock struct {
+	// wall is the wall clock itself, read again by exact mode to move the
+	// spans' wall-clock end times onto the steady clock's time line.
+	wall    func() time.Time
 	mu      sync.Mutex
 	start   time.Time            // the wall clock at start, without its monotonic reading
 	elapsed func() time.Duration // time since start on the monotonic clock
@@ -37,7 +40,7 @@ func newSteadyClock(wall func() time.Time, elapsed func() time.Duration) *steady
 	if elapsed == nil {
 		elapsed = func() time.Duration { return time.Since(origin) }
 	}
-	return &steadyClock{start: origin.Round(0), elapsed: elapsed}
+	return &steadyClock{wall: wall, start: origin.Round(0), elapsed: elapsed}
 }
 
 // now returns the start's wall time plus the monotonic time elapsed since.

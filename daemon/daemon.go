@@ -133,7 +133,8 @@ func New(opts Options) (*Daemon, error) {
 	if err != nil {
 		return nil, err
 	}
-	exact, err := exactFromConfig(cfg, logger)
+	clock := newSteadyClock(time.Now, nil)
+	exact, err := exactFromConfig(cfg, logger, clock)
 	if err != nil {
 		return nil, err
 	}
@@ -151,7 +152,7 @@ func New(opts Options) (*Daemon, error) {
 		warned:      map[string]bool{},
 		dropped:     map[string]float64{},
 		logged:      map[string]loggedTarget{},
-		clock:       newSteadyClock(time.Now, nil),
+		clock:       clock,
 		exact:       exact,
 		calibration: newCalibrationLog(logger),
 		capacity:    pipeline.NewCapacityLearners(),

@@ -58,7 +58,12 @@ func (e *exactMode) Reconfigure(cfg *config.Config) {
 // exactFromConfig builds exact mode from a validated configuration; nil, nil
 // when the otlp section is not enabled. Put Store in pipeline.Spec.Traces
 // and register Receiver.Collector() with the daemon's own metrics.
-func exactFromConfig(cfg *config.Config, logger *slog.Logger) (*exactMode, error) {
+//
+// The store keeps time on clock, the daemon's steady clock that scrapes and
+// evaluations are taken on, and moves each span's end (stamped on vLLM's
+// wall clock) onto it as it arrives (traces.Limits.Wall): a step of the wall
+// clock then moves neither the scrapes nor the spans.
+func exactFromConfig(cfg *config.Config, logger *slog.Logger, clock *steadyClock) (*exactMode, error) {
 	o := cfg.OTLP
 	if !o.Enabled {
 		return nil, nil
@@ -70,6 +75,7 @@ func exactFromConfig(cfg *config.Config, logger *slog.Logger) (*exactMode, error
 	store := traces.NewStore(traces.Limits{
 		Retain: o.Retention(cfg.Global), MaxRecords: o.MaxRequestsPerModel, MaxTargetRecords: o.MaxRequestsPerTarget,
 		MaxModels: maxModels, MaxAdapters: exactMaxAdapters,
+		Now: clock.now, Wall: clock.wall,
 	})
 	var tlsConfig *tls.Config
 	if o.TLSServerConfig != nil {

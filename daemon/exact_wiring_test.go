@@ -23,7 +23,7 @@ func TestExactFromConfig(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if e, err := exactFromConfig(off, nil); e != nil || err != nil {
+	if e, err := exactFromConfig(off, nil, newSteadyClock(time.Now, nil)); e != nil || err != nil {
 		t.Fatalf("disabled otlp: %v, %v", e, err)
 	}
 	cfg, err := config.Parse([]byte(`targets:
@@ -38,7 +38,7 @@ otlp:
 	if err != nil {
 		t.Fatal(err)
 	}
-	e, err := exactFromConfig(cfg, slog.New(slog.DiscardHandler))
+	e, err := exactFromConfig(cfg, slog.New(slog.DiscardHandler), newSteadyClock(time.Now, nil))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -94,7 +94,7 @@ func TestReconfigureFollowsTargets(t *testing.T) {
 		}
 		return c
 	}
-	e, err := exactFromConfig(parse("old"), nil)
+	e, err := exactFromConfig(parse("old"), nil, newSteadyClock(time.Now, nil))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -76,6 +76,7 @@ func (d *Daemon) pipelineSpec(cfg *config.Config) pipeline.Spec {
 	if d.exact != nil {
 		spec.Traces = d.exact.Store
 		spec.TraceDelay = time.Duration(cfg.OTLP.SpanDelay)
+		spec.TraceLateness = time.Duration(cfg.OTLP.MaxLateness)
 	}
 	return spec
 }

@@ -171,10 +171,14 @@ func (r *renderer) model(m pipeline.ModelReport) {
 		r.window(w)
 	}
 	r.traceWindows(m.Traces)
+	r.calibrationTotals(m.Calibration)
 	for _, b := range m.Budgets {
 		if b.Known {
 			r.bounded(r.d.budget, b.Remaining, r.models, b.SLO)
 			r.gauge(r.d.budgetCoverage, b.Coverage, r.models, b.SLO)
+		}
+		if b.Known && b.HasTracesCoverage {
+			r.gauge(r.d.budgetTraces, b.TracesCoverage, r.models, b.SLO)
 		}
 	}
 	for _, g := range m.GoodRequests {
@@ -183,8 +187,8 @@ func (r *renderer) model(m pipeline.ModelReport) {
 }
 
 // engineCounts renders the engine's own counts over the window, each where
-// the server has it: aborted, rejected at admission, preemptions and prompt
-// tokens by source.
+// the server has it: aborted, rejected at admission, preemptions, prompt
+// tokens by source, the preempted share and the waiting by reason.
 func (r *renderer) engineCounts(w slo.WindowReport, win string) {
 	d := r.d
 	if w.HasAborted {
@@ -200,6 +204,15 @@ func (r *renderer) engineCounts(w slo.WindowReport, win string) {
 		r.gauge(d.promptTokensBySource, w.PromptTokensComputed, r.models, win, "local_compute")
 		r.gauge(d.promptTokensBySource, w.PromptTokensCached, r.models, win, "local_cache_hit")
 		r.gauge(d.promptTokensBySource, w.PromptTokensExternal, r.models, win, "external_kv_transfer")
+	}
+	if w.HasPreempted {
+		r.bounded(d.preempted, w.Preempted, r.models, win)
+	}
+	if w.HasWaitingByReason {
+		r.gauge(d.waitingMean, w.WaitingCapacity.Mean, r.models, win, "capacity")
+		r.gauge(d.waitingMean, w.WaitingDeferred.Mean, r.models, win, "deferred")
+		r.gauge(d.waitingMax, w.WaitingCapacity.Max, r.models, win, "capacity")
+		r.gauge(d.waitingMax, w.WaitingDeferred.Max, r.models, win, "deferred")
 	}
 }
 

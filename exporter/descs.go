@@ -18,12 +18,16 @@ type descSet struct {
 
 	historyBytes, historyDropped *prometheus.Desc
 
-	windowRequests, windowCoverage, budgetCoverage, throughput, requestRate, predicted, observed, goodTotal, objectiveUnknown *prometheus.Desc
+	windowRequests, windowCoverage, budgetCoverage, budgetTraces, throughput, requestRate, predicted, observed, goodTotal, objectiveUnknown *prometheus.Desc
 
 	aborted *prometheus.Desc
 	// rejected, preemptions and promptTokensBySource are the newest
 	// servers' own counts over the window.
 	rejected, preemptions, promptTokensBySource *prometheus.Desc
+	// preempted is the share of the window's finished requests preempted at
+	// least once; waitingMean and waitingMax the waiting requests by reason.
+	preempted               boundedDescs
+	waitingMean, waitingMax *prometheus.Desc
 
 	alertFiring *prometheus.Desc
 
@@ -70,6 +74,7 @@ func newDescSet(extra []string) *descSet {
 
 		windowRequests: desc("window_requests", "Observations of the latency metric in the window.", with(model, "metric", "window")),
 		budgetCoverage: desc("error_budget_coverage_ratio", "Share of the SLO period that the error budget rests on; below 1 until the exporter has watched a whole period (or after a long gap).", with(model, "slo")),
+		budgetTraces:   desc("error_budget_traces_coverage_ratio", "In exact mode: share of the SLO period's finished requests whose scrape interval vLLM's spans covered; the error budget, burn rates and good-request totals are exact over that share and bounded by the histograms over the rest.", with(model, "slo")),
 		windowCoverage: desc("window_coverage_ratio", "Share of the window's nominal length that its data spans, at most 1: below 1 while the history is younger than the window (after a start, or a reload that lengthened it) or after a gap; every other series of the window covers exactly this span.", with(model, "window")),
 		throughput:     desc("throughput_tokens_per_second", "Tokens per second over the window, exact: kind=\"generation\" and \"prompt\" from vLLM's counters (tokens produced in the window), kind=\"finished\" the generation tokens of the requests that finished in the window (the population goodput tokens are part of).", with(model, "window", "kind")),
 		requestRate:    desc("requests_per_second", "Finished requests per second over the window, exact.", with(model, "window")),
@@ -78,6 +83,12 @@ func newDescSet(extra []string) *descSet {
 			with(model, "window")),
 		preemptions: desc("preemptions", "Preemptions of running requests by the engine in the window (vLLM's num_preemptions_total), where the server counts them: a preempted request waits again and recomputes its prefill, so a breach with preemptions is one of KV-cache capacity.",
 			with(model, "window")),
+		preempted: bounded("preempted", "ratio", "share of the requests that finished in the window that the engine preempted at least once (vLLM's request_num_preemptions, observed at finish): its first bucket holds 0 and 1 preemptions together, and the histogram's sum separates them, exactly while no request was preempted more than five times. A breach with preempted requests is one of KV-cache capacity.",
+			with(model, "window")),
+		waitingMean: desc("waiting_requests_mean", "Time-average over the window of vLLM's waiting requests by reason, sampled at scrapes (num_requests_waiting_by_reason): reason=\"capacity\" waits for the scheduler (a breach from load), reason=\"deferred\" was skipped until something else was ready (a grammar, a remote KV transfer).",
+			with(model, "window", "reason")),
+		waitingMax: desc("waiting_requests_max", "Largest of vLLM's waiting requests by reason sampled at any scrape in the window (num_requests_waiting_by_reason; see vllm_slo_waiting_requests_mean).",
+			with(model, "window", "reason")),
 		promptTokensBySource: desc("prompt_tokens_by_source", "Prompt tokens of the window by where their KV came from (vLLM's prompt_tokens_by_source_total): local_compute was prefilled here, local_cache_hit came from the prefix cache, external_kv_transfer from another server.",
 			with(model, "window", "source")),
 		predicted:        desc("concurrency_predicted", "Little's Law concurrency λ·W over the window (exact: increase of the latency sum / window).", with(model, "window", "stage")),

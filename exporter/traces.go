@@ -22,6 +22,8 @@ type traceDescs struct {
 	boundsHeld, quantileError, attainmentError         *prometheus.Desc
 	adapterRequests, adapterLatency, adapterAttainment *prometheus.Desc
 	adapterGoodputRequests, adapterGoodputTokens       *prometheus.Desc
+	// The calibration's running totals (counters).
+	calWindows, calHeld, calAbsErrorSum, calErrors *prometheus.Desc
 }
 
 func newTraceDescs(model []string, desc func(name, help string, labels []string) *prometheus.Desc) traceDescs {
@@ -38,6 +40,10 @@ func newTraceDescs(model []string, desc func(name, help string, labels []string)
 		adapterAttainment: desc("adapter_attainment_ratio", "Exact share of the adapter's requests meeting the objective (all: every per-request objective) in a window covered by traces.",
 			with("slo", "objective", "window", "adapter")),
 		adapterGoodputRequests: desc("adapter_goodput_requests_per_second", "Exact requests per second of the adapter meeting every objective in a window covered by traces.", with("slo", "window", "adapter")),
+		calWindows:             desc("calibration_windows_total", "Windows evaluated since the exporter started whose spans numbered the finished requests, so that the histograms' bounds were compared with the exact values.", with("window")),
+		calHeld:                desc("calibration_bounds_held_total", "Of calibration_windows_total, those in which every histogram bound held the exact value: rate(held) / rate(windows) is the share over any range (below 1 only where spans contradict the histograms).", with("window")),
+		calAbsErrorSum:         desc("calibration_attainment_abs_error_sum", "Sum, over every attainment compared in a calibrated window since the exporter started, of |histogram estimate − exact attainment|: divided by calibration_attainment_errors_total (both as rates) it is the mean absolute error over any range.", with("window")),
+		calErrors:              desc("calibration_attainment_errors_total", "Attainments compared with the exact value in calibrated windows since the exporter started.", with("window")),
 		adapterGoodputTokens:   desc("adapter_goodput_tokens_per_second", "Exact generated tokens per second of the adapter's requests meeting every objective in a window covered by traces.", with("slo", "window", "adapter")),
 	}
 }
@@ -68,6 +74,18 @@ func (r *renderer) traceWindows(results []traces.Result) {
 		for _, a := range res.Adapters {
 			r.adapter(a, win)
 		}
+	}
+}
+
+// calibrationTotals renders the calibration's running totals of a model.
+func (r *renderer) calibrationTotals(totals []traces.CalibrationTotal) {
+	d := r.d.traces
+	for _, c := range totals {
+		win := FormatWindow(c.Nominal)
+		r.emit(d.calWindows, prometheus.CounterValue, c.Windows, r.models, win)
+		r.emit(d.calHeld, prometheus.CounterValue, c.Held, r.models, win)
+		r.emit(d.calAbsErrorSum, prometheus.CounterValue, c.AbsErrorSum, r.models, win)
+		r.emit(d.calErrors, prometheus.CounterValue, c.Errors, r.models, win)
 	}
 }
 

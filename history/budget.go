@@ -20,6 +20,7 @@ var (
 	// and points: the map entry (string header, pointer) and the series.
 	modelEntryBytes    = int64(unsafe.Sizeof("")) + 8 + int64(unsafe.Sizeof(series{}))
 	pointHeaderBytes   = int64(unsafe.Sizeof(point{}))
+	reasonGaugesBytes  = int64(unsafe.Sizeof(reasonGauges{}))
 	segmentHeaderBytes = int64(unsafe.Sizeof(segment{}))
 	entryBytes         = int64(unsafe.Sizeof(entry{}))
 	// indexEntryBytes is a rough cost of one map entry of segment.index.
@@ -36,7 +37,11 @@ func modelBytes(name string) int64 {
 
 // pointBytes is what one point holds.
 func pointBytes(p *point) int64 {
-	return pointHeaderBytes + 8*int64(len(p.vals)) + int64(len(p.enc))
+	n := pointHeaderBytes + 8*int64(len(p.vals)) + int64(len(p.enc))
+	if p.r != nil {
+		n += reasonGaugesBytes
+	}
+	return n
 }
 
 // segmentBytes is what one segment's layout holds.

@@ -261,6 +261,8 @@ func cloneSample(ms *scrape.ModelSample) *scrape.ModelSample {
 		Counters:   maps.Clone(ms.Counters),
 		Gauges:     maps.Clone(ms.Gauges),
 		Created:    ms.Created,
+		// TTFTAtFinish says how TTFT was observed; see scrape.ModelSample.
+		TTFTAtFinish: ms.TTFTAtFinish,
 	}
 	for f, hg := range ms.Histograms {
 		c.Histograms[f] = slo.Histogram{Edges: slices.Clone(hg.Edges), Counts: slices.Clone(hg.Counts), Sum: hg.Sum}

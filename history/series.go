@@ -127,6 +127,9 @@ type point struct {
 	vals []float64
 	enc  []byte
 	g    [numGauges]gaugeState
+	// r holds the waiting-by-reason gauges of the newest servers, nil on
+	// others and in the coarse tiers (see reasonGauges).
+	r *reasonGauges
 }
 
 // series is one model's history: points in tiers, tiers[0] the newest and
@@ -298,6 +301,7 @@ func (s *series) add(t int64, ms *scrape.ModelSample) bool {
 	for i := range p.g {
 		p.g[i] = gaugeAt(prev, i, t, ms)
 	}
+	p.r = reasonsAt(prev, t, ms)
 	s.tiers[0] = append(s.tiers[0], p)
 	s.addPoint(&s.tiers[0][len(s.tiers[0])-1])
 	if reset {
@@ -381,16 +385,25 @@ func (sg *segment) valuesOf(prev *point, ms *scrape.ModelSample) []float64 {
 // prev (nil for the model's first point), each sample holding until the
 // next.
 func gaugeAt(prev *point, i int, t int64, ms *scrape.ModelSample) gaugeState {
-	v, ok := ms.Gauges[gaugeFamily(i)]
+	if prev == nil {
+		return sampleGauge(nil, 0, gaugeFamily(i), t, ms)
+	}
+	return sampleGauge(&prev.g[i], prev.t, gaugeFamily(i), t, ms)
+}
+
+// sampleGauge is gauge family f sampled by ms at t, its running integral
+// carried from pg, its state at the previous point (at prevT; nil for the
+// first point that has it), each sample holding until the next.
+func sampleGauge(pg *gaugeState, prevT int64, f scrape.Family, t int64, ms *scrape.ModelSample) gaugeState {
+	v, ok := ms.Gauges[f]
 	if !ok || math.IsInf(v, 0) {
 		v = math.NaN()
 	}
 	g := gaugeState{v: v, max: v}
-	if prev != nil {
-		pg := prev.g[i]
+	if pg != nil {
 		g.integral, g.known = pg.integral, pg.known
 		if !math.IsNaN(pg.v) {
-			dt := float64(t-prev.t) / 1e9
+			dt := float64(t-prevT) / 1e9
 			g.integral += pg.v * dt
 			g.known += dt
 		}
@@ -434,6 +447,7 @@ func (s *series) compact(now int64, tiers []Tier) {
 			next := s.frontFrom(k)
 			if k+1 < len(s.tiers) && (next == nil || next.seg != p.seg || s.firstInBucket(k+1, p.t, tiers[k+1].Step)) {
 				before := pointBytes(&p) + segmentBytes(p.seg)
+				p.r = nil // the coarse tiers keep no waiting by reason
 				p.packPoint()
 				s.bytes += pointBytes(&p) + segmentBytes(p.seg) - before
 				s.tiers[k+1] = append(s.tiers[k+1], p)
@@ -444,6 +458,7 @@ func (s *series) compact(now int64, tiers []Tier) {
 				for i := range next.g {
 					next.g[i].max = maxKnown(next.g[i].max, p.g[i].max)
 				}
+				next.r.foldMax(p.r)
 			}
 		}
 	}

@@ -104,6 +104,7 @@ func (sr *series) window(end time.Time, length time.Duration, opts Options, tier
 		}
 	}
 	w.Running, w.Waiting = windowGauge(p0, p1, maxes, gaugeRunning), windowGauge(p0, p1, maxes, gaugeWaiting)
+	w.WaitingCapacity, w.WaitingDeferred = sr.reasonWindow(i0, i1)
 	return w, true
 }
 
@@ -138,6 +139,8 @@ func (inc increases) fill(w *slo.Window) {
 			w.PromptTokens = v
 		case scrape.GenerationTokensHist:
 			w.GenerationTokens = v
+		case scrape.PreemptionsHist:
+			w.PreemptionsPerRequest = v
 		default:
 			if isLatency(k.fam) {
 				w.Latency[slo.Metric(k.fam)] = v

@@ -45,6 +45,10 @@ type Ledger struct {
 	seg       int
 	// thinned is when the checkpoints were last thinned (Unix ns).
 	thinned int64
+	// spans is true once spans are expected; pending holds the counted
+	// intervals waiting for theirs, oldest first (exact.go).
+	spans   bool
+	pending []pending
 }
 
 // thinEvery is how often the checkpoints are thinned: each pass walks them
@@ -104,19 +108,27 @@ type checkpoint struct {
 	// qLo and qHi bound the requests past their first token in flight at t;
 	// qEst estimates them (see queueEstimate).
 	qLo, qHi, qEst float64
-	// first holds the first SLO's sums and more the others' (most configs
-	// have one SLO; inline, it costs no allocation per checkpoint, and a
-	// pointer costs a third of a slice header on every one).
+	// first holds the first SLO's sums and more the others' and the spans'
+	// (most configs have one SLO and no spans; inline, it costs no
+	// allocation per checkpoint, and a pointer costs a third of a slice
+	// header on every one).
 	first sloSums
-	more  *[]sloSums
+	more  *moreSums
+}
+
+// moreSums are a checkpoint's sums beyond the first SLO's: the other SLOs'
+// and, once spans covered an interval, every SLO's sums over the covered
+// intervals (exact.go; nil exact is all zero).
+type moreSums struct {
+	slos  []sloSums
+	exact []exactSums
 }
 
 // newCheckpoint returns a checkpoint with zero sums for n SLOs.
 func newCheckpoint(t int64, seg int, n int) checkpoint {
 	c := checkpoint{t: t, seg: int32(seg)}
 	if n > 1 {
-		more := make([]sloSums, n-1)
-		c.more = &more
+		c.more = &moreSums{slos: make([]sloSums, n-1)}
 	}
 	return c
 }
@@ -126,7 +138,7 @@ func (c *checkpoint) sum(i int) *sloSums {
 	if i == 0 {
 		return &c.first
 	}
-	return &(*c.more)[i-1]
+	return &c.more.slos[i-1]
 }
 
 // sloSums are one SLO's cumulative sums over the counted intervals.
@@ -234,6 +246,7 @@ func (l *Ledger) Append(w slo.Window, counted bool, held Held) {
 	for i := range l.slos {
 		*cp.sum(i) = *prev.sum(i)
 	}
+	cp.copyExact(prev)
 	ft := 0.0
 	if h, ok := w.Latency[slo.TTFT]; ok && h.Valid() {
 		ft = h.Total()
@@ -264,6 +277,7 @@ func (l *Ledger) Append(w slo.Window, counted bool, held Held) {
 		l.points[0].qEst = queueEstimate(w, true)
 	}
 	l.judge(&cp, w, fin, counted)
+	l.notePending(w, counted, &prev, &cp)
 	l.closeBlock(&cp)
 	l.raiseQueueLower(fin)
 	l.points = append(l.points, cp)
@@ -567,7 +581,16 @@ func (l *Ledger) at(t time.Time) int {
 // end. Callers pass the span of the history window the joint belongs to;
 // the checkpoints are those of the history's points, so both cover the same
 // scrapes. ok is false with fewer than two checkpoints in the span.
+//
+// Where spans covered some of the window's intervals, the joint is narrowed
+// by their counts (exact.go): exact when they covered all of them.
 func (l *Ledger) Window(i int, start, end time.Time) (slo.Joint, bool) {
+	return l.WindowOf(i, start, end, true)
+}
+
+// WindowOf is Window, from the histograms alone unless spans is set: what a
+// calibration of the histograms against the spans compares.
+func (l *Ledger) WindowOf(i int, start, end time.Time, spans bool) (slo.Joint, bool) {
 	i1 := l.at(end)
 	if i1 < 1 {
 		return slo.Joint{}, false
@@ -593,6 +616,9 @@ func (l *Ledger) Window(i int, start, end time.Time) (slo.Joint, bool) {
 	w.Tokens = w.Tokens.NonNegative()
 	if curves, ok := l.tokenCurves(i, p0.t, p1.t); ok {
 		w.Tokens = w.Tokens.Intersect(slo.CoupleTokens(curves, w.Good))
+	}
+	if spans {
+		l.withSpans(i, i0, i1, &w)
 	}
 	w.Abandoned = slo.Abandoned(queueAt(p0), queueAt(p1), p1.firstTokens-p0.firstTokens, p1.finished-p0.finished)
 	w.Good, w.Tokens, w.Abandoned = w.Good.WholeCounts(), w.Tokens.WholeCounts(), w.Abandoned.WholeCounts()

@@ -18,6 +18,10 @@ type State struct {
 	Seg       int
 	Intervals []intervalState
 	Points    []checkpointState
+	// Spans and Pending are the intervals waiting for their spans
+	// (exact.go); absent in states written before exact intervals.
+	Spans   bool
+	Pending []pendingState
 }
 
 type (
@@ -57,6 +61,24 @@ type (
 		QLo, QHi, QLittle float64
 		Boundary          bool
 		SLOs              []sloSumsState
+		// Exact holds per SLO the running sums over the intervals the
+		// spans covered; absent before the first.
+		Exact []exactSumsState
+	}
+	exactSumsState struct {
+		N, SpanLo, SpanHi, SpanEst, HistLo, HistHi, HistEst float64
+		TokSpanLo, TokSpanHi, TokSpanEst                    float64
+		TokHistLo, TokHistHi, TokHistEst                    float64
+	}
+	pendingState struct {
+		Start, End        int64
+		Finished, Success float64
+		SLOs              []pendingSLOState
+	}
+	pendingSLOState struct {
+		Known, TokKnown      bool
+		Lo, Hi, Est          float64
+		TokLo, TokHi, TokEst float64
 	}
 	sloSumsState struct {
 		Finished, Lo, Hi, Est, TokLo, TokHi, TokEst float64
@@ -115,8 +137,10 @@ func (l *Ledger) State() State {
 			ss := sloSumsState{Finished: s.finished, Lo: s.lo, Hi: s.hi, Est: s.est, TokLo: s.tokLo, TokHi: s.tokHi, TokEst: s.tokEst, CLo: s.cLo, CHi: s.cHi, Unknown: s.unknown, TokensUnknown: s.tokensUnknown, UnknownMask: s.unknownMask}
 			ps.SLOs = append(ps.SLOs, ss)
 		}
+		ps.Exact = exactState(&p)
 		st.Points = append(st.Points, ps)
 	}
+	st.Spans, st.Pending = l.spans, pendingStates(l.pending)
 	return st
 }
 
@@ -163,7 +187,16 @@ func Restore(st State, slos []slo.SLO) (*Ledger, error) {
 			s := sloSums{finished: ss.Finished, lo: ss.Lo, hi: ss.Hi, est: ss.Est, tokLo: ss.TokLo, tokHi: ss.TokHi, tokEst: ss.TokEst, cLo: ss.CLo, cHi: ss.CHi, unknown: ss.Unknown, tokensUnknown: ss.TokensUnknown, unknownMask: ss.UnknownMask}
 			*p.sum(k) = s
 		}
+		if err := restoreExact(&p, ps.Exact, len(slos)); err != nil {
+			return nil, err
+		}
 		l.points = append(l.points, p)
 	}
+	l.spans = st.Spans
+	pend, err := restorePending(st.Pending, len(slos))
+	if err != nil {
+		return nil, err
+	}
+	l.pending = pend
 	return l, nil
 }

@@ -31,6 +31,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/vllm-slo-exporter/vllm-slo-exporter/pipeline"
+	"github.com/vllm-slo-exporter/vllm-slo-exporter/scrape"
 )
 
 // Alertmanager is one Alertmanager the notifier posts to.
@@ -496,13 +497,19 @@ func postWithRetry(ctx context.Context, am Alertmanager, body []byte) error {
 	return err
 }
 
+// name is the Alertmanager as labels, logs and errors show it: Display,
+// or the URL with its password and query values hidden.
 func (am Alertmanager) name() string {
 	if am.Display != "" {
 		return am.Display
 	}
-	return am.URL
+	return scrape.RedactText(am.URL)
 }
 
+// post sends one batch. Its errors show every URL they quote redacted
+// (redactedError): net/http's repeats the request URL with its query, and
+// an OAuth2 or proxied client's names the token or proxy URL, which the
+// Alertmanager's Display cannot hide.
 func post(ctx context.Context, am Alertmanager, body []byte) error {
 	timeout := am.Timeout
 	if timeout <= 0 {
@@ -514,7 +521,7 @@ func post(ctx context.Context, am Alertmanager, body []byte) error {
 	shown := strings.TrimSuffix(am.name(), "/") + "/api/v2/alerts"
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(body))
 	if err != nil {
-		return fmt.Errorf("POST %s: %w", shown, err)
+		return redactedError{fmt.Errorf("POST %s: %w", shown, err)}
 	}
 	req.Header.Set("Content-Type", "application/json")
 	client := am.Client
@@ -523,7 +530,7 @@ func post(ctx context.Context, am Alertmanager, body []byte) error {
 	}
 	resp, err := client.Do(req)
 	if err != nil {
-		return fmt.Errorf("POST %s: %w", shown, err) // net/http hides the password itself
+		return redactedError{fmt.Errorf("POST %s: %w", shown, err)}
 	}
 	defer resp.Body.Close()
 	io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
@@ -532,3 +539,11 @@ func post(ctx context.Context, am Alertmanager, body []byte) error {
 	}
 	return nil
 }
+
+// redactedError is an error whose text has every URL in it redacted
+// (scrape.RedactText), and which still unwraps to the cause.
+type redactedError struct{ err error }
+
+func (e redactedError) Error() string { return scrape.RedactText(e.err.Error()) }
+
+func (e redactedError) Unwrap() error { return e.err }

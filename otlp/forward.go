@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"go.opentelemetry.io/collector/pdata/ptrace/ptraceotlp"
+
+	"github.com/vllm-slo-exporter/vllm-slo-exporter/scrape"
 )
 
 // DefaultForwardQueue is how many exports may wait to be forwarded.
@@ -26,7 +28,11 @@ const ForwardQueueBytes = 16 << 20
 // enabling exact mode costs nobody their traces. It never blocks the
 // receiver: when the queue is full an export is dropped and counted.
 type Forwarder struct {
-	url     string
+	url string
+	// display is url as logs and errors show it: password and query
+	// values hidden (scrape.RedactText), since a downstream's URL may carry
+	// an API key.
+	display string
 	client  *http.Client
 	timeout time.Duration
 	queue   chan []byte
@@ -47,7 +53,7 @@ func NewForwarder(url string, client *http.Client, timeout time.Duration, queue 
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
-	return &Forwarder{url: url, client: client, timeout: timeout, queue: make(chan []byte, queue), logger: logger, count: func(string) {}}
+	return &Forwarder{url: url, display: scrape.RedactText(url), client: client, timeout: timeout, queue: make(chan []byte, queue), logger: logger, count: func(string) {}}
 }
 
 // Enqueue marshals an export and queues it, dropping it when the queue is
@@ -91,7 +97,7 @@ func (f *Forwarder) Run(ctx context.Context) error {
 			f.hold(-int64(len(body)))
 			if err := f.post(ctx, body); err != nil {
 				f.count("failed")
-				f.logger.Warn("forwarding OTLP export failed", "url", f.url, "err", err)
+				f.logger.Warn("forwarding OTLP export failed", "url", f.display, "err", err)
 				continue
 			}
 			f.count("ok")
@@ -99,22 +105,33 @@ func (f *Forwarder) Run(ctx context.Context) error {
 	}
 }
 
+// post sends one export. Its errors show every URL they quote redacted
+// (redactedError): net/http's repeats the request URL, query included, and
+// an OAuth2 client's names its token_url.
 func (f *Forwarder) post(ctx context.Context, body []byte) error {
 	ctx, cancel := context.WithTimeout(ctx, f.timeout)
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, f.url, bytes.NewReader(body))
 	if err != nil {
-		return fmt.Errorf("forward request: %w", err)
+		return redactedError{fmt.Errorf("forward request: %w", err)}
 	}
 	req.Header.Set("Content-Type", contentProtobuf)
 	resp, err := f.client.Do(req)
 	if err != nil {
-		return fmt.Errorf("forward: %w", err)
+		return redactedError{fmt.Errorf("forward to %s: %w", f.display, err)}
 	}
 	defer resp.Body.Close()
 	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 1<<20))
 	if resp.StatusCode/100 != 2 {
-		return fmt.Errorf("forward: %s answered %s", f.url, resp.Status)
+		return fmt.Errorf("forward: %s answered %s", f.display, resp.Status)
 	}
 	return nil
 }
+
+// redactedError is an error whose text has every URL in it redacted
+// (scrape.RedactText), and which still unwraps to the cause.
+type redactedError struct{ err error }
+
+func (e redactedError) Error() string { return scrape.RedactText(e.err.Error()) }
+
+func (e redactedError) Unwrap() error { return e.err }

@@ -10,12 +10,13 @@ import (
 
 // TestRejectedRequestsCountByPolicy serves the admission preset (overload
 // against vLLM's --max-num-queued-reqs, with clients that cancel streams
-// and leave the queue) and checks every window against the truth under the
+// and leave the queue, which some windows must hold) and checks every window against the truth under the
 // four populations (abandoned and rejected each bad or excluded): the
 // rejected count is exactly the requests turned away, and "all" and the
 // burn rate hold the truth with no tolerance; under rejected: bad the
 // published bound excludes, in some window, the attainment that ignores
-// the rejections.
+// the rejections. The newest preset adds preemptions (requests past their
+// first token waiting again) and deferred requests.
 func TestRejectedRequestsCountByPolicy(t *testing.T) {
 	var slos []slo.SLO
 	for _, ab := range []slo.Population{slo.AbandonedBad, slo.AbandonedExcluded} {
@@ -25,8 +26,15 @@ func TestRejectedRequestsCountByPolicy(t *testing.T) {
 			slos = append(slos, s)
 		}
 	}
-	run := newWorkload(t, "admission", 11, slos, time.Minute, 5*time.Minute)
-	checked, rejectedSeen, lowered := 0, 0.0, 0
+	for _, preset := range []string{"admission", "newest"} {
+		t.Run(preset, func(t *testing.T) { checkRejectedByPolicy(t, preset, slos) })
+	}
+}
+
+// checkRejectedByPolicy is TestRejectedRequestsCountByPolicy on one preset.
+func checkRejectedByPolicy(t *testing.T, preset string, slos []slo.SLO) {
+	run := newWorkload(t, preset, 11, slos, time.Minute, 5*time.Minute)
+	checked, rejectedSeen, lowered, leftQueue := 0, 0.0, 0, 0
 	for at := start.Add(scrapeStep); !at.After(start.Add(20 * time.Minute)); at = at.Add(scrapeStep) {
 		scrapeInto(t, run.p, run.sim, at)
 		if at.Sub(start) < 3*time.Minute || at.Sub(start)%time.Minute != 0 {
@@ -40,6 +48,9 @@ func TestRejectedRequestsCountByPolicy(t *testing.T) {
 				t.Fatalf("%s: rejected %v (present %v), truth %v", where, w.Rejected, w.HasRejected, rejected)
 			}
 			rejectedSeen += rejected
+			// Clients that left the queue before their first token: in no
+			// family, so in no population (the truth's either).
+			leftQueue += len(truth.CancelledIn(w.Window.Start, w.Window.End)) - len(truth.AbandonedIn(w.Window.Start, w.Window.End))
 			finished := truth.FinishedIn(w.Window.Start, w.Window.End)
 			good := 0
 			for _, r := range finished {
@@ -63,7 +74,9 @@ func TestRejectedRequestsCountByPolicy(t *testing.T) {
 					t.Errorf("%s SLO %s: all %+v (present %v), truth %v", where, r.Name, all, ok, truthAll)
 				}
 				burn := (1 - truthAll) / (1 - s.Goal)
-				if !r.HasBurnRate || burn < r.BurnRate.Lower-1e-9 || burn > r.BurnRate.Upper+1e-9 {
+				// The same operations as slo.BurnRate on a truth in [0, 1], which
+				// are monotone: no tolerance.
+				if !r.HasBurnRate || burn < r.BurnRate.Lower || burn > r.BurnRate.Upper {
 					t.Errorf("%s SLO %s: burn %+v, truth %v", where, r.Name, r.BurnRate, burn)
 				}
 				if s.Rejected == slo.RejectedBad && rejected > 0 && all.Upper < float64(good)/(pop-rejected) {
@@ -73,10 +86,10 @@ func TestRejectedRequestsCountByPolicy(t *testing.T) {
 			}
 		}
 	}
-	if rejectedSeen == 0 || lowered == 0 || checked == 0 {
-		t.Fatalf("%d results checked, %v rejections, %d lowered by them: the overload shows nothing", checked, rejectedSeen, lowered)
+	if rejectedSeen == 0 || lowered == 0 || checked == 0 || leftQueue == 0 {
+		t.Fatalf("%d results checked, %v rejections, %d lowered by them, %d clients left the queue: the overload shows nothing", checked, rejectedSeen, lowered, leftQueue)
 	}
-	t.Logf("%d SLO results checked; %v rejections summed over the windows", checked, rejectedSeen)
+	t.Logf("%d SLO results checked; %v rejections and %d clients leaving the queue summed over the windows", checked, rejectedSeen, leftQueue)
 }
 
 func indexOf(slos []slo.SLO, name string) int {

@@ -83,12 +83,12 @@ type BurnCheck struct {
 // the upper bound of the SLO's burn rate exceeds the factor, and so does its
 // evidence (Evidence.Burn): the burn rate of what the window has seen bad,
 // over the population the SLO itself judges. The generated rules page on the
-// same two numbers.
+// same two numbers, computed the same way from the same counter changes.
 //
 // The burn rate is the SLO's own: the bad share of its population, finished
 // requests plus, with `abandoned: bad`, the requests abandoned after their
-// first token (and, once the report bounds them, rejected ones; see
-// unservedBad), each request bad when it missed any objective.
+// first token and, with `rejected: bad`, those turned away at admission
+// (see unservedBad), each request bad when it missed any objective.
 //
 // Why the upper bound: the truth cannot exceed it, so a window whose upper
 // bound is under the factor is surely not burning that fast.
@@ -97,33 +97,58 @@ type BurnCheck struct {
 // after a start or a restart, or over a 1m window, it is wide only because
 // of requests the window cannot see yet (in flight, first token without a
 // finish), and it paged with no bad request behind it ("estimate 0, bounds
-// [0, 95]"). The evidence counts only what was seen: it does not grow with
-// what the window cannot see, so a vacuous upper bound never pages. It is
-// the larger of two numbers, each of which rests on observations only:
+// [0, 95]"). The evidence is the larger of two numbers, each of which rests
+// on observations only:
 //   - the joint burn rate's lower bound (the truth is at least this): when
 //     it exceeds the factor, the breach is proven;
-//   - the observed burn rate (Evidence.Observed): the objectives' bad shares
-//     summed (Fréchet: a request that missed some objective missed at least
-//     one, so the bad share of the joint is at most the sum, and a joint
-//     breach of objectives that each stay under the factor, 8% bad TTFT and
-//     8% bad TPOT on different requests, reads 16x), with the abandoned
-//     requests added to the bad ones and to the population at their
-//     estimate from the running gauge (not at their upper bound, whose width
-//     is the requests in decode at the window's end).
+//   - the observed burn rate (Evidence.Observed): the joint's bad share
+//     estimated from the objectives' histograms, with the unserved requests
+//     (abandoned at their estimate, rejected exactly) added as bad.
 //
-// The lower bound alone misses breaches (the joint's lower bound of 8% and
-// 8% bad on unknown requests is 8% bad, and at the live edge it assumes
-// every stream in decode will finish); the observed burn rate misses none of
-// them, as it bounds the seen requests' bad share from above. Its price is
-// the Fréchet sum's: a request bad on two objectives counts twice, so on a
-// breach with overlap it reads above the truth (about 0.8x at the factor
-// with 1% of requests bad on both), and a breach that only grazes the factor
-// can page for an evaluation the truth does not. The ledger's estimate of
-// the joint would not count twice, but the generated rules have no estimate
-// of the joint, and the two paths must page on the same numbers. TTFT counts
-// requests at their first token, not at their finish, so the evidence can
-// trail the truth by a scrape at the edges of a burn. The alert-quality
-// harness measures all of this.
+// Why a vacuous upper bound still cannot page. The upper bound is wide by
+// what the window has not seen: requests in flight at its edges, first
+// tokens whose finish is not yet observed, abandoned requests at the most
+// the gauges allow. None of these enters the evidence. Each objective's bad
+// share is 1 − its attainment's lower bound over its histogram's own
+// observations (a request not yet observed adds to no count); the abandoned
+// requests enter at their estimate from the running gauge, not at their
+// upper bound (whose width is the requests in decode at the window's end);
+// the rejected ones are the server's own count. So with no bad request
+// observed and none abandoned or rejected the evidence is 0, whatever the
+// upper bound says, and the gate stays shut. The lower bound, the other
+// half of the evidence, is proven, so it never exceeds the truth.
+//
+// Why the independence estimate of the joint, and not the Fréchet sum of
+// the objectives' bad shares. The page must see a breach of the joint that
+// no objective shows alone (8% bad TTFT and 8% bad TPOT on different
+// requests is 16% bad: 16x, over 8x per objective): the lower bound cannot
+// (for it the 8% may be the same requests), so the observed burn must read
+// the joint. The Fréchet sum Σ b_i is the joint's bad share only when the
+// objectives' bad requests never overlap, and counts a request bad on two
+// objectives twice; near the factor that paged where the truth did not
+// (about 0.8x over it with 1.1% of the requests bad on both). Latency
+// objectives are positively associated: a busy batch or an overload slows
+// a request's first token and its decode together, so a request bad on one
+// is more likely bad on the other. For positively associated events (for
+// two, positively correlated; for more, associated in the sense of Esary,
+// Proschan and Walkup) the share good on all is at least the product of
+// the shares good on each,
+// so the joint's bad share is at most 1 − Π(1 − b_i), which is itself at
+// most Σ b_i: the product still reads the truth or above it, missing no
+// breach that the sum would catch, while counting a request bad on two
+// objectives once. It can read below the truth only where the objectives'
+// bad requests overlap less than independence says, for two objectives by
+// at most b_1·b_2, the overlap independence assumes (0.56% of the requests
+// at 7.5% each, 0.56x at goal 0.99). The ledger's estimate of the joint
+// (the burn rate's Estimate) was closer still on the joint-only breach
+// (14.27x against a true 14.15x, where the product read 14.44x), but it
+// matches first tokens to finishers by their decode
+// lag, which PromQL cannot, and the two paths must page on the same
+// numbers: the product needs only each objective's attainment, which both
+// compute identically (the alert-quality harness checks that they agree).
+// TTFT counts requests at their first token, not at their finish, so the
+// evidence can trail the truth by a scrape at the edges of a burn. The
+// alert-quality harness measures all of this.
 func (c BurnCheck) Active() bool {
 	f := c.Alert.Factor
 	return c.Known && c.Long.Upper > f && c.Short.Upper > f &&
@@ -139,29 +164,45 @@ type Evidence struct {
 	// the window may not cross), in [0, 1].
 	Coverage float64
 	// Observed is the burn rate of the requests seen bad, over the SLO's
-	// population: with s the sum over the joint's objectives of each one's
-	// bad share (1 - its attainment lower bound, each over its own
-	// histogram's population, at most 1), N the finished requests and U
-	// the requests the population counts bad without a finish observation
-	// (unservedBad), (s·N + U) / (N + U) / (1 - goal). With U = 0 it is the
-	// Fréchet bound of the joint from the histograms alone. It is what the
-	// generated rules compute (model_name:vllm_slo_burn_rate_observed:...),
-	// without the allowance the daemon's bounds make for requests the
-	// window cannot see.
+	// population: with b_i each joint objective's bad share (1 − its
+	// attainment lower bound, over its own histogram's population), s = 1 −
+	// Π(1 − b_i) the joint's bad share taking the objectives as independent
+	// (see Active for why), N the finished requests and U the requests the
+	// population counts bad without a finish observation (unservedBad),
+	// (s·N + U) / (N + U) / (1 - goal). It is what the generated rules
+	// compute (model_name:vllm_slo_burn_rate_observed:...), without the
+	// allowance the daemon's bounds make for requests the window cannot see.
 	Observed float64
 	// Unserved is U: the requests of the population that reached no finish
-	// and count bad (abandoned ones under `abandoned: bad`).
+	// and count bad (abandoned ones under `abandoned: bad`, rejected ones
+	// under `rejected: bad`).
 	Unserved float64
+	// BadShares are the b_i Observed rests on, by objective, for each joint
+	// objective the window holds an attainment for (the alert's evidence
+	// annotation names them).
+	BadShares map[string]float64
+}
+
+// describe writes what the observed burn rate rests on: the objectives' bad
+// shares and the unserved requests, for the evidence annotation.
+func (e Evidence) describe() string {
+	parts := make([]string, 0, len(e.BadShares))
+	for _, m := range slices.Sorted(maps.Keys(e.BadShares)) {
+		parts = append(parts, m+" "+shortNumber(100*e.BadShares[m])+"%")
+	}
+	return fmt.Sprintf("bad %s; unserved %s", strings.Join(parts, ", "), shortNumber(e.Unserved))
 }
 
 // Burn is the evidence that the window burns its budget: the larger of the
 // observed burn rate and the burn rate's lower bound b.Lower (see Active).
 func (e Evidence) Burn(b slo.Bounded) float64 { return math.Max(e.Observed, b.Lower) }
 
-// objectiveEvidence computes the observed burn rate of an SLO result (see
-// Evidence.Observed): the per-request objectives of the joint, or ITL when
-// it is the SLO's only kind of objective, as the joint counts them.
-func objectiveEvidence(r slo.SLOResult, s slo.SLO) Evidence {
+// objectiveEvidence computes the observed burn rate of an SLO result over
+// window w (see Evidence.Observed): the per-request objectives of the
+// joint, or ITL when it is the SLO's only kind of objective, as the joint
+// counts them. An objective the window holds no attainment for (no
+// observation) counts none bad, as in the rules, where its series is absent.
+func objectiveEvidence(r slo.SLOResult, s slo.SLO, w slo.Window) Evidence {
 	var joint []slo.Metric
 	for _, o := range s.Objectives {
 		if o.Metric != slo.ITL {
@@ -175,14 +216,17 @@ func objectiveEvidence(r slo.SLOResult, s slo.SLO) Evidence {
 	if !(s.Goal < 1) {
 		return ev
 	}
-	var bad float64
+	good := 1.0
+	ev.BadShares = map[string]float64{}
 	for _, m := range joint {
 		if a, ok := r.Objectives[string(m)]; ok {
-			bad += 1 - a.Lower
+			share := math.Min(1, math.Max(0, a.Lower))
+			good *= share
+			ev.BadShares[string(m)] = 1 - share
 		}
 	}
-	bad = math.Min(1, bad)
-	ev.Unserved = unservedBad(r, s)
+	bad := 1 - good
+	ev.Unserved = unservedBad(r, s, w)
 	n := r.Requests
 	if joint[0] == slo.ITL || !(n+ev.Unserved > 0) {
 		// ITL's share is over token gaps, not requests: no population to
@@ -195,17 +239,14 @@ func objectiveEvidence(r slo.SLOResult, s slo.SLO) Evidence {
 }
 
 // unservedBad is how many requests the SLO's population counts bad although
-// they reached no finish observation, at the estimate the report makes of
-// them: the requests abandoned after their first token (SLOResult.Abandoned)
-// under `abandoned: bad`, none under `excluded`. Only when the ledger bounds
-// them; an estimate whose upper bound is unbounded (no running or waiting
-// gauge) falls back to the lower bound, which never counts a request that
-// may not exist.
-//
-// This is the one place a further population joins the evidence: requests
-// rejected before their first token, once the report bounds them, add here
-// under the SLO's policy for them, as the abandoned ones do.
-func unservedBad(r slo.SLOResult, s slo.SLO) float64 {
+// they reached no finish observation: the requests abandoned after their
+// first token under `abandoned: bad` (none under `excluded`), at
+// abandonedEstimate, plus those rejected at admission (SLOResult.Rejected,
+// exact) under `rejected: bad`. The abandoned ones count only when the
+// ledger judged the window (SLOResult.HasAbandoned); where the running
+// gauge is unknown they fall back to the ledger's lower bound, which never
+// counts a request that may not exist.
+func unservedBad(r slo.SLOResult, s slo.SLO, w slo.Window) float64 {
 	rejected := 0.0
 	if r.HasRejected && s.Rejected == slo.RejectedBad {
 		rejected = r.Rejected // exact: the server's own count
@@ -213,11 +254,30 @@ func unservedBad(r slo.SLOResult, s slo.SLO) float64 {
 	if !r.HasAbandoned || s.Abandoned != slo.AbandonedBad {
 		return rejected
 	}
-	a := r.Abandoned
-	if math.IsInf(a.Upper, 0) || math.IsNaN(a.Estimate) {
-		return rejected + math.Max(0, a.Lower)
+	if a, ok := abandonedEstimate(w, r.Requests); ok {
+		return rejected + a
 	}
-	return rejected + math.Max(0, a.Estimate)
+	return rejected + math.Max(0, r.Abandoned.Lower)
+}
+
+// abandonedEstimate estimates the requests abandoned after their first
+// token over w, with n of them finished, as the generated rules do
+// (model_name:vllm_slo_abandoned_requests:increase<window>): first tokens
+// − finished + running at the window's start − running at its end, at
+// least 0. It is the conservation identity of slo.Abandoned with the
+// requests past their first token in flight taken to be the running ones
+// (the ledger's queue estimate, see ledger.queueEstimate). The ledger
+// clamps each edge's running count into bounds it proves from the intervals
+// before (slo.InFlightQueue, slo.SurelyBefore), a recursion PromQL cannot
+// follow; the evidence leaves that clamp out so that both paths count the
+// same requests (they differed by one request at a few evaluations). ok is
+// false without the TTFT histogram or the running gauge.
+func abandonedEstimate(w slo.Window, n float64) (float64, bool) {
+	ttft, okF := w.Latency[slo.TTFT]
+	if !okF || !ttft.Valid() || !w.Running.Known || math.IsNaN(w.Running.AtStart) || math.IsNaN(w.Running.AtEnd) {
+		return 0, false
+	}
+	return math.Max(0, ttft.Total()-n+math.Max(0, w.Running.AtStart)-math.Max(0, w.Running.AtEnd)), true
 }
 
 // resolvedRetention keeps a resolved alert in the report long enough for a
@@ -351,11 +411,11 @@ func burnCondition(base map[string]string, modelName string, c BurnCheck) condit
 	ann := map[string]string{
 		"summary":     summary,
 		"description": description,
-		"evidence": fmt.Sprintf("Burn rate over %s: observed %s, estimate %s, bounds [%s, %s], from %s finished requests over %s%% of the window; "+
-			"over %s: observed %s, estimate %s, bounds [%s, %s], from %s finished requests over %s%% of the window; threshold %s.",
-			model.Duration(a.Long), shortNumber(c.LongEvidence.Observed), shortNumber(c.Long.Estimate), shortNumber(c.Long.Lower), shortNumber(c.Long.Upper),
+		"evidence": fmt.Sprintf("Burn rate over %s: observed %s (%s), estimate %s, bounds [%s, %s], from %s finished requests over %s%% of the window; "+
+			"over %s: observed %s (%s), estimate %s, bounds [%s, %s], from %s finished requests over %s%% of the window; threshold %s.",
+			model.Duration(a.Long), shortNumber(c.LongEvidence.Observed), c.LongEvidence.describe(), shortNumber(c.Long.Estimate), shortNumber(c.Long.Lower), shortNumber(c.Long.Upper),
 			shortNumber(c.LongEvidence.Requests), shortNumber(100*c.LongEvidence.Coverage),
-			model.Duration(a.Short), shortNumber(c.ShortEvidence.Observed), shortNumber(c.Short.Estimate), shortNumber(c.Short.Lower), shortNumber(c.Short.Upper),
+			model.Duration(a.Short), shortNumber(c.ShortEvidence.Observed), c.ShortEvidence.describe(), shortNumber(c.Short.Estimate), shortNumber(c.Short.Lower), shortNumber(c.Short.Upper),
 			shortNumber(c.ShortEvidence.Requests), shortNumber(100*c.ShortEvidence.Coverage), shortNumber(a.Factor)),
 		"target":          base["target"],
 		"burn_rate":       shortNumber(c.Long.Upper),

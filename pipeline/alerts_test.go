@@ -2,6 +2,7 @@ package pipeline
 
 import (
 	"math"
+	"strings"
 	"testing"
 	"time"
 
@@ -28,12 +29,40 @@ func gateResult(n, ttftLower, tpotLower float64, a *slo.Bounded) slo.SLOResult {
 	return r
 }
 
+// gateSLOs is gateSLO with a policy for rejected requests too.
+func gateSLOs(abandoned, rejected slo.Population) slo.SLO {
+	s := gateSLO(abandoned)
+	s.Rejected = rejected
+	return s
+}
+
+// rejectedResult is gateResult with every objective met by the n finished
+// requests and rejected requests turned away at admission.
+func rejectedResult(n, rejected float64, a *slo.Bounded) slo.SLOResult {
+	r := gateResult(n, 1, 1, a)
+	r.Rejected, r.HasRejected = rejected, true
+	return r
+}
+
 func closeTo(a, b float64) bool { return math.Abs(a-b) < 1e-9 }
 
+// seen is a window whose first tokens and running gauge at its edges say
+// first − n + runStart − runEnd requests were abandoned, n finishing.
+func seen(first, runStart, runEnd float64) slo.Window {
+	return slo.Window{
+		Latency: map[slo.Metric]slo.Histogram{slo.TTFT: {Edges: []float64{0.5, math.Inf(1)}, Counts: []float64{first, first}}},
+		Running: slo.Gauge{Known: true, AtStart: runStart, AtEnd: runEnd},
+	}
+}
+
 // TestObservedBurnFollowsThePopulation: the observed burn rate counts the
-// abandoned requests bad, at their estimate, under `abandoned: bad` only;
-// sums the objectives' bad shares (a joint breach neither shows alone); and
-// never counts requests whose bound is unbounded.
+// abandoned requests bad, at the window's estimate (first tokens − finished
+// + running at the start − running at the end, as the rules count them,
+// not the ledger's clamped estimate), under `abandoned: bad` only, and the
+// rejected ones under `rejected: bad`; reads the joint from the objectives'
+// bad shares taken as independent (a joint breach neither shows alone
+// pages, and a request bad on both counts once, not twice as in their sum);
+// and never counts requests whose bound is unbounded.
 func TestObservedBurnFollowsThePopulation(t *testing.T) {
 	fifteen := slo.Bounded{Lower: 2, Estimate: 15, Upper: 38}
 	unbounded := slo.Bounded{Lower: 3, Estimate: 20, Upper: math.Inf(1)}
@@ -41,17 +70,23 @@ func TestObservedBurnFollowsThePopulation(t *testing.T) {
 		name     string
 		s        slo.SLO
 		r        slo.SLOResult
+		w        slo.Window
 		observed float64
 	}{
-		{"cancellations alone, abandoned bad", gateSLO(slo.AbandonedBad), gateResult(85, 1, 1, &fifteen), 15},
-		{"cancellations alone, abandoned excluded", gateSLO(slo.AbandonedExcluded), gateResult(85, 1, 1, &fifteen), 0},
-		{"joint breach, 8% and 8%", gateSLO(slo.AbandonedBad), gateResult(100, 0.92, 0.92, &slo.Bounded{}), 16},
-		{"both: (0.1·90 + 10) / 100", gateSLO(slo.AbandonedBad), gateResult(90, 0.95, 0.95, &slo.Bounded{Lower: 4, Estimate: 10, Upper: 30}), 19},
-		{"unbounded abandoned: the lower bound only", gateSLO(slo.AbandonedBad), gateResult(97, 1, 1, &unbounded), 3},
-		{"no ledger: no abandoned", gateSLO(slo.AbandonedBad), gateResult(100, 0.99, 1, nil), 1},
-		{"bad shares summed at most 1", gateSLO(slo.AbandonedExcluded), gateResult(10, 0.2, 0.3, nil), 100},
+		{"cancellations alone, abandoned bad", gateSLO(slo.AbandonedBad), gateResult(85, 1, 1, &fifteen), seen(100, 7, 7), 15},
+		{"the window's running gauge, not the ledger's estimate: 25 = 100 - 80 + 9 - 4 of 105", gateSLO(slo.AbandonedBad), gateResult(80, 1, 1, &fifteen), seen(100, 9, 4), 2500.0 / 105},
+		{"cancellations alone, abandoned excluded", gateSLO(slo.AbandonedExcluded), gateResult(85, 1, 1, &fifteen), seen(100, 7, 7), 0},
+		{"joint breach, 8% and 8%: 1 - 0.92·0.92", gateSLO(slo.AbandonedBad), gateResult(100, 0.92, 0.92, &slo.Bounded{}), seen(100, 3, 3), 15.36},
+		{"both: ((1 - 0.95·0.95)·90 + 10) / 100", gateSLO(slo.AbandonedBad), gateResult(90, 0.95, 0.95, &slo.Bounded{Lower: 4, Estimate: 10, Upper: 30}), seen(100, 0, 0), 18.775},
+		{"more finished than first tokens: none abandoned", gateSLO(slo.AbandonedBad), gateResult(100, 1, 1, &fifteen), seen(90, 2, 5), 0},
+		{"no running gauge: the ledger's lower bound only", gateSLO(slo.AbandonedBad), gateResult(97, 1, 1, &unbounded), slo.Window{}, 3},
+		{"no ledger: no abandoned", gateSLO(slo.AbandonedBad), gateResult(100, 0.99, 1, nil), seen(120, 0, 0), 1},
+		{"joint bad share 1 - 0.2·0.3, where the sum would exceed 1", gateSLO(slo.AbandonedExcluded), gateResult(10, 0.2, 0.3, nil), slo.Window{}, 94},
+		{"rejected bad, abandoned excluded: (0·90 + 10) / 100", gateSLOs(slo.AbandonedExcluded, slo.RejectedBad), rejectedResult(90, 10, &fifteen), seen(105, 0, 0), 10},
+		{"rejected and abandoned bad: (0·75 + 15 + 10) / 100", gateSLOs(slo.AbandonedBad, slo.RejectedBad), rejectedResult(75, 10, &fifteen), seen(90, 0, 0), 25},
+		{"rejected excluded: abandoned only", gateSLOs(slo.AbandonedBad, slo.RejectedExcluded), rejectedResult(85, 10, &fifteen), seen(100, 0, 0), 15},
 	} {
-		ev := objectiveEvidence(c.r, c.s)
+		ev := objectiveEvidence(c.r, c.s, c.w)
 		if !closeTo(ev.Observed, c.observed) {
 			t.Errorf("%s: observed burn %v, want %v", c.name, ev.Observed, c.observed)
 		}
@@ -83,5 +118,20 @@ func TestGateNeedsEvidence(t *testing.T) {
 		if got := c.c.Active(); got != c.want {
 			t.Errorf("%s: active %v, want %v", c.name, got, c.want)
 		}
+	}
+}
+
+// TestEvidenceAnnotationSaysWhatItRestsOn: the page's evidence annotation
+// names, for each window, the objectives' bad shares and the unserved
+// requests that its observed burn rate comes from.
+func TestEvidenceAnnotationSaysWhatItRestsOn(t *testing.T) {
+	ev := Evidence{Requests: 262, Coverage: 1, Observed: 14.94, Unserved: 45, BadShares: map[string]float64{"ttft": 0.0033, "tpot": 0}}
+	c := BurnCheck{Alert: BurnAlert{SLO: "interactive", Severity: "page", Long: 5 * time.Minute, Short: time.Minute, Factor: 14.4},
+		Known: true, Long: slo.Bounded{Lower: 10, Estimate: 15, Upper: 19}, Short: slo.Bounded{Lower: 10, Estimate: 15, Upper: 19},
+		LongEvidence: ev, ShortEvidence: ev}
+	got := burnCondition(map[string]string{"target": "sim"}, "m", c).annotations["evidence"]
+	want := "observed 14.94 (bad tpot 0%, ttft 0.33%; unserved 45)"
+	if !strings.Contains(got, want) {
+		t.Errorf("evidence annotation %q, want it to contain %q", got, want)
 	}
 }

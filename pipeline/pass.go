@@ -30,6 +30,9 @@ type passKey struct {
 	end    time.Time
 	length time.Duration
 	warm   bool
+	// histograms leaves out what spans made exact in the ledger (for
+	// exact mode's calibration).
+	histograms bool
 }
 
 // evaluated is one window of a pass and its evaluation; ok is false when
@@ -50,11 +53,14 @@ func (t *target) newPass(spec Spec, model string, now time.Time) *pass {
 // window returns the window (end − length, end], evaluated with the
 // ledger's joints over the same scrapes, with the quantiles when asked.
 func (p *pass) window(end time.Time, length time.Duration, warm, quantiles bool) *evaluated {
-	k := passKey{end: end, length: length, warm: warm && p.t.spec.Warmup > 0}
+	return p.windowOf(passKey{end: end, length: length, warm: warm && p.t.spec.Warmup > 0}, quantiles)
+}
+
+func (p *pass) windowOf(k passKey, quantiles bool) *evaluated {
 	e := p.done[k]
 	if e == nil {
 		e = &evaluated{}
-		e.w, e.ok = p.t.hist.Window(p.model, end, length, p.t.windowOptions(k.warm))
+		e.w, e.ok = p.t.hist.Window(p.model, k.end, k.length, p.t.windowOptions(k.warm))
 		p.done[k] = e
 	} else if !e.ok || e.quantiles || !quantiles {
 		return e
@@ -66,24 +72,33 @@ func (p *pass) window(end time.Time, length time.Duration, warm, quantiles bool)
 	if quantiles {
 		opts.Quantiles = p.spec.Quantiles
 	}
-	e.rep = slo.Evaluate(e.w, p.spec.SLOs, p.joints(e.w), opts)
+	e.rep = slo.Evaluate(e.w, p.spec.SLOs, p.joints(e.w, k.histograms), opts)
 	e.quantiles = quantiles
 	return e
 }
 
 // joints are the ledger's joints of every SLO with a per-request objective
-// over the scrapes of w (nil entries where the ledger has none).
-func (p *pass) joints(w slo.Window) []*slo.Joint {
+// over the scrapes of w (nil entries where the ledger has none); from the
+// histograms alone when histograms is set. A model whose latest scrape
+// observes TTFT at the request's finish (scrape.ModelSample.TTFTAtFinish)
+// gets none: the ledger counts first tokens and abandoned streams from TTFT
+// observed at the first token, and on such a server it can bound "all"
+// away from the truth, so "all", goodput, the burn rate and the abandoned
+// requests are left unknown rather than wrong (docs/engines.md).
+func (p *pass) joints(w slo.Window, histograms bool) []*slo.Joint {
 	out := make([]*slo.Joint, len(p.spec.SLOs))
 	l := p.t.ledgers[p.model]
 	if l == nil {
+		return out
+	}
+	if _, ms, ok := p.t.hist.Latest(p.model); ok && ms.TTFTAtFinish {
 		return out
 	}
 	for i, s := range p.spec.SLOs {
 		if !slo.HasPerRequestObjective(s) {
 			continue
 		}
-		if j, ok := l.Window(i, w.Start, w.End); ok {
+		if j, ok := l.WindowOf(i, w.Start, w.End, !histograms); ok {
 			out[i] = &j
 		}
 	}
@@ -157,6 +172,10 @@ func (p *pass) budget(s slo.SLO) Budget {
 	b.Covered = e.w.End.Sub(e.w.Start)
 	b.Known = true
 	b.Coverage, _ = e.w.Coverage()
+	if l, i := p.t.ledgers[p.model], slices.IndexFunc(p.spec.SLOs, func(d slo.SLO) bool { return d.Name == s.Name }); l != nil && p.spec.Traces != nil && i >= 0 {
+		c, n, ok := l.Covered(i, e.w.Start, e.w.End)
+		b.TracesCoverage, b.HasTracesCoverage = c/n, ok && n > 0
+	}
 	return b
 }
 
@@ -177,7 +196,7 @@ func (p *pass) burnCheck(a BurnAlert) BurnCheck {
 		if !ok || !r.HasBurnRate {
 			return slo.Bounded{}, Evidence{}, false
 		}
-		ev := objectiveEvidence(r, s)
+		ev := objectiveEvidence(r, s, e.w)
 		ev.Requests = r.Requests
 		ev.Coverage, _ = e.w.Coverage()
 		return r.BurnRate, ev, true

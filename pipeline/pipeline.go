@@ -68,8 +68,9 @@ type Spec struct {
 	Traces *traces.Store
 	// TraceDelay is how long spans may take to arrive after the request
 	// finished (the sender batches them): exact windows end at the newest
-	// scrape at least TraceDelay old.
-	TraceDelay time.Duration
+	// scrape at least TraceDelay old; a scrape interval waits TraceLateness
+	// more for its spans (see settleSpans).
+	TraceDelay, TraceLateness time.Duration
 }
 
 // Pipeline holds the histories of all targets. It is safe for concurrent use:
@@ -101,6 +102,8 @@ type target struct {
 	// ledgers holds each model's per-interval record, which "all", goodput,
 	// abandoned requests, burn rates and budgets are computed from.
 	ledgers map[string]*ledger.Ledger
+	// calibration sums exact mode's calibration over the evaluations.
+	calibration traces.Tally
 }
 
 // New builds a pipeline for a spec.
@@ -275,8 +278,11 @@ func (p *Pipeline) Ingest(name string, snap *scrape.Snapshot, duration time.Dura
 		return fmt.Errorf("target %q: %w", name, err)
 	}
 	t.scrapes.Succeeded(snap, duration)
-	t.feedLedgers(spec.SLOs, intervals)
-	t.accumulateGood(spec.SLOs, intervals)
+	t.feedLedgers(spec.SLOs, intervals, spec.Traces != nil)
+	t.accumulateGood(spec.SLOs, intervals, spec.Traces != nil)
+	if spec.Traces != nil {
+		t.settleSpans(spec, snap.Time)
+	}
 	t.scrapes.CheckEdges(spec.SLOs, snap)
 	return nil
 }
@@ -284,9 +290,9 @@ func (p *Pipeline) Ingest(name string, snap *scrape.Snapshot, duration time.Dura
 // accumulateGood adds the estimated good requests of the intervals that just
 // closed to the running totals: each objective's from the interval's
 // warm-up-free increase, "all" of an SLO with a per-request objective from
-// its ledger. Each interval's estimate is non-negative, so the totals only
-// grow.
-func (t *target) accumulateGood(slos []slo.SLO, intervals []history.Interval) {
+// its ledger (with spans, once the interval settles: settleSpans). Each
+// interval's estimate is non-negative, so the totals only grow.
+func (t *target) accumulateGood(slos []slo.SLO, intervals []history.Interval, spans bool) {
 	if len(slos) == 0 {
 		return
 	}
@@ -298,7 +304,7 @@ func (t *target) accumulateGood(slos []slo.SLO, intervals []history.Interval) {
 			}
 		}
 		l := t.ledgers[iv.Model]
-		if l == nil {
+		if l == nil || spans {
 			continue
 		}
 		for i, s := range slos {
@@ -316,7 +322,7 @@ func (t *target) accumulateGood(slos []slo.SLO, intervals []history.Interval) {
 // ledgers, and drops the ledgers of models the history no longer holds. An
 // interval inside a warm-up (its warm-up-free increase has other finishers)
 // is recorded but not counted.
-func (t *target) feedLedgers(slos []slo.SLO, intervals []history.Interval) {
+func (t *target) feedLedgers(slos []slo.SLO, intervals []history.Interval, spans bool) {
 	if len(slos) == 0 {
 		return
 	}
@@ -325,6 +331,9 @@ func (t *target) feedLedgers(slos []slo.SLO, intervals []history.Interval) {
 		if l == nil {
 			l = ledger.New(slos)
 			t.ledgers[iv.Model] = l
+		}
+		if spans {
+			l.ExpectSpans()
 		}
 		counted := slo.FinishersOf(iv.Warm).N == slo.FinishersOf(iv.Window).N
 		model := iv.Model
@@ -419,7 +428,9 @@ func (t *target) evaluate(spec Spec, now time.Time) TargetReport {
 	}
 	tr.Warnings = h.Warnings(t.spec.Profile.Name)
 	for _, model := range t.hist.Models() {
-		tr.Models = append(tr.Models, t.evaluateModel(spec, model, now))
+		mr := t.evaluateModel(spec, model, now)
+		mr.Calibration = t.calibration.Add(model, mr.Traces, t.hist.Models())
+		tr.Models = append(tr.Models, mr)
 	}
 	return tr
 }

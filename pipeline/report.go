@@ -91,6 +91,9 @@ type ModelReport struct {
 	// Windows order: coverage, and for covered windows the exact numbers
 	// (already in Windows), the per-adapter numbers and the calibration.
 	Traces []traces.Result
+	// Calibration sums the calibration of the covered windows over every
+	// evaluation since the start, by window length (exact mode).
+	Calibration []traces.CalibrationTotal
 }
 
 // Budget is one SLO's error budget over its period.
@@ -114,6 +117,10 @@ type Budget struct {
 	// slo.Window.Coverage): an overspent budget after nine minutes of a day rests
 	// on those nine minutes.
 	Coverage float64
+	// TracesCoverage is, in exact mode, the share of the period's finished
+	// requests whose scrape interval the spans covered (exact there).
+	TracesCoverage    float64
+	HasTracesCoverage bool
 }
 
 // GoodTotal is a counter of estimated good requests.

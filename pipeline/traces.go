@@ -26,7 +26,7 @@ func (p *pass) regular(length time.Duration) (wr slo.WindowReport, exact *traces
 	at := p.now
 	if p.spec.Traces != nil {
 		lagged := p.now.Add(-p.spec.TraceDelay)
-		le := p.window(lagged, length, false, true)
+		le := p.windowOf(passKey{end: lagged, length: length, histograms: true}, true)
 		if le.ok {
 			res := p.exactWindow(le.w, le.rep)
 			exact = &res
@@ -56,6 +56,16 @@ func (p *pass) exactWindow(w slo.Window, wr slo.WindowReport) traces.Result {
 	unnamed := len(p.t.hist.Models()) == 1
 	sel := p.spec.Traces.Select(p.t.spec.Name, p.model, unnamed, w.Start, w.End)
 	return traces.Evaluate(sel, w, wr, p.spec.SLOs, p.spec.Quantiles)
+}
+
+// settleSpans settles each ledger's scrape intervals against the spans
+// (traces.Store.Settle) and adds their good requests to the running totals.
+func (t *target) settleSpans(spec Spec, now time.Time) {
+	for _, model := range slices.Sorted(maps.Keys(t.ledgers)) {
+		for _, g := range spec.Traces.Settle(t.spec.Name, model, len(t.hist.Models()) == 1, t.ledgers[model], spec.SLOs, now.Add(-spec.TraceDelay), spec.TraceLateness) {
+			t.addGood(model, g.SLO, slo.AllKey, g.Good)
+		}
+	}
 }
 
 // cloneReport copies a window report deep enough that writing into its maps

@@ -15,15 +15,18 @@
 // with sum_over_time, intersected with the whole window's bracket. Requests
 // abandoned after their first token are bounded by the conservation of the
 // requests past their first token, and counted bad or left out as the SLO's
-// `abandoned` setting says. Each bound is proven on the function that writes
-// it (intervalRules, windowRules).
+// `abandoned` setting says; requests turned away at admission
+// (admission_rejections_total, exact) likewise under `rejected`. Each bound
+// is proven on the function that writes it (intervalRules, windowRules).
 //
 // The alerts page, as the daemon's do, when the burn rate's upper bound and
 // its evidence both exceed the factor in both windows: the evidence is the
 // larger of the burn rate's lower bound and the observed burn rate, the
-// requests seen bad over the SLO's population (the objectives' bad shares
-// summed, plus the abandoned requests at their estimate when the SLO counts
-// them bad); pipeline.BurnCheck.Active argues the choice.
+// requests seen bad over the SLO's population (the joint's bad share from
+// the objectives' bad shares taken as independent, 1 − Π(1 − b_i), plus the
+// abandoned requests at their estimate and the rejected ones when the SLO
+// counts them bad), the daemon's number to rounding;
+// pipeline.BurnCheck.Active argues the choice.
 //
 // The package only builds text; it never scrapes, serves or evaluates
 // anything, and it never changes the configuration it is given.

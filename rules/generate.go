@@ -115,7 +115,7 @@ func sloGroup(cfg *config.Config, s config.SLO) (Group, error) {
 				selector(windowed(recAttain, w), "slo", s.Name, "objective", allObjective), budgetFactor),
 			Labels: map[string]string{"slo": s.Name, "window": w.String()},
 		}
-		observed, lower := evidenceRules(s, plans, w, useLedger)
+		observed, lower := evidenceRules(s, lp, plans, w, useLedger)
 		if wi == 0 {
 			burn.Comment = fmt.Sprintf("Burn rate upper bound: (1 - joint attainment lower bound) / (1 - goal %s).", formatFloat(s.Goal))
 		}
@@ -305,28 +305,33 @@ func burnAlert(s config.SLO, a config.AlertPolicy, objs []config.Objective, ledg
 // evidenceRules record a window's observed burn rate and, with the ledger,
 // the burn rate's lower bound: the two numbers the page's evidence is the
 // larger of (pipeline.BurnCheck.Active argues the gate). The observed burn
-// rate is the daemon's Evidence.Observed: with s the objectives' bad shares
-// summed (each over its own histogram's population, at most 1), N the
-// finished requests and U the abandoned ones at their estimate when the SLO
-// counts them bad, (s·N + U) / (N + U) / (1 - goal); without the ledger
-// (ITL only) s / (1 - goal).
-func evidenceRules(s config.SLO, plans []objectivePlan, w model.Duration, ledger bool) (observed, lower Rule) {
+// rate is the daemon's Evidence.Observed: with b_i each joint objective's
+// bad share (1 - its attainment, over its own histogram's population), s =
+// 1 - Π(1 - b_i) the joint's bad share taking the objectives as independent,
+// N the finished requests and U the unserved ones the SLO counts bad (the
+// abandoned at their estimate under `abandoned: bad`, the rejected under
+// `rejected: bad`), (s·N + U) / (N + U) / (1 - goal); without the ledger
+// (ITL only) s / (1 - goal). PromQL has no product aggregation, so Π is
+// exp(Σ ln): an attainment of 0 gives ln 0 = -Inf and a product of 0, and
+// an objective without observations in the window has no series and
+// counts none bad, as in the daemon.
+func evidenceRules(s config.SLO, lp ledgerPlan, plans []objectivePlan, w model.Duration, ledger bool) (observed, lower Rule) {
 	budget := formatFloat(1 - s.Goal)
 	labels := map[string]string{"slo": s.Name, "window": w.String()}
-	bad := fmt.Sprintf("clamp_max(sum without (objective) (1 - %s{slo=%q,objective=~%q}), 1)",
+	bad := fmt.Sprintf("(1 - exp(sum without (objective) (ln(clamp_max(%s{slo=%q,objective=~%q}, 1)))))",
 		windowed(recAttain, w), s.Name, strings.Join(jointObjectives(plans), "|"))
 	observed = Rule{Record: windowed(recBurnObs, w), Labels: labels, Expr: fmt.Sprintf("%s / %s", bad, budget)}
-	if ledger && s.AbandonedPopulation() == slo.AbandonedBad {
+	if u := lp.unserved(w, recAbandoned); ledger && u != "" {
 		n := selector(windowed(recFinished, w), "slo", s.Name)
-		u := selector(windowed(recAbandoned, w), "slo", s.Name)
-		observed.Expr = fmt.Sprintf("(%[1]s * %[2]s + %[3]s)\n/\n((%[2]s + %[3]s) > 0)\n/ %[4]s", bad, n, u, budget)
+		observed.Expr = fmt.Sprintf("(%[1]s * %[2]s + %[3]s)\n/\n((%[2]s + %[3]s) > 0)\n/ %[4]s", bad, n, "("+u+")", budget)
 	}
 	lower = Rule{Record: windowed(recBurnLo, w), Labels: labels,
 		Expr: fmt.Sprintf("(1 - %s) / %s", selector(windowed(recAttainHi, w), "slo", s.Name, "objective", allObjective), budget)}
 	if w == sloWindows(s)[0] {
 		observed.Comment = "Observed burn rate: the requests seen bad over the SLO's population, (s * N + U) / (N + U) / (1 - goal),\n" +
-			"s the objectives' bad shares summed (at most 1), N the finished requests, U the abandoned ones at\n" +
-			"their estimate when the SLO counts them bad; the daemon's Evidence.Observed."
+			"s = 1 - product of the objectives' attainments (the joint's bad share with the objectives taken as\n" +
+			"independent, as exp(sum(ln))), N the finished requests, U the unserved ones the SLO counts bad\n" +
+			"(abandoned at their estimate, rejected); the daemon's Evidence.Observed."
 		lower.Comment = "Burn rate lower bound: (1 - joint attainment upper bound) / (1 - goal)."
 	}
 	return observed, lower

@@ -325,18 +325,26 @@ func TestObjectiveRules(t *testing.T) {
 }
 
 // TestJointFromLedger checks the population of the joint attainment: the
-// ledger's good requests over finished plus abandoned requests by default,
-// over finished ones only with abandoned: excluded, and the Fréchet bound of
-// the attainments when the SLO judges ITL only.
+// ledger's good requests over finished plus abandoned plus rejected
+// requests by default, without the abandoned ones under abandoned:
+// excluded, without the rejected ones under rejected: excluded, and the
+// Fréchet bound of the attainments when the SLO judges ITL only.
 func TestJointFromLedger(t *testing.T) {
 	excluded := strings.Replace(configCases[0].yaml, "goal:", "abandoned: excluded, goal:", 1)
+	neither := strings.Replace(configCases[0].yaml, "goal:", "abandoned: excluded, rejected: excluded, goal:", 1)
+	noRejected := strings.Replace(configCases[0].yaml, "goal:", "rejected: excluded, goal:", 1)
+	finished, rejected := recFinished+"5m{slo=\"interactive\"}", recRejected+"5m{slo=\"interactive\"}"
 	tests := []struct {
 		name, yaml, slo, want, not string
 	}{
-		{"abandoned bad", configCases[0].yaml, "interactive",
-			recJointGoodLo + "5m{slo=\"interactive\",objective=\"all\"}) / ((" + recFinished + "5m{slo=\"interactive\"} + " + recAbandonedHi + "5m", ""},
+		{"abandoned and rejected bad", configCases[0].yaml, "interactive",
+			recJointGoodLo + "5m{slo=\"interactive\",objective=\"all\"}) / ((" + finished + " + " + recAbandonedHi + "5m{slo=\"interactive\"} + " + rejected + ") > 0)", ""},
 		{"abandoned excluded", excluded, "interactive",
-			recJointGoodLo + "5m{slo=\"interactive\",objective=\"all\"}) / (" + recFinished + "5m{slo=\"interactive\"} > 0)", recAbandonedHi},
+			recJointGoodLo + "5m{slo=\"interactive\",objective=\"all\"}) / ((" + finished + " + " + rejected + ") > 0)", recAbandonedHi},
+		{"rejected excluded", noRejected, "interactive",
+			recJointGoodLo + "5m{slo=\"interactive\",objective=\"all\"}) / ((" + finished + " + " + recAbandonedHi + "5m{slo=\"interactive\"}) > 0)", recRejected},
+		{"both excluded", neither, "interactive",
+			recJointGoodLo + "5m{slo=\"interactive\",objective=\"all\"}) / (" + finished + " > 0)", recRejected},
 		{"one objective", configCases[2].yaml, "tiny", recJointGoodLo + "5m{slo=\"tiny\",objective=\"all\"}", ""},
 	}
 	for _, tt := range tests {
@@ -535,5 +543,51 @@ func TestGenerateErrors(t *testing.T) {
 	cfg.SLOs[0].Objectives["tpot"] = model.Duration(1e9) // sglang has no TPOT histogram
 	if _, err := Generate(cfg); err == nil || !strings.Contains(err.Error(), "tpot") {
 		t.Errorf("unmeasurable objective: err = %v", err)
+	}
+}
+
+// TestRejectedRequests checks where the rules read admission rejections:
+// from the admission counters of the profiles that name one (vLLM's, also
+// in a fleet mixed with SGLang, which has none), summed per model with no
+// engine label, and counted 0 over a window where no target's profile has
+// one, so that the population and the evidence can always add them.
+func TestRejectedRequests(t *testing.T) {
+	sglangOnly := `
+targets: [{name: b, url: "http://127.0.0.1:30000/metrics", profile: sglang}]
+slos:
+  - {name: fleet, objectives: {ttft: 1s, e2e: 20s}, goal: 0.9, period: 30d}
+`
+	for _, c := range []struct {
+		name, yaml, slo string
+		counter         bool
+	}{
+		{"vllm", configCases[0].yaml, "interactive", true},
+		{"vllm and sglang", configCases[3].yaml, "fleet", true},
+		{"sglang only", sglangOnly, "fleet", false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			f := generateCase(t, c.yaml)
+			interval := rulesNamed(f, recIntRejected, c.slo)
+			windowed := rulesNamed(f, windowed(recRejected, model.Duration(5*time.Minute)), c.slo)
+			if len(windowed) != 1 {
+				t.Fatalf("got %d windowed rejected rules, want 1", len(windowed))
+			}
+			zero := "0 * sum_over_time(" + recIntFinished
+			if !strings.Contains(windowed[0].Expr, zero) {
+				t.Errorf("windowed rejected = %s, want a 0 where no rejection counter exists", windowed[0].Expr)
+			}
+			if !c.counter {
+				if len(interval) != 0 || strings.Contains(windowed[0].Expr, recIntRejected) {
+					t.Errorf("%d interval rules, windowed %s: want no rejection counter read", len(interval), windowed[0].Expr)
+				}
+				return
+			}
+			if len(interval) != 1 || !strings.Contains(interval[0].Expr, "vllm:admission_rejections_total") || strings.Contains(interval[0].Expr, "engine") {
+				t.Fatalf("interval rules = %+v, want one summing vllm:admission_rejections_total per model", interval)
+			}
+			if !strings.HasPrefix(windowed[0].Expr, "sum_over_time("+recIntRejected) {
+				t.Errorf("windowed rejected = %s, want the sum of the interval rule", windowed[0].Expr)
+			}
+		})
 	}
 }

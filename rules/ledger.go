@@ -28,6 +28,7 @@ const (
 	recIntFinGoodHi  = "model_name:vllm_slo_finished_good_upper:interval_increase"
 	recIntJointLo    = "model_name:vllm_slo_joint_good_lower:interval_increase"
 	recIntJointHi    = "model_name:vllm_slo_joint_good_upper:interval_increase"
+	recIntRejected   = "model_name:vllm_slo_rejected_requests:interval_increase"
 )
 
 // Names of the windowed ledger series (the window is appended).
@@ -38,6 +39,7 @@ const (
 	recAbandonedLo = "model_name:vllm_slo_abandoned_requests_lower:increase"
 	recAbandonedHi = "model_name:vllm_slo_abandoned_requests_upper:increase"
 	recAbandoned   = "model_name:vllm_slo_abandoned_requests:increase"
+	recRejected    = "model_name:vllm_slo_rejected_requests:increase"
 	recAttainHi    = "model_name:vllm_slo_attainment_upper:ratio_rate"
 	recBurnObs     = "model_name:vllm_slo_burn_rate_observed:ratio_rate"
 	recBurnLo      = "model_name:vllm_slo_burn_rate_lower:ratio_rate"
@@ -53,6 +55,9 @@ type ledgerPlan struct {
 	e2e      []string // e2e histogram names: their count is the finished requests
 	running  []string
 	waiting  []string
+	// rejected are the admission-rejection counters' names (vLLM's
+	// admission_rejections_total); empty when no target's profile has one.
+	rejected []string
 	// ttftPlan is the SLO's TTFT objective; nil when it has none.
 	ttftPlan *objectivePlan
 	// finish are the objectives observed at the finish (all per-request
@@ -101,6 +106,32 @@ func familyNames(cfg *config.Config, f scrape.Family, kind scrape.Kind) ([]strin
 	return names, nil
 }
 
+// optionalFamilyNames lists the names of a counter family that only some
+// servers have (vLLM's admission rejections, from the versions with
+// admission control on): those of the profiles that name it, none when no
+// profile does. A server of such a profile that lacks the family (an older
+// vLLM, or no admission limit set) has no series of it, and the rules
+// count none there.
+func optionalFamilyNames(cfg *config.Config, f scrape.Family) ([]string, error) {
+	var names []string
+	for _, t := range cfg.Targets {
+		p, err := scrape.LookupProfile(t.Profile)
+		if err != nil {
+			return nil, fmt.Errorf("target %q: %w", t.Name, err)
+		}
+		spec, ok := p.Spec(f)
+		if !ok || spec.Kind != scrape.KindCounter {
+			continue
+		}
+		for _, n := range spec.Names {
+			if !containsString(names, n) {
+				names = append(names, n)
+			}
+		}
+	}
+	return names, nil
+}
+
 func containsString(xs []string, x string) bool {
 	for _, y := range xs {
 		if y == x {
@@ -137,6 +168,9 @@ func newLedgerPlan(cfg *config.Config, s config.SLO, plans []objectivePlan) (led
 		return lp, false, err
 	}
 	if lp.waiting, err = familyNames(cfg, scrape.Waiting, scrape.KindGauge); err != nil {
+		return lp, false, err
+	}
+	if lp.rejected, err = optionalFamilyNames(cfg, scrape.RequestRejected); err != nil {
 		return lp, false, err
 	}
 	return lp, true, nil
@@ -309,6 +343,11 @@ func (lp ledgerPlan) intervalRules() []Rule {
 		)
 	}
 	rs = append(rs, lp.newInFlightRule())
+	if len(lp.rejected) > 0 {
+		rs = append(rs, Rule{Record: recIntRejected, Expr: intervalDelta(lp.rejected, "", "", i), Labels: lp.labels(""),
+			Comment: "Requests turned away at admission in the interval (HTTP 503 when the queue is full), every reason:\n" +
+				"the server's own counter, exact; absent on servers without admission control."})
+	}
 	finLo, finHi := lp.finishJoint()
 	prev := lp.inFlight(i)
 	if lp.ttftPlan == nil {
@@ -388,9 +427,14 @@ func (lp ledgerPlan) sumOver(name, objective string, w model.Duration) string {
 //     first token at S or with a first token in the window finished in it,
 //     left unfinished, or is in flight at the end: Q_S + F = N + A + Q_E
 //     with 0 <= Q <= R, so A lies in [F − N − R_E, F − N + R_S], and >= 0.
-//   - Attainment: good / (N + A) falls as A grows, so it lies in [good.lo /
-//     (N + A.hi), good.hi / (N + A.lo)] with abandoned requests counted bad,
-//     and in [good.lo / N, good.hi / N] with them excluded; at most 1.
+//   - Rejected requests J (turned away at admission, never served): the sum
+//     of the intervals' exact counter changes, 0 where the server has no
+//     such counter (it turns none away).
+//   - Attainment: the population is the N finished requests plus U, the
+//     unserved ones it counts (none of them good): A with `abandoned: bad`
+//     and J with `rejected: bad`. good / (N + U) falls as U grows, so it
+//     lies in [good.lo / (N + U.hi), good.hi / (N + U.lo)], where U's bounds
+//     are A's (or 0) plus J (or 0), J being exact; at most 1.
 func (lp ledgerPlan) windowRules(w model.Duration, first bool) []Rule {
 	rStart, rEnd := lp.inFlightAtStart(w), lp.inFlight(0)
 	start := time.Duration(w)
@@ -419,8 +463,9 @@ func (lp ledgerPlan) windowRules(w model.Duration, first bool) []Rule {
 	// edges.
 	rs = append(rs, Rule{Record: windowed(recAbandoned, w), Labels: lp.windowLabels("", w),
 		Expr: fmt.Sprintf("clamp_min(%s - %s + on (model_name) group_left () (%s - %s), 0)", f, n, gaugeEstimate(lp.running, start), gaugeEstimate(lp.running, 0))})
+	rs = append(rs, lp.rejectedRule(w, first))
 	if first {
-		rs[len(rs)-1].Comment = "Their estimate: first tokens - finished + running at the window's start - running at its end\n" +
+		rs[len(rs)-2].Comment = "Their estimate: first tokens - finished + running at the window's start - running at its end\n" +
 			"(the requests past their first token in flight taken to be the running ones), within the bounds."
 		rs[1].Comment = "Requests of the window that met every objective: the per-interval bounds summed, intersected\n" +
 			"with the whole window's (Frechet, at most TTFT-bad first tokens + running + waiting at the\n" +
@@ -429,6 +474,39 @@ func (lp ledgerPlan) windowRules(w model.Duration, first bool) []Rule {
 			"take the requests in flight at the window's edges (running + waiting)."
 	}
 	return append(rs, lp.attainmentRules(w, first)...)
+}
+
+// rejectedRule records the requests turned away at admission over a window:
+// the intervals' exact changes summed, 0 where the server has no admission
+// counter (or no target's profile names one), so that the population and
+// the evidence can add it everywhere.
+func (lp ledgerPlan) rejectedRule(w model.Duration, first bool) Rule {
+	zero := "0 * " + lp.sumOver(recIntFinished, "", w)
+	expr := zero
+	if len(lp.rejected) > 0 {
+		expr = lp.sumOver(recIntRejected, "", w) + "\nor\n" + zero
+	}
+	r := Rule{Record: windowed(recRejected, w), Expr: expr, Labels: lp.windowLabels("", w)}
+	if first {
+		r.Comment = "Requests turned away at admission over the window (vllm_slo_rejected_requests), 0 without admission control."
+	}
+	return r
+}
+
+// unserved is the population's unserved requests over a window, bad by the
+// SLO's policies, as PromQL terms to add to the finished requests: the
+// abandoned ones (the bound or estimate named by abandoned) under
+// `abandoned: bad`, the rejected ones under `rejected: bad`; empty when the
+// population holds neither.
+func (lp ledgerPlan) unserved(w model.Duration, abandoned string) string {
+	var terms []string
+	if lp.slo.AbandonedPopulation() == slo.AbandonedBad {
+		terms = append(terms, lp.sel(windowed(abandoned, w), ""))
+	}
+	if lp.slo.RejectedPopulation() == slo.RejectedBad {
+		terms = append(terms, lp.sel(windowed(recRejected, w), ""))
+	}
+	return strings.Join(terms, " + ")
 }
 
 // windowJoint is the whole window's bracket of the good requests; empty
@@ -463,9 +541,9 @@ func (lp ledgerPlan) windowJoint(w model.Duration, rStart string) (lo, hi string
 func (lp ledgerPlan) attainmentRules(w model.Duration, first bool) []Rule {
 	n := lp.sel(windowed(recFinished, w), "")
 	denLo, denHi := n, n
-	if lp.slo.AbandonedPopulation() == slo.AbandonedBad {
-		denLo = fmt.Sprintf("(%s + %s)", n, lp.sel(windowed(recAbandonedHi, w), ""))
-		denHi = fmt.Sprintf("(%s + %s)", n, lp.sel(windowed(recAbandonedLo, w), ""))
+	if u := lp.unserved(w, recAbandonedHi); u != "" {
+		denLo = fmt.Sprintf("(%s + %s)", n, u)
+		denHi = fmt.Sprintf("(%s + %s)", n, lp.unserved(w, recAbandonedLo))
 	}
 	goodLo := fmt.Sprintf("sum without (objective) (%s)", lp.sel(windowed(recJointGoodLo, w), allObjective))
 	goodHi := fmt.Sprintf("sum without (objective) (%s)", lp.sel(windowed(recJointGoodHi, w), allObjective))
@@ -476,7 +554,12 @@ func (lp ledgerPlan) attainmentRules(w model.Duration, first bool) []Rule {
 	if first {
 		pop := "finished + abandoned requests (abandoned: bad)"
 		if lp.slo.AbandonedPopulation() == slo.AbandonedExcluded {
-			pop = "finished requests only (abandoned: excluded)"
+			pop = "finished requests, abandoned ones excluded"
+		}
+		if lp.slo.RejectedPopulation() == slo.RejectedBad {
+			pop += " + rejected requests (rejected: bad)"
+		} else {
+			pop += ", rejected ones excluded"
 		}
 		lo.Comment = "Joint attainment (objective=\"all\") over the " + pop + ": lower bound good.lo / (most requests)."
 		hi.Comment = "Joint attainment's upper bound: good.hi / (fewest requests)."

@@ -37,6 +37,9 @@ const (
 	labelModel = "model_name"
 	labelPID   = "pid"
 	labelLE    = "le"
+	// labelPriority is the bucketed request priority vLLM's priority
+	// scheduling adds to its finished-request metrics (ModelSample.TTFTAtFinish).
+	labelPriority = "priority"
 )
 
 // Parse reads one exposition body and reduces it to the families profile p

@@ -138,6 +138,9 @@ func addChild(snap *Snapshot, fam Family, ch *histChild) *ParseError {
 		return err
 	}
 	ms := modelSample(snap, ch.model)
+	if fam == TTFT && ch.labels.Has(labelPriority) {
+		ms.TTFTAtFinish = true
+	}
 	prev, ok := ms.Histograms[fam]
 	if !ok {
 		ms.Histograms[fam] = childHistogram(ch)

@@ -149,4 +149,13 @@ type ModelSample struct {
 	// histograms (the process start, in Unix seconds), 0 when absent. A new value
 	// means vLLM restarted.
 	Created float64
+	// TTFTAtFinish is true when a TTFT series of the model carries vLLM's
+	// `priority` label: the change that adds it (vllm#58078) moves TTFT's
+	// observation from the first token to the request's finish, which
+	// released vLLM's TTFT, without the label, never does. TTFT then
+	// observes the finished requests and no others (a stream its client
+	// cancels leaves none), which the per-interval ledger's first-token
+	// timing does not assume (see docs/engines.md). The label itself is
+	// summed over like every other.
+	TTFTAtFinish bool
 }

@@ -200,13 +200,15 @@ func (e *engine) cancelNext(s *Sim) {
 	ev := heap.Pop(&e.cancels).(cancelEvent)
 	r := ev.r
 	r.finish, r.cancelled = ev.at, true
-	if r.scheduled < 0 {
-		e.waitingCancelled++
-	} else {
-		if i := slices.Index(e.running, r); i >= 0 {
-			e.running = slices.Delete(e.running, i, i+1)
-		}
+	// A request is running, deferred, or else in the waiting queue (for
+	// the first time, or again after a preemption).
+	if i := slices.Index(e.running, r); i >= 0 {
+		e.running = slices.Delete(e.running, i, i+1)
 		e.kvUsed -= r.prompt + r.generated
+	} else if i := slices.Index(e.deferredReqs, r); i >= 0 {
+		e.deferredReqs = slices.Delete(e.deferredReqs, i, i+1)
+	} else {
+		e.waitingCancelled++
 	}
 	if s.cfg.CountAborts {
 		e.met.success[abortReason]++

@@ -90,6 +90,34 @@ type Workload struct {
 	StopProbability float64
 	// Cancel is how clients abandon their requests; the zero value never does.
 	Cancel Cancellation
+	// Defer is the share of requests the scheduler must skip for a while
+	// after their arrival, and for how long; the zero value defers none.
+	Defer Deferral
+}
+
+// Deferral models the requests vLLM's scheduler skips while something
+// other than capacity is not ready: a structured-output grammar still
+// compiling, a remote KV transfer still arriving. Such a request waits
+// "deferred" (num_requests_waiting_by_reason{reason="deferred"}, vLLM's
+// skipped waiting requests) from its arrival until Delay later, and is
+// then put back at the front of the waiting queue at the next scheduler
+// step, ahead of the requests that arrived after it, as vLLM puts its
+// skipped requests back; its queue time and TTFT include the wait.
+type Deferral struct {
+	// Share of the arrivals deferred, in [0, 1].
+	Share float64
+	// Delay is how long a deferred request cannot be scheduled.
+	Delay time.Duration
+}
+
+func (d Deferral) validate() error {
+	if !(d.Share >= 0 && d.Share <= 1) {
+		return fmt.Errorf("defer: share %v, want in [0, 1]", d.Share)
+	}
+	if d.Share > 0 && d.Delay <= 0 {
+		return fmt.Errorf("defer: share %v needs a delay > 0 (got %v)", d.Share, d.Delay)
+	}
+	return nil
 }
 
 // ArrivalKind selects how a phase's arrival rate varies in time. Arrivals are
@@ -162,6 +190,17 @@ type EngineParams struct {
 	PrefillPerToken time.Duration
 	// Jitter scales each step's duration by a uniform factor in [1-Jitter, 1+Jitter].
 	Jitter float64
+	// Preempt makes the engine preempt as vLLM V1 does (recompute
+	// preemption): at the start of a step, while the KV cache cannot hold
+	// one more token for every running request, the request scheduled last
+	// leaves the batch, frees its KV and goes back to the front of the
+	// waiting queue; when scheduled again it prefills its prompt and the
+	// tokens it had generated, then continues. Each preemption counts in
+	// vllm:num_preemptions_total when it happens and in the request's own
+	// count, observed in vllm:request_num_preemptions at its finish.
+	// Without it a running request's KV may outgrow the cache (the
+	// simulator's default, kept for its recorded goldens).
+	Preempt bool
 }
 
 // Buckets are the histogram bucket edges (finite `le` values, ascending). A nil
@@ -317,6 +356,9 @@ func (w Workload) validate() error {
 		return fmt.Errorf("workload: output: %w", err)
 	}
 	if err := w.Cancel.validate(); err != nil {
+		return fmt.Errorf("workload: %w", err)
+	}
+	if err := w.Defer.validate(); err != nil {
 		return fmt.Errorf("workload: %w", err)
 	}
 	return nil

@@ -28,8 +28,14 @@
 // scaled by a uniform ±Jitter. At its end every request in the batch gets one
 // token: the first token of the newly admitted ones, the next token of the
 // others. A request finishes with its last token, labelled "stop" or "length"
-// by the workload's StopProbability. Neither chunked prefill nor preemption is
-// modelled.
+// by the workload's StopProbability. Chunked prefill is not modelled;
+// preemption is, when EngineParams.Preempt asks for it: while the KV cache
+// cannot hold the next token of every running request, the request
+// scheduled last leaves the batch for the front of the waiting queue and,
+// scheduled again, prefills its prompt and its tokens so far. A Deferral
+// makes a share of the requests wait "deferred" after their arrival (vLLM's
+// skipped waiting requests: a grammar compiling, a remote KV transfer)
+// before they join the front of the queue.
 //
 // A workload's clients may cancel (Cancellation): after the first token, with
 // a probability that rises with the request's TTFT, right after it or
@@ -52,6 +58,10 @@
 // counts but gets none of the finish observations, as in vLLM. The
 // running/waiting/KV-cache gauges show the state at the current virtual time.
 // Bucket edges default to vLLM's and can be changed (also at a Restart).
+// In the Newest style: num_preemptions_total at each preemption, the
+// request's preemption count in request_num_preemptions at its finish, and
+// the waiting requests by reason (deferred, and capacity the rest, preempted
+// ones among them).
 //
 // # Exposition styles
 //

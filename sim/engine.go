@@ -2,6 +2,7 @@ package sim
 
 import (
 	"math/rand/v2"
+	"slices"
 	"time"
 )
 
@@ -22,6 +23,14 @@ type request struct {
 	stopAfter                              int   // token after which the client cancels; 0 if it does not
 	cancelAt                               int64 // pending client abort; never if none
 	tokens                                 []int64
+	// preempts holds, per preemption, when the request left the batch and
+	// when it was scheduled again (-1 while it waits): vLLM's PREEMPTED
+	// events, counted in the request's num_preemptions.
+	preempts [][2]int64
+	// deferred marks a request the scheduler skips until readyAt (Deferral);
+	// undeferred is when it rejoined the waiting queue, -1 before.
+	deferred            bool
+	readyAt, undeferred int64
 }
 
 func (r *request) done() bool { return r.finish >= 0 }
@@ -43,11 +52,32 @@ type engine struct {
 	// requests in waiting[head:] whose clients have already gone.
 	cancels          cancelQueue
 	waitingCancelled int
+	// deferredReqs are the deferred requests not yet ready, in readiness
+	// order (vLLM's skipped waiting requests).
+	deferredReqs []*request
 }
 
+// numWaiting is the requests waiting for capacity: in the waiting queue,
+// their clients still there.
 func (e *engine) numWaiting() int { return len(e.waiting) - e.head - e.waitingCancelled }
 
+// numQueued is every waiting request, deferred ones too: vLLM's
+// num_requests_waiting (waiting plus skipped waiting).
+func (e *engine) numQueued() int { return e.numWaiting() + len(e.deferredReqs) }
+
 func (e *engine) enqueue(r *request) {
+	if r.deferred {
+		e.deferredReqs = append(e.deferredReqs, r)
+	} else {
+		e.push(r)
+	}
+	if r.plan.patience != never {
+		e.scheduleCancel(r, r.arrival+r.plan.patience)
+	}
+}
+
+// push appends r to the waiting queue.
+func (e *engine) push(r *request) {
 	if e.head > 1024 && e.head*2 > len(e.waiting) {
 		n := copy(e.waiting, e.waiting[e.head:])
 		clear(e.waiting[n:])
@@ -55,8 +85,55 @@ func (e *engine) enqueue(r *request) {
 		e.head = 0
 	}
 	e.waiting = append(e.waiting, r)
-	if r.plan.patience != never {
-		e.scheduleCancel(r, r.arrival+r.plan.patience)
+}
+
+// pushFront puts r at the front of the waiting queue (a preempted request,
+// a deferred one that became ready), as vLLM's prepend_request does.
+func (e *engine) pushFront(r *request) {
+	if e.head > 0 {
+		e.head--
+		e.waiting[e.head] = r
+		return
+	}
+	e.waiting = slices.Insert(e.waiting, 0, r)
+}
+
+// undefer moves the deferred requests ready by start to the front of the
+// waiting queue, in their order.
+func (e *engine) undefer(start int64) {
+	n := 0
+	for n < len(e.deferredReqs) && e.deferredReqs[n].readyAt <= start {
+		n++
+	}
+	for i := n - 1; i >= 0; i-- {
+		r := e.deferredReqs[i]
+		r.undeferred = start
+		e.pushFront(r)
+	}
+	e.deferredReqs = slices.Delete(e.deferredReqs, 0, n)
+}
+
+// nextReady is when the first deferred request becomes ready; never if none.
+func (e *engine) nextReady() int64 {
+	if len(e.deferredReqs) == 0 {
+		return never
+	}
+	return e.deferredReqs[0].readyAt
+}
+
+// preemptForKV preempts, while the KV cache cannot hold one more token for
+// every running request, the request scheduled last (vLLM's FCFS policy
+// pops the end of its running list): it frees its KV and goes back to the
+// front of the waiting queue.
+func (e *engine) preemptForKV(start int64) {
+	for len(e.running) > 1 && e.kvUsed+len(e.running) > e.m.cfg.Engine.KVCapacityTokens {
+		r := e.running[len(e.running)-1]
+		e.running[len(e.running)-1] = nil
+		e.running = e.running[:len(e.running)-1]
+		e.kvUsed -= r.prompt + r.generated
+		r.preempts = append(r.preempts, [2]int64{start, -1})
+		e.met.preemptions++
+		e.pushFront(r)
 	}
 }
 
@@ -82,10 +159,14 @@ func (e *engine) advance(t int64, s *Sim) {
 		e.dropCancelledHead()
 		start := e.clock
 		if len(e.running) == 0 {
-			if e.numWaiting() == 0 {
+			next := e.nextReady()
+			if e.numWaiting() > 0 {
+				next = min(next, e.waiting[e.head].arrival)
+			}
+			if next == never {
 				start = never
 			} else {
-				start = max(start, e.waiting[e.head].arrival)
+				start = max(start, next)
 			}
 		}
 		if cancel <= start && cancel <= t {
@@ -103,6 +184,10 @@ func (e *engine) advance(t int64, s *Sim) {
 // limit, the token budget and the KV cache) and fixes the step's duration.
 func (e *engine) startStep(start int64) {
 	p := e.m.cfg.Engine
+	if p.Preempt {
+		e.preemptForKV(start)
+	}
+	e.undefer(start)
 	budget := p.MaxBatchedTokens - len(e.running)
 	prefill, admitted := 0, 0
 	for e.dropCancelledHead(); e.numWaiting() > 0 && len(e.running) < p.MaxNumSeqs; e.dropCancelledHead() {
@@ -110,12 +195,14 @@ func (e *engine) startStep(start int64) {
 		if r.arrival > start {
 			break
 		}
-		fits := r.prompt <= budget-prefill
-		oversized := admitted == 0 && r.prompt > p.MaxBatchedTokens
+		// A preempted request prefills its prompt and the tokens it had.
+		size := r.prompt + r.generated
+		fits := size <= budget-prefill
+		oversized := admitted == 0 && size > p.MaxBatchedTokens
 		if !fits && !oversized {
 			break
 		}
-		if len(e.running) > 0 && e.kvUsed+r.prompt > p.KVCapacityTokens {
+		if len(e.running) > 0 && e.kvUsed+size > p.KVCapacityTokens {
 			break
 		}
 		e.waiting[e.head] = nil
@@ -123,9 +210,12 @@ func (e *engine) startStep(start int64) {
 		if r.scheduled < 0 {
 			r.scheduled = start
 		}
+		if n := len(r.preempts); n > 0 && r.preempts[n-1][1] < 0 {
+			r.preempts[n-1][1] = start
+		}
 		e.running = append(e.running, r)
-		e.kvUsed += r.prompt
-		prefill += r.prompt
+		e.kvUsed += size
+		prefill += size
 		admitted++
 	}
 	decoders := len(e.running) - admitted
@@ -191,6 +281,7 @@ func (e *engine) finishRequest(r *request, now int64) {
 	m.hists[hTPOT].observe(tpot(decode, r.generated))
 	m.hists[hPromptTokens].observe(float64(r.prompt))
 	m.hists[hGenerationTokens].observe(float64(r.generated))
+	m.hists[hPreemptions].observe(float64(len(r.preempts)))
 	for i, reason := range finishReasons {
 		if reason == r.reason {
 			m.success[i]++
@@ -200,14 +291,14 @@ func (e *engine) finishRequest(r *request, now int64) {
 
 // abortAll drops every running and waiting request at time t (a restart).
 func (e *engine) abortAll(t int64, s *Sim) {
-	for _, r := range append(e.running, e.waiting[e.head:]...) {
+	for _, r := range slices.Concat(e.running, e.waiting[e.head:], e.deferredReqs) {
 		if r.done() {
 			continue // a waiting request whose client had already gone
 		}
 		r.aborted, r.finish = true, t
 		s.done(r)
 	}
-	e.running, e.waiting, e.head = nil, nil, 0
+	e.running, e.waiting, e.head, e.deferredReqs = nil, nil, 0, nil
 	e.cancels, e.waitingCancelled = nil, 0
 	e.clock, e.stepEnd, e.kvUsed = t, never, 0
 }

@@ -161,7 +161,10 @@ func (w *expWriter) vllmFamilies() {
 	gauge("vllm:num_requests_running", "Number of requests in model execution batches.",
 		func(c child) string { return gaugeCount(len(c.e.running)) })
 	gauge("vllm:num_requests_waiting", "Number of requests waiting to be processed.",
-		func(c child) string { return gaugeCount(c.e.numWaiting()) })
+		func(c child) string { return gaugeCount(c.e.numQueued()) })
+	if w.st.Newest {
+		w.waitingByReason(cs, gaugeCount)
+	}
 	kvName, kvHelp := "vllm:kv_cache_usage_perc", "KV-cache usage. 1 means 100 percent usage."
 	if w.st.OldNames {
 		kvName, kvHelp = "vllm:gpu_cache_usage_perc", "GPU KV-cache usage. 1 means 100 percent usage."
@@ -190,6 +193,11 @@ func (w *expWriter) vllmFamilies() {
 		func(c child) uint64 { return c.e.met.genTokens })
 	w.successCounter(cs)
 	w.admissionRejections()
+	if w.st.Newest {
+		w.counter("vllm:num_preemptions", "Cumulative number of preemption from the engine.", cs,
+			func(c child) uint64 { return c.e.met.preemptions })
+		w.histogram("vllm:request_num_preemptions", "Histogram of the number of preemptions per finished request.", cs, hPreemptions)
+	}
 
 	w.histogram("vllm:request_prompt_tokens", "Number of prefill tokens processed.", cs, hPromptTokens)
 	w.histogram("vllm:request_generation_tokens", "Number of generation tokens processed.", cs, hGenerationTokens)
@@ -224,6 +232,23 @@ func (w *expWriter) counter(base, help string, cs []child, v func(c child) uint6
 		w.line(base+"_total", sets[i], w.count(v(c)))
 	}
 	w.createdFamily(base, help, sets)
+}
+
+// waitingByReason writes vllm:num_requests_waiting_by_reason: the waiting
+// requests split into those waiting for capacity and the deferred ones
+// (vLLM's skipped waiting requests), whose sum is num_requests_waiting.
+func (w *expWriter) waitingByReason(cs []child, count func(int) string) {
+	const name = "vllm:num_requests_waiting_by_reason"
+	w.header(name, "Number of requests waiting to be processed, by reason. Sum of all reasons equals vllm:num_requests_waiting.", "gauge")
+	for _, reason := range []string{"capacity", "deferred"} {
+		for _, c := range cs {
+			n := c.e.numWaiting()
+			if reason == "deferred" {
+				n = len(c.e.deferredReqs)
+			}
+			w.line(name, append(baseLabels(c), label{"reason", reason}), count(n))
+		}
+	}
 }
 
 // admissionRejections writes vllm:admission_rejections_total, per model and

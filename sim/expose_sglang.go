@@ -41,7 +41,7 @@ func (w *expWriter) sglangFamilies() {
 	value("sglang:num_running_reqs", "The number of running requests.", "gauge",
 		func(c child) float64 { return float64(len(c.e.running)) })
 	value("sglang:num_queue_reqs", "The number of requests in the waiting queue.", "gauge",
-		func(c child) float64 { return float64(c.e.numWaiting()) })
+		func(c child) float64 { return float64(c.e.numQueued()) })
 	value("sglang:token_usage", "The token usage.", "gauge", func(c child) float64 {
 		return math.Min(1, float64(c.e.kvUsed)/float64(c.e.m.cfg.Engine.KVCapacityTokens))
 	})

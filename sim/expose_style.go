@@ -58,6 +58,13 @@ type Style struct {
 	// NoRequestTPOT drops vllm:request_time_per_output_token_seconds, the
 	// per-request TPOT family vLLM has only since v0.11 (OldNames drops it too).
 	NoRequestTPOT bool
+	// Newest adds the families of the newest vLLM (0.30 on) that the other
+	// styles leave out: vllm:num_preemptions_total, the per-request
+	// vllm:request_num_preemptions (edges 1, 2, 3, 4, 5, 10, 20, from
+	// vllm/v1/metrics/buckets.py) and vllm:num_requests_waiting_by_reason
+	// {reason="capacity"|"deferred"}, whose reasons sum to
+	// num_requests_waiting.
+	Newest bool
 	// APIServers is the number of API-server processes in MultiProcess format,
 	// each of which writes a pid-labelled KV-cache series; 0 means 2.
 	APIServers int

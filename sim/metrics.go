@@ -1,6 +1,10 @@
 package sim
 
-import "sort"
+import (
+	"sort"
+
+	"github.com/vllm-slo-exporter/vllm-slo-exporter/buckets"
+)
 
 // hist is one histogram child: per-bucket (not cumulative) counts, the last
 // entry being the +Inf bucket.
@@ -52,6 +56,7 @@ const (
 	hInference
 	hPrefill
 	hDecode
+	hPreemptions // per request, at finish; exposed only in the Newest style
 	numHists
 )
 
@@ -62,6 +67,7 @@ type engineMetrics struct {
 	promptTokens uint64
 	genTokens    uint64
 	success      [5]uint64 // by finishReasons index
+	preemptions  uint64    // vllm:num_preemptions_total
 }
 
 func newEngineMetrics(l layout) engineMetrics {
@@ -78,6 +84,8 @@ func (l layout) edges(id histID) []float64 {
 		return l.tokens
 	case hTTFT:
 		return l.ttft
+	case hPreemptions:
+		return buckets.Default(buckets.RequestNumPreemptions)
 	case hITL, hTPOT:
 		return l.itl
 	default:

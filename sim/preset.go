@@ -157,17 +157,22 @@ var presets = map[string]func(seed uint64, start time.Time) Config{
 	// give up waiting for the first token after 8 s on average: what the
 	// newest vLLM does under overload, where some users are turned away
 	// (HTTP 503) and others leave the queue.
-	"admission": demoWith(func(c *Config) {
-		c.Models[0].Workload.Phases = []Phase{
-			{Duration: 5 * time.Minute, Kind: Poisson, Rate: DemoRate},
-			{Duration: 10 * time.Minute, Kind: Poisson, Rate: 4 * DemoRate},
-			{Kind: Poisson, Rate: DemoRate},
-		}
-		c.Models[0].Workload.Repeat = false
-		c.Models[0].MaxNumQueuedReqs = 2 * DemoEngine.MaxNumSeqs
-		cancel := Cancel15
-		cancel.BeforeFirstToken, cancel.Patience = 0.5, 8*time.Second
-		c.Models[0].Workload.Cancel = cancel
+	"admission": demoWith(admission),
+	// newest: the admission preset on the newest vLLM (Style.Newest) whose
+	// engines preempt (a KV cache of 40,000 tokens, which the overload
+	// outgrows: some requests are preempted more than five times) and which
+	// defers a tenth of the requests for 400 ms (a grammar compiling):
+	// waiting by reason and preemptions as vLLM 0.30 exposes them, beside
+	// rejections and clients leaving the queue. The streams are cancelled at
+	// a constant 15% (no TTFT skew): with the skew, the slow KV-bound
+	// overload has nearly every client cancel, and nothing is ever rejected.
+	"newest": demoWith(func(c *Config) {
+		admission(c)
+		c.Models[0].Workload.Cancel.Skew = 0
+		c.Models[0].Engine.Preempt = true
+		c.Models[0].Engine.KVCapacityTokens = 40_000
+		c.Models[0].Workload.Defer = Deferral{Share: 0.1, Delay: 400 * time.Millisecond}
+		c.Style.Newest = true
 	}),
 	// restart: twice the demo rate, vLLM restarts at PresetRestartAt.
 	"restart": demoWith(func(c *Config) {
@@ -246,10 +251,27 @@ func PresetNames() []string {
 //   - one-engine, two-engines (random assignment), bimodal-prompts.
 //   - admission: overload against an admission limit, with clients that
 //     cancel streams and leave the queue.
+//   - newest: admission on the newest vLLM, with preemptions and deferred
+//     requests.
 func Preset(name string, seed uint64, start time.Time) (Config, error) {
 	f, ok := presets[name]
 	if !ok {
 		return Config{}, fmt.Errorf("unknown sim preset %q (known: %v)", name, PresetNames())
 	}
 	return f(seed, start), nil
+}
+
+// admission turns the demo into the admission preset: overload against
+// --max-num-queued-reqs, clients that cancel streams and leave the queue.
+func admission(c *Config) {
+	c.Models[0].Workload.Phases = []Phase{
+		{Duration: 5 * time.Minute, Kind: Poisson, Rate: DemoRate},
+		{Duration: 10 * time.Minute, Kind: Poisson, Rate: 4 * DemoRate},
+		{Kind: Poisson, Rate: DemoRate},
+	}
+	c.Models[0].Workload.Repeat = false
+	c.Models[0].MaxNumQueuedReqs = 2 * DemoEngine.MaxNumSeqs
+	cancel := Cancel15
+	cancel.BeforeFirstToken, cancel.Patience = 0.5, 8*time.Second
+	c.Models[0].Workload.Cancel = cancel
 }

@@ -166,6 +166,10 @@ func (s *Sim) arrive(m *model, t int64) {
 	if w.Cancel.enabled() {
 		r.plan = w.Cancel.drawPlan(m.clients)
 	}
+	r.undeferred = -1
+	if w.Defer.Share > 0 && m.clients.Float64() < w.Defer.Share {
+		r.deferred, r.readyAt = true, t+int64(w.Defer.Delay)
+	}
 	m.seq++
 	s.reqs = append(s.reqs, r)
 	if m.cfg.MaxNumQueuedReqs > 0 && m.unfinishedBefore(t, s) >= m.cfg.MaxNumQueuedReqs {
@@ -186,7 +190,7 @@ func (m *model) unfinishedBefore(t int64, s *Sim) int {
 	n := 0
 	for _, e := range m.engines {
 		e.advance(t-1, s)
-		n += e.numWaiting() + len(e.running)
+		n += e.numQueued() + len(e.running)
 	}
 	return n
 }

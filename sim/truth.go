@@ -48,9 +48,40 @@ type Request struct {
 	// Rejected marks a request turned away at admission (HTTP 503, at
 	// Finish = Arrival): counted only in vllm:admission_rejections_total.
 	Rejected bool `json:"rejected,omitempty"`
+	// Preemptions lists, per preemption, when the engine took the request
+	// out of the batch (From) and when it scheduled it again (To, zero while
+	// it waits): it waited again in between. Its length is vLLM's
+	// per-request num_preemptions.
+	Preemptions []Span `json:"preemptions,omitempty"`
+	// Deferred marks a request the scheduler skipped after its arrival
+	// (Deferral) until DeferredUntil, when it rejoined the waiting queue
+	// (zero while still deferred).
+	Deferred      bool      `json:"deferred,omitempty"`
+	DeferredUntil time.Time `json:"deferred_until,omitzero"`
 	// TokenTimes holds when each output token was produced (empty when the sim
 	// discards token times).
 	TokenTimes []time.Time `json:"-"`
+}
+
+// Span is a stretch of virtual time [From, To); a zero To has not ended.
+type Span struct {
+	From time.Time `json:"from"`
+	To   time.Time `json:"to,omitzero"`
+}
+
+// holds reports whether at lies in the span.
+func (s Span) holds(at time.Time) bool {
+	return !at.Before(s.From) && (s.To.IsZero() || at.Before(s.To))
+}
+
+// deferredAt reports whether the request was deferred at at.
+func (r Request) deferredAt(at time.Time) bool {
+	return r.Deferred && (r.DeferredUntil.IsZero() || at.Before(r.DeferredUntil))
+}
+
+// preemptedAt reports whether the request waited after a preemption at at.
+func (r Request) preemptedAt(at time.Time) bool {
+	return slices.ContainsFunc(r.Preemptions, func(s Span) bool { return s.holds(at) })
 }
 
 // Finished reports whether the request completed (neither lost nor
@@ -204,6 +235,12 @@ func (s *Sim) export(r *request) Request {
 	if r.generated > 0 {
 		out.LastToken = at(r.last)
 	}
+	for _, p := range r.preempts {
+		out.Preemptions = append(out.Preemptions, Span{From: at(p[0]), To: at(p[1])})
+	}
+	if r.deferred {
+		out.Deferred, out.DeferredUntil = true, at(r.undeferred)
+	}
 	if len(r.tokens) > 0 {
 		out.TokenTimes = make([]time.Time, len(r.tokens))
 		for i, t := range r.tokens {
@@ -307,6 +344,10 @@ func (t Truth) TokensIn(from, to time.Time) int {
 // InFlight is the number of requests inside the server at one instant.
 type InFlight struct {
 	Waiting, Running int
+	// Deferred counts the waiting requests the scheduler skips (a subset of
+	// Waiting): num_requests_waiting_by_reason{reason="deferred"}, the rest
+	// being reason="capacity".
+	Deferred int
 	// PastFirstToken counts the running requests whose first token had come
 	// (a subset of Running): counted in TTFT, not yet finished.
 	PastFirstToken int
@@ -316,7 +357,8 @@ type InFlight struct {
 func (f InFlight) Total() int { return f.Waiting + f.Running }
 
 // InFlightAt counts the requests that had arrived by at and had not ended
-// (finished, been cancelled or been lost) by then; Running are those already scheduled. It equals vLLM's
+// (finished, been cancelled or been lost) by then; Running are those already
+// scheduled and not waiting again after a preemption. It equals vLLM's
 // num_requests_waiting and num_requests_running at that instant.
 func (t Truth) InFlightAt(at time.Time) InFlight {
 	var f InFlight
@@ -324,13 +366,16 @@ func (t Truth) InFlightAt(at time.Time) InFlight {
 		if r.Arrival.After(at) || (!r.Finish.IsZero() && !r.Finish.After(at)) {
 			continue
 		}
-		if !r.Scheduled.IsZero() && !r.Scheduled.After(at) {
+		if !r.Scheduled.IsZero() && !r.Scheduled.After(at) && !r.preemptedAt(at) {
 			f.Running++
 			if !r.FirstToken.IsZero() && !r.FirstToken.After(at) {
 				f.PastFirstToken++
 			}
 		} else {
 			f.Waiting++
+			if r.deferredAt(at) {
+				f.Deferred++
+			}
 		}
 	}
 	return f

@@ -171,6 +171,18 @@ type WindowReport struct {
 	HasPreemptions                                                 bool
 	PromptTokensComputed, PromptTokensCached, PromptTokensExternal float64
 	HasPromptSources                                               bool
+	// Preempted is the share of the PreemptedOf requests that finished in
+	// the window that were preempted at least once, bounded
+	// (PreemptedShare); HasPreempted is false without vLLM's
+	// request_num_preemptions or when it observed nothing.
+	Preempted    Bounded
+	PreemptedOf  float64
+	HasPreempted bool
+	// WaitingCapacity and WaitingDeferred are the window's waiting requests
+	// by reason (Window.WaitingCapacity, WaitingDeferred), where the server
+	// splits them (HasWaitingByReason).
+	WaitingCapacity, WaitingDeferred Gauge
+	HasWaitingByReason               bool
 	// Concurrency per stage whose latency histogram is exposed.
 	Concurrency map[Stage]Concurrency
 	// SLOs holds one result per SLO, in order; an SLO is absent when the
@@ -247,6 +259,7 @@ func evaluate(w Window, slos []SLO, joints []*Joint, opts Options) WindowReport 
 	if w.HasRequestAborted && finite(w.RequestAborted) {
 		rep.Aborted, rep.HasAborted = math.Max(0, w.RequestAborted), true
 	}
+	rep.engineState(w)
 	rep.concurrency(w, secs)
 	nB, ok := finished(w)
 	if !ok || nB <= 0 {

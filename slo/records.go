@@ -2,7 +2,6 @@ package slo
 
 import (
 	"math"
-	"slices"
 )
 
 // Measured is one finished request as the server measured it (one vLLM
@@ -73,24 +72,17 @@ type MeasuredReport struct {
 // absent histogram. With every metric present the results are exact.
 func EvaluateMeasured(reqs []Measured, seconds float64, slos []SLO, quantiles []float64) MeasuredReport {
 	rep := MeasuredReport{Requests: len(reqs), Counts: map[Metric]int{}, Quantiles: map[Metric][]Quantile{}}
-	for _, m := range Metrics {
-		sorted := make([]float64, 0, len(reqs))
-		for _, r := range reqs {
-			if v, ok := r.Value(m); ok {
-				sorted = append(sorted, v)
-			}
-		}
-		if len(sorted) == 0 {
+	cols := measuredColumns(reqs)
+	for k, m := range measuredMetrics {
+		values := cols[k]
+		if len(values) == 0 {
 			continue
 		}
-		slices.Sort(sorted)
-		rep.Counts[m] = len(sorted)
-		for _, q := range quantiles {
-			if !(q >= 0 && q <= 1) {
-				continue
+		rep.Counts[m] = len(values)
+		for i, v := range exactQuantiles(values, quantiles) {
+			if q := quantiles[i]; q >= 0 && q <= 1 {
+				rep.Quantiles[m] = append(rep.Quantiles[m], Quantile{Q: q, Bounded: Exact(v), Prometheus: v})
 			}
-			v := ExactQuantile(q, sorted)
-			rep.Quantiles[m] = append(rep.Quantiles[m], Quantile{Q: q, Bounded: Exact(v), Prometheus: v})
 		}
 	}
 	if len(reqs) == 0 || !(seconds > 0) {
@@ -100,6 +92,40 @@ func EvaluateMeasured(reqs []Measured, seconds float64, slos []SLO, quantiles []
 		rep.SLOs = append(rep.SLOs, evaluateMeasuredSLO(s, reqs, seconds))
 	}
 	return rep
+}
+
+// measuredMetrics are the metrics a Measured carries, in its fields' order.
+var measuredMetrics = [...]Metric{TTFT, TPOT, E2E, Queue, Prefill, Decode, Inference}
+
+// measuredColumns collects, in one pass over reqs, each metric's finite
+// values (Measured.Value), in measuredMetrics order.
+func measuredColumns(reqs []Measured) [len(measuredMetrics)][]float64 {
+	var cols [len(measuredMetrics)][]float64
+	for k := range cols {
+		cols[k] = make([]float64, 0, len(reqs))
+	}
+	for i := range reqs {
+		r := &reqs[i]
+		for k, v := range [...]float64{r.TTFT, r.TPOT, r.E2E, r.Queue, r.Prefill, r.Decode, r.Inference} {
+			if v-v == 0 { // finite: NaN and ±Inf give NaN
+				cols[k] = append(cols[k], v)
+			}
+		}
+	}
+	return cols
+}
+
+// JudgeMeasured counts, per SLO, the requests reqs meeting every
+// per-request objective and their generation tokens, as EvaluateMeasured
+// does, without the quantiles: what one scrape interval's spans add to a
+// ledger. An SLO without a per-request objective counts nothing.
+func JudgeMeasured(reqs []Measured, slos []SLO) (good, tokens []Bounded) {
+	good, tokens = make([]Bounded, len(slos)), make([]Bounded, len(slos))
+	for i, s := range slos {
+		r := evaluateMeasuredSLO(s, reqs, 1) // per second over 1 s: the counts
+		good[i], tokens[i] = r.GoodRequests[AllKey], r.GoodputTokensPerSecond
+	}
+	return good, tokens
 }
 
 // verdict is one request's standing on one objective.

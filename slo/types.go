@@ -127,6 +127,17 @@ type Window struct {
 	HasPromptSources                                               bool
 	// Running and Waiting are vLLM's in-flight gauges over the window.
 	Running, Waiting Gauge
+	// WaitingCapacity and WaitingDeferred split Waiting by reason on the
+	// newest servers (vLLM's num_requests_waiting_by_reason): waiting for
+	// scheduler capacity, and deferred (skipped by the scheduler until
+	// something else is ready: a grammar, a remote KV transfer). Not Known
+	// on older servers.
+	WaitingCapacity, WaitingDeferred Gauge
+	// PreemptionsPerRequest is the increase of vLLM's
+	// request_num_preemptions, the preemptions of each request that
+	// finished in the window, observed at its finish; Valid() is false
+	// without it. See PreemptedShare for what its buckets allow.
+	PreemptionsPerRequest Histogram
 	// InFlightAtRestarts is the sum of running + waiting at the last scrape
 	// before each vLLM restart inside the window. A restart aborts those
 	// requests: some were observed at their first token and will never be

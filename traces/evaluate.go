@@ -126,6 +126,14 @@ func Evaluate(sel Selection, w slo.Window, hist slo.WindowReport, slos []slo.SLO
 		return res
 	}
 	res.Covered, res.Exact = true, exact
+	if len(sel.Adapters) == 1 {
+		// One adapter (most often the base model alone) holds every
+		// request: its evaluation is the window's, share 1 included.
+		for name := range sel.Adapters {
+			res.Adapters = []AdapterResult{{Name: name, Report: exact}}
+		}
+		return res
+	}
 	for _, name := range slices.Sorted(maps.Keys(sel.Adapters)) {
 		rep := slo.EvaluateMeasured(sel.Adapters[name], secs, slos, quantiles)
 		judgeAbandoned(rep.SLOs, hist.SLOs, slos, float64(len(sel.Adapters[name]))/float64(len(sel.All)))

@@ -97,6 +97,13 @@ type Limits struct {
 	// Now is the store's clock; nil means time.Now. The daemon passes its
 	// own, tests a virtual one.
 	Now func() time.Time
+	// Wall, when set, is the wall clock the senders stamp spans with, while
+	// Now is another (the daemon's steady clock, which a step of the wall
+	// clock does not move). Each span's end is then moved onto Now's time
+	// line by Now − Wall read as it arrives, so that a request is filed
+	// where the scrapes (taken on Now) see it finish, before and after a
+	// step of the wall clock alike. Nil: spans are on Now's time line.
+	Wall func() time.Time
 }
 
 // recKey identifies a request among the out-of-order records of a series.
@@ -176,9 +183,13 @@ func (s *Store) Add(spans []Span) Outcome {
 	defer s.mu.Unlock()
 	now := s.limits.Now().UnixNano()
 	s.expire(now)
+	var shift int64 // from the senders' wall clock to the store's
+	if s.limits.Wall != nil {
+		shift = now - s.limits.Wall().UnixNano()
+	}
 	var out Outcome
 	for i := range spans {
-		switch s.add(&spans[i], now) {
+		switch s.add(&spans[i], now, shift) {
 		case added:
 			out.Added++
 		case duplicate:
@@ -207,8 +218,8 @@ const (
 	refused
 )
 
-func (s *Store) add(sp *Span, now int64) addResult {
-	end := sp.End.UnixNano()
+func (s *Store) add(sp *Span, now, shift int64) addResult {
+	end := sp.End.UnixNano() + shift
 	switch {
 	case !sp.Valid():
 		return invalid
@@ -517,14 +528,38 @@ func (s *Store) selectFrom(ser *series, from, to int64, sel *Selection) {
 		return
 	}
 	sel.All = slices.Grow(sel.All, hi-lo)
+	// Counted by index, named once: no map access per record.
+	var reasons [math.MaxUint8 + 1]int
+	perAdapter := make([]int, len(ser.adapters))
+	for i := lo; i < hi; i++ {
+		perAdapter[ser.recs[i].adapter]++
+	}
+	adapters := make([][]slo.Measured, len(ser.adapters))
+	for a, n := range perAdapter {
+		adapters[a] = make([]slo.Measured, 0, n)
+	}
 	for i := lo; i < hi; i++ {
 		r := &ser.recs[i]
 		m := r.measured()
 		sel.All = append(sel.All, m)
-		name := ser.adapters[r.adapter]
-		sel.Adapters[name] = append(sel.Adapters[name], m)
-		sel.FinishReasons[s.reasons[r.reason]]++
+		adapters[r.adapter] = append(adapters[r.adapter], m)
+		reasons[r.reason]++
 		sel.PromptTokens += int(max(r.prompt, 0))
+	}
+	for i, ms := range adapters {
+		if len(ms) == 0 {
+			continue
+		}
+		if name := ser.adapters[i]; len(sel.Adapters[name]) == 0 {
+			sel.Adapters[name] = ms
+		} else {
+			sel.Adapters[name] = append(sel.Adapters[name], ms...)
+		}
+	}
+	for i, n := range reasons {
+		if n > 0 {
+			sel.FinishReasons[s.reasons[i]] += n
+		}
 	}
 }
 

@@ -12,7 +12,7 @@
 // leave the band.
 //
 // The console only renders: every number it prints is one the pipeline's
-// report holds (pipeline.StatusOf gathers them per SLO), the same value
+// report holds (package status gathers them per SLO), the same value
 // /metrics exports at that evaluation, and it calls no function of package
 // slo.
 //

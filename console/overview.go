@@ -12,6 +12,7 @@ import (
 
 	"github.com/vllm-slo-exporter/vllm-slo-exporter/pipeline"
 	"github.com/vllm-slo-exporter/vllm-slo-exporter/slo"
+	"github.com/vllm-slo-exporter/vllm-slo-exporter/status"
 )
 
 // Overview is every SLO of every target and model at the latest evaluation.
@@ -41,9 +42,9 @@ type Row struct {
 	// when the configuration is not at hand.
 	Goal       string
 	Objectives []string
-	// Status is the pipeline's status of the SLO, which every number below
+	// Status is the SLO's status (package status), which every number below
 	// is printed from.
-	Status pipeline.SLOStatus
+	Status status.SLO
 	// Attainment per Overview.Windows (Present false where the model has no
 	// such window).
 	Attainment []AttainmentCell
@@ -83,12 +84,12 @@ type AttainmentCell struct {
 	// histogram the target lacks), as opposed to a window without requests.
 	Unknown string
 	// Coverage is the window coverage as printed; Filling marks a window
-	// below pipeline.FillingCoverage.
+	// below status.FillingCoverage.
 	Coverage Num
 	Filling  bool
 	Window   time.Duration
 	// Source, Histogram, HasHistogram and BoundsHeld: see
-	// pipeline.WindowStatus.
+	// status.Window.
 	Source       string
 	Histogram    string
 	HasHistogram bool
@@ -103,7 +104,7 @@ type BudgetCell struct {
 	Estimate, Lower, Upper Num
 	Bar                    float64
 	// Covered and Period: the budget rests on Covered of Period (0:
-	// unknown); Filling marks a coverage below pipeline.FillingCoverage.
+	// unknown); Filling marks a coverage below status.FillingCoverage.
 	Covered, Period time.Duration
 	Filling         bool
 	// Lasts is how long the budget left lasts at the current burn rate
@@ -186,7 +187,7 @@ func columns(rep *pipeline.Report) []time.Duration {
 }
 
 func row(rep *pipeline.Report, t pipeline.TargetReport, m pipeline.ModelReport, s slo.SLO, windows []time.Duration) Row {
-	st := pipeline.StatusOf(m, s)
+	st := status.Of(m, s)
 	ids := seriesIDs{target: t.Name, model: m.Name, slo: s.Name}
 	r := Row{Target: t.Name, Model: m.Name, SLO: s.Name, Status: st}
 	if s.Goal > 0 {
@@ -229,7 +230,7 @@ func (ids seriesIDs) series(name string, kv ...string) string {
 	return b.String()
 }
 
-func attainmentCell(w pipeline.WindowStatus, goal float64, ids seriesIDs) AttainmentCell {
+func attainmentCell(w status.Window, goal float64, ids seriesIDs) AttainmentCell {
 	win := formatWindow(w.Nominal)
 	c := AttainmentCell{Present: true, Known: w.Known, Window: w.Nominal, Filling: w.Filling, Source: w.Source,
 		BoundsHeld: w.BoundsHeld, HasHistogram: w.HasHistogram}
@@ -263,7 +264,7 @@ func attainmentCell(w pipeline.WindowStatus, goal float64, ids seriesIDs) Attain
 	return c
 }
 
-func budgetCell(st pipeline.SLOStatus, ids seriesIDs) BudgetCell {
+func budgetCell(st status.SLO, ids seriesIDs) BudgetCell {
 	b := st.Budget
 	c := BudgetCell{Known: b.Known, Covered: b.Covered, Period: st.SLO.Period, Filling: st.BudgetFilling, Exhausted: st.Exhausted}
 	if !b.Known {
@@ -283,7 +284,7 @@ func budgetCell(st pipeline.SLOStatus, ids seriesIDs) BudgetCell {
 	return c
 }
 
-func burnCell(b pipeline.AlertBurn, ids seriesIDs) BurnCell {
+func burnCell(b status.AlertBurn, ids seriesIDs) BurnCell {
 	a := b.Check.Alert
 	c := BurnCell{Severity: a.Severity, Factor: formatNumber(a.Factor), Active: b.Check.Active(),
 		Long: burnNum(b.Long, ids), Short: burnNum(b.Short, ids)}
@@ -293,7 +294,7 @@ func burnCell(b pipeline.AlertBurn, ids seriesIDs) BurnCell {
 	return c
 }
 
-func burnNum(w pipeline.WindowBurn, ids seriesIDs) BurnNum {
+func burnNum(w status.WindowBurn, ids seriesIDs) BurnNum {
 	n := BurnNum{Window: formatWindow(w.Window), Known: w.Known, Source: w.Source}
 	if !w.Known {
 		return n

@@ -5,7 +5,10 @@
 // same scrapes, and package slo evaluates it once (see pass). The result is
 // an immutable Report holding every number package exporter renders. The
 // daemon, replay and report differ only in where snapshots and time come
-// from.
+// from (package replay feeds recordings). Around that path it keeps each
+// target's scrape health (package health), its good-request totals and the
+// retired targets kept for revival, and saves them all (package statefile
+// is the format).
 //
 // It does no network I/O and reads no clock: time arrives with the snapshots
 // and with each Evaluate call.
@@ -15,7 +18,6 @@ import (
 	"errors"
 	"fmt"
 	"maps"
-	"math"
 	"runtime"
 	"slices"
 	"sort"
@@ -23,6 +25,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/vllm-slo-exporter/vllm-slo-exporter/health"
 	"github.com/vllm-slo-exporter/vllm-slo-exporter/history"
 	"github.com/vllm-slo-exporter/vllm-slo-exporter/ledger"
 	"github.com/vllm-slo-exporter/vllm-slo-exporter/scrape"
@@ -93,18 +96,8 @@ type target struct {
 	spec TargetSpec
 	hist *history.History
 
-	tried, up      bool
-	lastScrape     time.Time
-	lastError      string
-	scrapeDuration float64
-	failures       map[string]float64
-	rejections     map[FamilyRejection]float64
-	missing        []string
-	found          map[string]string
-	modelsDropped  float64
-	// offEdge holds a warning per SLO objective whose threshold is not an
-	// edge of the scraped buckets (its attainment is bracketed, not exact).
-	offEdge map[string]string
+	// scrapes is what the target's scrapes say about it.
+	scrapes health.Scrapes
 	// sloDefs is sloDefinitions of the spec the totals were counted under.
 	sloDefs map[string]string
 	// good[model][slo][objective] accumulates estimated good requests.
@@ -179,7 +172,7 @@ func (t *target) reconfigure(spec Spec) error {
 		}
 	}
 	t.sloDefs = defs
-	clear(t.offEdge)
+	t.scrapes.ForgetEdges()
 	return err
 }
 
@@ -230,16 +223,18 @@ func sloDefinitions(slos []slo.SLO) map[string]string {
 
 func newTarget(ts TargetSpec, spec Spec) *target {
 	return &target{
-		spec:     ts,
-		sloDefs:  sloDefinitions(spec.SLOs),
-		hist:     history.New(spec.retention()),
-		failures: map[string]float64{},
-		found:    map[string]string{},
-		offEdge:  map[string]string{},
-		good:     map[string]map[string]map[string]float64{},
-		ledgers:  map[string]*ledger.Ledger{},
+		spec:    ts,
+		sloDefs: sloDefinitions(spec.SLOs),
+		hist:    history.New(spec.retention()),
+		scrapes: health.Scrapes{Failures: map[string]float64{}, Found: map[string]string{}},
+		good:    map[string]map[string]map[string]float64{},
+		ledgers: map[string]*ledger.Ledger{},
 	}
 }
+
+// ErrUnknownTarget is returned for a target name the spec does not hold,
+// such as a recorded scrape of a target the configuration does not name.
+var ErrUnknownTarget = errors.New("unknown target")
 
 func (p *Pipeline) target(name string) (*target, Spec, error) {
 	p.mu.RLock()
@@ -272,134 +267,28 @@ func (p *Pipeline) Ingest(name string, snap *scrape.Snapshot, duration time.Dura
 	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	t.tried = true
-	t.scrapeDuration = duration.Seconds()
-	snap = t.capModels(snap, spec.MaxModels)
+	if spec.MaxModels > 0 {
+		snap = t.scrapes.Cap(snap, t.hist.Models(), spec.MaxModels)
+	}
 	intervals, err := t.hist.AppendIntervals(snap, t.spec.Warmup)
 	if err != nil {
-		t.up = false
 		reason := "invalid_value"
 		if errors.Is(err, history.ErrOutOfOrder) {
 			reason = "out_of_order"
 		}
-		t.failures[reason]++
-		t.lastError = err.Error()
+		// A refused snapshot leaves the time of the last scrape as it was.
+		t.scrapes.Failed(reason, err, t.scrapes.LastScrape, duration)
 		return fmt.Errorf("target %q: %w", name, err)
 	}
-	t.up = true
-	t.lastScrape = snap.Time
-	t.lastError = rejectedSummary(snap.Rejected)
-	if len(snap.Rejected) > 0 && t.rejections == nil {
-		t.rejections = map[FamilyRejection]float64{}
-	}
-	for _, r := range snap.Rejected {
-		t.rejections[FamilyRejection{Family: string(r.Family), Reason: r.Err.Reason}]++
-	}
-	t.missing = t.missing[:0]
-	for _, f := range snap.Missing {
-		t.missing = append(t.missing, string(f))
-	}
-	clear(t.found)
-	for f, n := range snap.Found {
-		t.found[string(f)] = n
-	}
+	t.scrapes.Succeeded(snap, duration)
 	t.feedLedgers(spec.SLOs, intervals, spec.Traces != nil)
 	t.observe(spec, intervals)
 	t.accumulateGood(spec.SLOs, intervals, spec.Traces != nil)
 	if spec.Traces != nil {
 		t.settleSpans(spec, snap.Time)
 	}
-	t.checkEdges(spec.SLOs, snap)
+	t.scrapes.CheckEdges(spec.SLOs, snap)
 	return nil
-}
-
-// rejectedSummary is the last error of a good scrape that left models out
-// (the first rejection), "" when it left none out.
-func rejectedSummary(rs []scrape.Rejection) string {
-	if len(rs) == 0 {
-		return ""
-	}
-	msg := "model left out of the scrape: " + rs[0].Err.Error()
-	if len(rs) > 1 {
-		msg += fmt.Sprintf(" (and %d more rejected families)", len(rs)-1)
-	}
-	return msg
-}
-
-// profileMismatch is a warning when the target's last good scrape held none
-// of the families its profile maps: the target answers, but it is not that
-// engine's /metrics (another engine, Ray Serve's re-export, a wrong path).
-// The text is the same at every scrape, so that it is logged once.
-func (t *target) profileMismatch() string {
-	if !t.up || len(t.found) > 0 || len(t.missing) == 0 {
-		return ""
-	}
-	return fmt.Sprintf("the target serves none of the families of profile %q: is the URL the engine's /metrics? "+
-		"(vLLM under Ray Serve needs profile \"ray-vllm\", SGLang profile \"sglang\")", t.spec.Profile.Name)
-}
-
-// checkEdges notes every objective whose threshold is not one of the scraped
-// bucket edges, so the operator learns why its attainment is not exact.
-func (t *target) checkEdges(slos []slo.SLO, snap *scrape.Snapshot) {
-	for _, model := range slices.Sorted(maps.Keys(snap.Models)) {
-		ms := snap.Models[model]
-		for _, s := range slos {
-			for _, o := range s.Objectives {
-				h, ok := ms.Histograms[scrape.Family(o.Metric)]
-				if !ok || slo.OnEdge(o.Threshold, h.Edges) {
-					continue
-				}
-				key := s.Name + "/" + string(o.Metric)
-				if _, seen := t.offEdge[key]; seen {
-					continue
-				}
-				lo, hi := 0.0, math.Inf(1)
-				for _, e := range h.Edges {
-					if e < o.Threshold {
-						lo = e
-					} else {
-						hi = e
-						break
-					}
-				}
-				t.offEdge[key] = fmt.Sprintf("SLO %q objective %s <= %gs is not a bucket edge of model %q (nearest edges %g and %g): its attainment is bracketed, not exact; a threshold on an edge makes it exact",
-					s.Name, o.Metric, o.Threshold, model, lo, hi)
-			}
-		}
-	}
-}
-
-// capModels drops models beyond the cap that the history does not know yet,
-// so a target that suddenly serves thousands of model names cannot exhaust
-// memory; the models already kept stay. The caller's snapshot is left as it
-// is: a capped one is a copy with its own model map.
-func (t *target) capModels(snap *scrape.Snapshot, maxModels int) *scrape.Snapshot {
-	if maxModels <= 0 || len(snap.Models) == 0 {
-		return snap
-	}
-	known := map[string]bool{}
-	for _, m := range t.hist.Models() {
-		known[m] = true
-	}
-	kept := len(known)
-	out := snap
-	for _, name := range slices.Sorted(maps.Keys(snap.Models)) {
-		if known[name] {
-			continue
-		}
-		if kept >= maxModels {
-			if out == snap {
-				capped := *snap
-				capped.Models = maps.Clone(snap.Models)
-				out = &capped
-			}
-			delete(out.Models, name)
-			t.modelsDropped++
-			continue
-		}
-		kept++
-	}
-	return out
 }
 
 // accumulateGood adds the estimated good requests of the intervals that just
@@ -488,14 +377,7 @@ func (p *Pipeline) RecordFailure(name, reason string, err error, at time.Time, d
 	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	t.tried = true
-	t.up = false
-	t.lastScrape = at
-	t.scrapeDuration = duration.Seconds()
-	t.failures[reason]++
-	if err != nil {
-		t.lastError = err.Error()
-	}
+	t.scrapes.Failed(reason, err, at, duration)
 }
 
 // Evaluate computes every window of every model of every target at time now.
@@ -542,29 +424,13 @@ func evaluateAll(targets []*target, evaluate func(i int)) {
 func (t *target) evaluate(spec Spec, now time.Time) TargetReport {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	tr := TargetReport{
-		Name:           t.spec.Name,
-		Labels:         t.spec.Labels,
-		Tried:          t.tried,
-		Up:             t.up,
-		LastScrape:     t.lastScrape,
-		LastError:      t.lastError,
-		ScrapeDuration: t.scrapeDuration,
-		Failures:       maps.Clone(t.failures),
-		Rejections:     maps.Clone(t.rejections),
-		Resets:         float64(t.hist.Resets()),
-		Missing:        slices.Clone(t.missing),
-		Found:          maps.Clone(t.found),
-		ModelsDropped:  t.modelsDropped,
-		History:        t.hist.Usage(),
-		HourlyCost:     t.spec.HourlyCost,
+	h := t.scrapes.Clone()
+	tr := TargetReport{Name: t.spec.Name, Labels: t.spec.Labels,
+		Tried: h.Tried, Up: h.Up, LastScrape: h.LastScrape, LastError: h.LastError, ScrapeDuration: h.Duration,
+		Failures: h.Failures, Rejections: h.Rejections, Missing: h.Missing, Found: h.Found,
+		Resets: float64(t.hist.Resets()), ModelsDropped: h.ModelsDropped, History: t.hist.Usage(), HourlyCost: t.spec.HourlyCost,
 	}
-	if w := t.profileMismatch(); w != "" {
-		tr.Warnings = append(tr.Warnings, w)
-	}
-	for _, k := range slices.Sorted(maps.Keys(t.offEdge)) {
-		tr.Warnings = append(tr.Warnings, t.offEdge[k])
-	}
+	tr.Warnings = h.Warnings(t.spec.Profile.Name)
 	for _, model := range t.hist.Models() {
 		mr := t.evaluateModel(spec, model, now)
 		mr.Calibration = t.calibration.Add(model, mr.Traces, t.hist.Models())

@@ -3,6 +3,7 @@ package pipeline
 import (
 	"time"
 
+	"github.com/vllm-slo-exporter/vllm-slo-exporter/health"
 	"github.com/vllm-slo-exporter/vllm-slo-exporter/history"
 	"github.com/vllm-slo-exporter/vllm-slo-exporter/slo"
 	"github.com/vllm-slo-exporter/vllm-slo-exporter/traces"
@@ -130,6 +131,4 @@ type GoodTotal struct {
 
 // FamilyRejection is a logical family (as in TargetReport.Missing) and the
 // reason (a scrape failure reason) it was rejected for.
-type FamilyRejection struct {
-	Family, Reason string
-}
+type FamilyRejection = health.Rejection

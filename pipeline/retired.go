@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"github.com/vllm-slo-exporter/vllm-slo-exporter/scrape"
+	"github.com/vllm-slo-exporter/vllm-slo-exporter/statefile"
 )
 
 // A target whose URL or profile changes, or that leaves the configuration,
@@ -27,13 +28,7 @@ const maxRetiredTargets = 8
 
 // identity is what must stay equal for a target to keep its history.
 func (ts TargetSpec) identity() string {
-	return stateIdentity(ts.Name, ts.URL, ts.Profile.Name)
-}
-
-// stateIdentity is TargetSpec.identity from its parts, as a state file
-// records them.
-func stateIdentity(name, url, profile string) string {
-	return name + "\x00" + url + "\x00" + profile
+	return statefile.Identity(ts.Name, ts.URL, ts.Profile.Name)
 }
 
 // retiredSpec is the spec of a target restored as retired: only its identity

@@ -1,42 +1,18 @@
 package pipeline
 
 import (
-	"bytes"
-	"encoding/gob"
 	"fmt"
-	"maps"
 	"slices"
 
 	"github.com/vllm-slo-exporter/vllm-slo-exporter/history"
 	"github.com/vllm-slo-exporter/vllm-slo-exporter/ledger"
+	"github.com/vllm-slo-exporter/vllm-slo-exporter/statefile"
 )
 
-// stateVersion is the version of the state format MarshalState writes;
-// UnmarshalState refuses others, so an old file starts the daemon fresh
-// instead of being misread.
-const stateVersion = 1
-
-type pipelineState struct {
-	Version int
-	Targets []targetState
-	// Retired holds the retired targets kept for revival (see retired.go),
-	// the most recently retired first; absent in states written before it
-	// existed.
-	Retired []targetState
-}
-
-type targetState struct {
-	Name, URL, Profile string
-	History            []byte
-	Good               map[string]map[string]map[string]float64
-	// Ledgers holds each model's per-interval ledger; absent in states
-	// written before it existed (the ledger then starts afresh).
-	Ledgers map[string]ledger.State
-}
-
 // MarshalState encodes every target's history, ledgers and good-request
-// totals, so that a restart of the daemon keeps its windows and error
-// budgets; the retired targets kept for revival are saved too.
+// totals (package statefile is the format), so that a restart of the daemon
+// keeps its windows and error budgets; the retired targets kept for revival
+// are saved too.
 func (p *Pipeline) MarshalState() ([]byte, error) {
 	p.mu.RLock()
 	targets := make([]*target, 0, len(p.targets))
@@ -45,46 +21,30 @@ func (p *Pipeline) MarshalState() ([]byte, error) {
 	}
 	retired := slices.Clone(p.retired)
 	p.mu.RUnlock()
-	st := pipelineState{Version: stateVersion}
-	for _, t := range targets {
+	var st statefile.State
+	for i, t := range slices.Concat(targets, retired) {
 		ts, err := t.state()
 		if err != nil {
-			return nil, fmt.Errorf("state of target %q: %w", ts.Name, err)
+			what := "target"
+			if i >= len(targets) {
+				what = "retired target"
+			}
+			return nil, fmt.Errorf("state of %s %q: %w", what, ts.Name, err)
 		}
-		st.Targets = append(st.Targets, ts)
-	}
-	for _, t := range retired {
-		ts, err := t.state()
-		if err != nil {
-			return nil, fmt.Errorf("state of retired target %q: %w", ts.Name, err)
+		if i < len(targets) {
+			st.Targets = append(st.Targets, ts)
+		} else {
+			st.Retired = append(st.Retired, ts)
 		}
-		st.Retired = append(st.Retired, ts)
 	}
-	var buf bytes.Buffer
-	if err := gob.NewEncoder(&buf).Encode(st); err != nil {
-		return nil, fmt.Errorf("encode state: %w", err)
-	}
-	return buf.Bytes(), nil
+	return statefile.Encode(st)
 }
 
 // state copies what survives a restart, under the target's lock.
-func (t *target) state() (targetState, error) {
+func (t *target) state() (statefile.Target, error) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	ts := targetState{Name: t.spec.Name, URL: t.spec.URL, Profile: t.spec.Profile.Name, Good: map[string]map[string]map[string]float64{}}
-	for model, bySLO := range t.good {
-		ts.Good[model] = map[string]map[string]float64{}
-		for s, byObj := range bySLO {
-			ts.Good[model][s] = maps.Clone(byObj)
-		}
-	}
-	ts.Ledgers = map[string]ledger.State{}
-	for model, l := range t.ledgers {
-		ts.Ledgers[model] = l.State()
-	}
-	h, err := t.hist.MarshalBinary()
-	ts.History = h
-	return ts, err
+	return statefile.Save(t.spec.Name, t.spec.URL, t.spec.Profile.Name, t.hist, t.good, t.ledgers)
 }
 
 // UnmarshalState restores the targets of a state that are still configured
@@ -95,18 +55,9 @@ func (t *target) state() (targetState, error) {
 // maxRetiredTargets. A corrupt, partly corrupt or foreign state is an error
 // and changes nothing.
 func (p *Pipeline) UnmarshalState(data []byte) (restored int, err error) {
-	defer func() {
-		// gob guards itself, but a state file is outside input: never panic.
-		if r := recover(); r != nil {
-			restored, err = 0, fmt.Errorf("decode state: %v", r)
-		}
-	}()
-	var st pipelineState
-	if err := gob.NewDecoder(bytes.NewReader(data)).Decode(&st); err != nil {
-		return 0, fmt.Errorf("decode state: %w", err)
-	}
-	if st.Version != stateVersion {
-		return 0, fmt.Errorf("decode state: format version %d, want %d", st.Version, stateVersion)
+	st, err := statefile.Decode(data)
+	if err != nil {
+		return 0, err
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -122,7 +73,7 @@ func (p *Pipeline) UnmarshalState(data []byte) (restored int, err error) {
 	var retired []*target
 	seen := map[string]bool{}
 	for i, ts := range slices.Concat(st.Targets, st.Retired) {
-		id := stateIdentity(ts.Name, ts.URL, ts.Profile)
+		id := ts.Identity()
 		t := configured[id]
 		if seen[id] || (t == nil && len(retired) == maxRetiredTargets) {
 			continue
@@ -144,11 +95,10 @@ func (p *Pipeline) UnmarshalState(data []byte) (restored int, err error) {
 	}
 	for _, r := range todo {
 		r.t.mu.Lock()
-		r.t.hist = r.hist
+		r.t.hist, r.t.ledgers = r.hist, r.ledgers
 		if r.good != nil {
 			r.t.good = r.good
 		}
-		r.t.ledgers = r.ledgers
 		r.t.mu.Unlock()
 	}
 	p.keepRetired(retired)
@@ -163,22 +113,12 @@ type restore struct {
 	ledgers map[string]*ledger.Ledger
 }
 
-// decodeTarget decodes the saved state ts of t at t's retention; p.mu must
-// be held.
-func (p *Pipeline) decodeTarget(t *target, ts targetState) (restore, error) {
+// decodeTarget decodes the saved state ts of t at t's retention and for the
+// spec's SLOs; p.mu must be held.
+func (p *Pipeline) decodeTarget(t *target, ts statefile.Target) (restore, error) {
 	t.mu.Lock()
 	retention := t.hist.Retention()
 	t.mu.Unlock()
-	h := history.New(retention)
-	if err := h.UnmarshalBinary(ts.History); err != nil {
-		return restore{}, err
-	}
-	ledgers := map[string]*ledger.Ledger{}
-	for model, ls := range ts.Ledgers {
-		// A ledger kept for other SLOs starts afresh.
-		if l, err := ledger.Restore(ls, p.spec.SLOs); err == nil {
-			ledgers[model] = l
-		}
-	}
-	return restore{t: t, hist: h, good: ts.Good, ledgers: ledgers}, nil
+	h, ledgers, err := ts.Restore(retention, p.spec.SLOs)
+	return restore{t: t, hist: h, good: ts.Good, ledgers: ledgers}, err
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/vllm-slo-exporter/vllm-slo-exporter/history"
 	"github.com/vllm-slo-exporter/vllm-slo-exporter/pipeline"
 	"github.com/vllm-slo-exporter/vllm-slo-exporter/recording"
+	"github.com/vllm-slo-exporter/vllm-slo-exporter/replay"
 	"github.com/vllm-slo-exporter/vllm-slo-exporter/scrape"
 	"github.com/vllm-slo-exporter/vllm-slo-exporter/slo"
 )
@@ -131,7 +132,7 @@ func EvaluateScrapes(entries []recording.Entry, opts ServerOptions) ([]ServerMod
 	p := pipeline.New(spec)
 	var notes []string
 	for _, e := range entries {
-		if err := p.IngestRecorded(e); err != nil {
+		if err := replay.Ingest(p, e); err != nil {
 			notes = append(notes, fmt.Sprintf("scrape of %s at %s not used: %v", e.Target, e.Time.Format(time.RFC3339Nano), err))
 		}
 	}

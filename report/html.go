@@ -11,6 +11,7 @@ import (
 	"github.com/vllm-slo-exporter/vllm-slo-exporter/history"
 	"github.com/vllm-slo-exporter/vllm-slo-exporter/pipeline"
 	"github.com/vllm-slo-exporter/vllm-slo-exporter/recording"
+	"github.com/vllm-slo-exporter/vllm-slo-exporter/replay"
 	"github.com/vllm-slo-exporter/vllm-slo-exporter/scrape"
 )
 
@@ -84,7 +85,7 @@ func WriteHTML(path string, entries []recording.Entry, opts ServerOptions) error
 	}
 	p := pipeline.New(spec)
 	for _, e := range entries {
-		_ = p.IngestRecorded(e) // unusable scrapes are already listed in the report's notes
+		_ = replay.Ingest(p, e) // unusable scrapes are already listed in the report's notes
 	}
 	f, err := os.Create(path)
 	if err != nil {

@@ -177,36 +177,29 @@ func finiteBucketSum(b buckets) (float64, bool) {
 // shiftToMean adds to every tilt the one δ for which the finite buckets'
 // implied sum equals finiteSum, found by 64 bisection steps over
 // [−2·maxTilt, 2·maxTilt] (the implied sum decreases in δ, so a sum outside
-// what any tilt implies gives the nearest end).
+// what any tilt implies gives the nearest end). Each step's implied sum costs
+// an expm1 per bucket with observations, the bulk of a fit; meanFit finds
+// the outcome of most steps without it, and every outcome, so δ, is that of
+// the plain bisection to the bit (see meanFit).
 func shiftToMean(b buckets, theta []float64, finiteSum float64) {
-	last := len(b.upper) - 1
-	implied := func(delta float64) float64 {
-		v := 0.0
-		for i := 0; i < last; i++ {
-			if c := b.count[i]; c > 0 {
-				v += c * (b.lower[i] + (b.upper[i]-b.lower[i])*tiltMean(clampTilt(theta[i]+delta)))
-			}
-		}
-		return v
-	}
-	lo, hi := -2.0*maxTilt, 2.0*maxTilt
-	for range 64 {
-		mid := (lo + hi) / 2
-		if implied(mid) > finiteSum {
-			lo = mid
-		} else {
-			hi = mid
-		}
-	}
-	delta := (lo + hi) / 2
+	var buf [32]fitTerm // room for vLLM's buckets without an allocation
+	f := newMeanFit(b, theta, finiteSum, buf[:0])
+	delta := f.shift()
 	for i := range theta {
 		theta[i] = clampTilt(theta[i] + delta)
 	}
 }
 
-// clampTilt limits a tilt to ±maxTilt.
+// clampTilt limits a tilt to ±maxTilt (a NaN stays NaN, as with math.Max
+// and math.Min).
 func clampTilt(t float64) float64 {
-	return math.Max(-maxTilt, math.Min(maxTilt, t))
+	if t > maxTilt {
+		return maxTilt
+	}
+	if t < -maxTilt {
+		return -maxTilt
+	}
+	return t
 }
 
 // at returns the value below which a share f in [0, 1] of bucket i's

@@ -280,11 +280,12 @@ func evaluate(w Window, slos []SLO, joints []*Joint, opts Options) WindowReport 
 func quantiles(e Estimator, qs []float64, h Histogram) []Quantile {
 	out := make([]Quantile, 0, len(qs))
 	fh := e.quantilesOf(h)
+	counts := prometheusCounts(h) // repaired once for every q
 	for _, q := range qs {
 		if !(q >= 0 && q <= 1) {
 			continue
 		}
-		p := PrometheusQuantile(q, h)
+		p := prometheusQuantileOf(q, h.Edges, counts)
 		if math.IsNaN(p) {
 			p = math.Inf(1)
 		}

@@ -43,8 +43,15 @@ func PrometheusQuantile(q float64, h Histogram) float64 {
 	case q > 1:
 		return math.Inf(+1)
 	}
+	return prometheusQuantileOf(q, h.Edges, prometheusCounts(h))
+}
+
+// prometheusCounts are h's counts repaired as PrometheusQuantile repairs
+// them, nil when it gives NaN for every q in [0, 1] (an invalid histogram,
+// fewer than two buckets); one repair serves every quantile of h.
+func prometheusCounts(h Histogram) []float64 {
 	if !h.Valid() || len(h.Edges) < 2 {
-		return math.NaN()
+		return nil
 	}
 	counts := append([]float64(nil), h.Counts...)
 	prev := counts[0]
@@ -58,6 +65,15 @@ func PrometheusQuantile(q float64, h Histogram) float64 {
 			continue
 		}
 		prev = cur
+	}
+	return counts
+}
+
+// prometheusQuantileOf is PrometheusQuantile for q in [0, 1] over the
+// repaired counts of prometheusCounts.
+func prometheusQuantileOf(q float64, edges, counts []float64) float64 {
+	if counts == nil {
+		return math.NaN()
 	}
 	n := counts[len(counts)-1]
 	if n == 0 {
@@ -73,13 +89,13 @@ func PrometheusQuantile(q float64, h Histogram) float64 {
 	}
 	switch {
 	case b == len(counts)-1:
-		return h.Edges[len(h.Edges)-2]
-	case b == 0 && h.Edges[0] <= 0:
-		return h.Edges[0]
+		return edges[len(edges)-2]
+	case b == 0 && edges[0] <= 0:
+		return edges[0]
 	}
-	start, end, count := 0.0, h.Edges[b], counts[b]
+	start, end, count := 0.0, edges[b], counts[b]
 	if b > 0 {
-		start = h.Edges[b-1]
+		start = edges[b-1]
 		count -= counts[b-1]
 		rank -= counts[b-1]
 	}

@@ -15,6 +15,7 @@ import (
 	"github.com/vllm-slo-exporter/vllm-slo-exporter/exporter"
 	"github.com/vllm-slo-exporter/vllm-slo-exporter/pipeline"
 	"github.com/vllm-slo-exporter/vllm-slo-exporter/recording"
+	"github.com/vllm-slo-exporter/vllm-slo-exporter/replay"
 )
 
 // runReplay drives the daemon's pipeline with a recording's scrapes and their
@@ -40,7 +41,7 @@ func runReplay(out, stderr io.Writer, logger *slog.Logger, configFile, recording
 	}
 	var lastTime time.Time
 	scrapes := 0
-	var use pipeline.RecordedUse
+	var use replay.Use
 	ticks := evaluationTicks{interval: time.Duration(cfg.Global.EvaluationInterval)}
 	replayOne := func(e recording.Entry) error {
 		for _, at := range ticks.before(e.Time) {
@@ -48,7 +49,7 @@ func runReplay(out, stderr io.Writer, logger *slog.Logger, configFile, recording
 		}
 		// Entries of a target the configuration does not name are counted
 		// and named once at the end, not warned about one by one.
-		if err := p.IngestRecorded(e); use.Add(e.Target, err) && err != nil {
+		if err := replay.Ingest(p, e); use.Add(e.Target, err) && err != nil {
 			logger.Warn("recorded scrape not used", "target", e.Target, "time", e.Time, "err", err)
 		}
 		scrapes++

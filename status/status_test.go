@@ -1,19 +1,20 @@
-package pipeline
+package status
 
 import (
 	"testing"
 	"time"
 
+	"github.com/vllm-slo-exporter/vllm-slo-exporter/pipeline"
 	"github.com/vllm-slo-exporter/vllm-slo-exporter/slo"
 	"github.com/vllm-slo-exporter/vllm-slo-exporter/traces"
 )
 
-// TestStatusOf: the status of an SLO reads the report's numbers: windows
+// TestOf: the status of an SLO reads the report's numbers: windows
 // below half their length are filling, the budget lasts remaining × period
 // / burn at the first alert's long-window burn, a configured window's burn
 // is the window's own (exact where the spans covered it) and another's the
 // alert's, and the source says traces only when every window came from them.
-func TestStatusOf(t *testing.T) {
+func TestOf(t *testing.T) {
 	end := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
 	window := func(d, span time.Duration, all, burn slo.Bounded) slo.WindowReport {
 		w := slo.Window{Nominal: d, Start: end.Add(-span), End: end}
@@ -23,21 +24,21 @@ func TestStatusOf(t *testing.T) {
 		return wr
 	}
 	s := slo.SLO{Name: "s", Goal: 0.99, Period: 24 * time.Hour}
-	page := BurnAlert{SLO: "s", Severity: "page", Long: 5 * time.Minute, Short: time.Minute, Factor: 14.4}
-	ticket := BurnAlert{SLO: "s", Severity: "ticket", Long: time.Hour, Short: 5 * time.Minute, Factor: 6}
-	m := ModelReport{Name: "m",
+	page := pipeline.BurnAlert{SLO: "s", Severity: "page", Long: 5 * time.Minute, Short: time.Minute, Factor: 14.4}
+	ticket := pipeline.BurnAlert{SLO: "s", Severity: "ticket", Long: time.Hour, Short: 5 * time.Minute, Factor: 6}
+	m := pipeline.ModelReport{Name: "m",
 		Windows: []slo.WindowReport{
 			window(time.Minute, time.Minute, slo.Exact(0.98), slo.Exact(2)),
 			window(5*time.Minute, 2*time.Minute, slo.Bounded{Estimate: 0.97, Lower: 0.9, Upper: 0.99}, slo.Bounded{Estimate: 3, Lower: 1, Upper: 10}),
 		},
-		Budgets: []Budget{{SLO: "s", Known: true, Remaining: slo.Bounded{Estimate: 0.5, Lower: 0.2, Upper: 0.6}, Covered: 6 * time.Hour, Coverage: 0.25}},
-		Burns: []BurnCheck{
+		Budgets: []pipeline.Budget{{SLO: "s", Known: true, Remaining: slo.Bounded{Estimate: 0.5, Lower: 0.2, Upper: 0.6}, Covered: 6 * time.Hour, Coverage: 0.25}},
+		Burns: []pipeline.BurnCheck{
 			{Alert: page, Known: true, Long: slo.Bounded{Estimate: 3.5, Upper: 11}, Short: slo.Bounded{Estimate: 2.5, Upper: 5}},
 			{Alert: ticket, Known: true, Long: slo.Bounded{Estimate: 1, Upper: 2}, Short: slo.Bounded{Estimate: 3, Upper: 10}},
 		},
 		Traces: []traces.Result{{Nominal: time.Minute, Covered: true}, {Nominal: 5 * time.Minute}},
 	}
-	st := StatusOf(m, s)
+	st := Of(m, s)
 	if len(st.Windows) != 2 || st.Windows[0].Filling || !st.Windows[1].Filling || st.Windows[1].Coverage != 0.4 {
 		t.Errorf("windows %+v: want the 1m full, the 5m filling at 0.4", st.Windows)
 	}
@@ -62,7 +63,7 @@ func TestStatusOf(t *testing.T) {
 		t.Errorf("page short window %+v, want the exact 1m burn", b)
 	}
 	m.Budgets[0].Remaining.Estimate = -0.1
-	if st := StatusOf(m, s); !st.Exhausted || st.HasExhaustion {
+	if st := Of(m, s); !st.Exhausted || st.HasExhaustion {
 		t.Errorf("an overspent budget: exhausted %v, lasts %v", st.Exhausted, st.Exhaustion)
 	}
 }

@@ -1,9 +1,18 @@
-package pipeline
+// Package status is the state of one SLO of one model at one evaluation, as
+// an on-call reads it on the console: the attainment per window and what it
+// rests on, the error budget left and how long it lasts at the current burn,
+// and the burn rates of the SLO's own alerts. It reads a pipeline.ModelReport
+// and nothing else: every number it gives is one the report already holds
+// (and /metrics exports), or plain arithmetic on them documented where it is
+// made. It never evaluates a window, never reads a history and calls no
+// function of package slo, so that the console and /metrics cannot disagree.
+package status
 
 import (
 	"slices"
 	"time"
 
+	"github.com/vllm-slo-exporter/vllm-slo-exporter/pipeline"
 	"github.com/vllm-slo-exporter/vllm-slo-exporter/slo"
 )
 
@@ -23,19 +32,15 @@ const (
 	SourceHistograms = "histograms"
 )
 
-// SLOStatus is the state of one SLO of one model at one evaluation, as an
-// on-call reads it: the attainment per window and what it rests on, the
-// error budget left and how long it lasts at the current burn, and the burn
-// rates of the SLO's own alerts. StatusOf builds it from a ModelReport; every
-// number in it is one the report already holds (and /metrics exports), or
-// plain arithmetic on them documented where it is made.
-type SLOStatus struct {
+// SLO is the status of one SLO of one model at one evaluation (see the
+// package doc); Of builds it.
+type SLO struct {
 	SLO slo.SLO
 	// Windows are the model's windows in configured order.
-	Windows []WindowStatus
+	Windows []Window
 	// Budget is the SLO's error budget over its period; BudgetFilling is
 	// true while its coverage is below FillingCoverage.
-	Budget        Budget
+	Budget        pipeline.Budget
 	BudgetFilling bool
 	// Burns are the SLO's own burn-rate alerts, in configured order.
 	Burns []AlertBurn
@@ -59,8 +64,8 @@ type SLOStatus struct {
 	Source string
 }
 
-// WindowStatus is the joint attainment ("all") of one SLO over one window.
-type WindowStatus struct {
+// Window is the joint attainment ("all") of one SLO over one window.
+type Window struct {
 	Nominal time.Duration
 	// Attainment is the joint attainment; Known is false when the window
 	// holds no finished request or an objective's histogram is missing
@@ -87,7 +92,7 @@ type WindowStatus struct {
 // AlertBurn is one burn-rate alert of an SLO with the burn rates of its two
 // windows.
 type AlertBurn struct {
-	Check       BurnCheck
+	Check       pipeline.BurnCheck
 	Long, Short WindowBurn
 }
 
@@ -103,11 +108,11 @@ type WindowBurn struct {
 	Exported bool
 }
 
-// StatusOf is the status of SLO s for model m of one report.
-func StatusOf(m ModelReport, s slo.SLO) SLOStatus {
-	st := SLOStatus{SLO: s}
+// Of is the status of SLO s for model m of one report.
+func Of(m pipeline.ModelReport, s slo.SLO) SLO {
+	st := SLO{SLO: s}
 	for _, w := range m.Windows {
-		st.Windows = append(st.Windows, windowStatus(m, w, s.Name))
+		st.Windows = append(st.Windows, windowOf(m, w, s.Name))
 	}
 	for _, b := range m.Budgets {
 		if b.SLO == s.Name {
@@ -127,12 +132,12 @@ func StatusOf(m ModelReport, s slo.SLO) SLOStatus {
 		st.Current, st.HasCurrent = st.Burns[0].Long, true
 	}
 	st.exhaustion()
-	st.Source = statusSource(st.Windows)
+	st.Source = sourceOf(st.Windows)
 	return st
 }
 
 // exhaustion sets how long the budget lasts at the current burn rate.
-func (st *SLOStatus) exhaustion() {
+func (st *SLO) exhaustion() {
 	b := st.Budget
 	if !b.Known {
 		return
@@ -148,8 +153,8 @@ func (st *SLOStatus) exhaustion() {
 	st.HasExhaustion = true
 }
 
-func windowStatus(m ModelReport, w slo.WindowReport, sloName string) WindowStatus {
-	ws := WindowStatus{Nominal: w.Window.Nominal}
+func windowOf(m pipeline.ModelReport, w slo.WindowReport, sloName string) Window {
+	ws := Window{Nominal: w.Window.Nominal}
 	ws.Coverage, ws.HasCoverage = w.Coverage, w.HasCoverage
 	ws.Filling = !ws.HasCoverage || ws.Coverage < FillingCoverage
 	for _, r := range w.SLOs {
@@ -179,7 +184,7 @@ func windowStatus(m ModelReport, w slo.WindowReport, sloName string) WindowStatu
 
 // windowBurn is the burn rate over one of an alert's windows: the window's
 // own when it is configured (what /metrics exports), else the alert's.
-func windowBurn(m ModelReport, sloName string, length time.Duration, alert slo.Bounded, known bool) WindowBurn {
+func windowBurn(m pipeline.ModelReport, sloName string, length time.Duration, alert slo.Bounded, known bool) WindowBurn {
 	wb := WindowBurn{Window: length, Burn: alert, Known: known}
 	if len(m.Traces) > 0 {
 		wb.Source = SourceHistograms
@@ -189,7 +194,7 @@ func windowBurn(m ModelReport, sloName string, length time.Duration, alert slo.B
 		return wb
 	}
 	wb.Exported, wb.Known = true, false
-	ws := windowStatus(m, m.Windows[i], sloName)
+	ws := windowOf(m, m.Windows[i], sloName)
 	for _, r := range m.Windows[i].SLOs {
 		if r.Name == sloName && r.HasBurnRate {
 			wb.Burn, wb.Known, wb.Source = r.BurnRate, true, ws.Source
@@ -198,9 +203,9 @@ func windowBurn(m ModelReport, sloName string, length time.Duration, alert slo.B
 	return wb
 }
 
-// statusSource is SourceTraces when every window with an attainment came
+// sourceOf is SourceTraces when every window with an attainment came
 // from the spans.
-func statusSource(ws []WindowStatus) string {
+func sourceOf(ws []Window) string {
 	src := ""
 	for _, w := range ws {
 		if !w.Known || w.Source == "" {

@@ -13,6 +13,7 @@ import (
 	"github.com/vllm-slo-exporter/vllm-slo-exporter/history"
 	"github.com/vllm-slo-exporter/vllm-slo-exporter/pipeline"
 	"github.com/vllm-slo-exporter/vllm-slo-exporter/recording"
+	"github.com/vllm-slo-exporter/vllm-slo-exporter/replay"
 	"github.com/vllm-slo-exporter/vllm-slo-exporter/scrape"
 )
 
@@ -165,7 +166,7 @@ func learnOnline(entries []recording.Entry, objs []Objective, goal float64) ([]O
 	}
 	p := pipeline.New(spec)
 	for _, e := range entries {
-		_ = p.IngestRecorded(e) // unusable scrapes are listed in the server table's notes
+		_ = replay.Ingest(p, e) // unusable scrapes are listed in the server table's notes
 	}
 	learners.Refit(p.Evaluate(last))
 	var out []OnlineCapacity

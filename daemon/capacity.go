@@ -17,7 +17,7 @@ import (
 // damaged capacity section is refused alone and the history survives it:
 //
 //	sectionsMagic
-//	uvarint len(pipeline) | pipeline bytes
+//	uvarint len(pipeline) | crc32 (IEEE, big-endian) of the pipeline bytes | pipeline bytes
 //	uvarint len(capacity) | crc32 (IEEE, big-endian) of the capacity bytes | capacity bytes
 //
 // A file without the magic is a state written before the capacity section
@@ -30,6 +30,7 @@ func joinState(pipeline, capacity []byte) []byte {
 	out := make([]byte, 0, len(sectionsMagic)+len(pipeline)+len(capacity)+2*binary.MaxVarintLen64+4)
 	out = append(out, sectionsMagic...)
 	out = binary.AppendUvarint(out, uint64(len(pipeline)))
+	out = binary.BigEndian.AppendUint32(out, crc32.ChecksumIEEE(pipeline))
 	out = append(out, pipeline...)
 	out = binary.AppendUvarint(out, uint64(len(capacity)))
 	out = binary.BigEndian.AppendUint32(out, crc32.ChecksumIEEE(capacity))
@@ -41,22 +42,28 @@ func joinState(pipeline, capacity []byte) []byte {
 // no error). The pipeline's section is returned whenever its length can be
 // read, even when the capacity section is damaged (capErr says how), so
 // that the history is restored in any case; a pipeline section that cannot
-// be cut out is pipeErr and no capacity section is returned either.
+// be cut out, or whose checksum fails, is pipeErr and no capacity section
+// is returned either. The pipeline's checksum is what refuses a flipped
+// byte there: its encoding would often decode one as another value.
 func splitState(data []byte) (pipeline, capacity []byte, pipeErr, capErr error) {
 	rest, ok := bytes.CutPrefix(data, []byte(sectionsMagic))
 	if !ok {
 		return data, nil, nil, nil
 	}
 	n, k := binary.Uvarint(rest)
-	if k <= 0 || n > uint64(len(rest)-k) {
+	if k <= 0 || len(rest)-k < 4 || n > uint64(len(rest)-k-4) {
 		return nil, nil, errors.New("state file: the pipeline section's length is damaged"), nil
 	}
-	pipeline, rest = rest[k:k+int(n)], rest[k+int(n):]
+	sum := binary.BigEndian.Uint32(rest[k:])
+	pipeline, rest = rest[k+4:k+4+int(n)], rest[k+4+int(n):]
+	if got := crc32.ChecksumIEEE(pipeline); got != sum {
+		return nil, nil, fmt.Errorf("state file: the pipeline section is damaged (checksum %08x, saved %08x)", got, sum), nil
+	}
 	n, k = binary.Uvarint(rest)
 	if k <= 0 || len(rest)-k < 4 || n != uint64(len(rest)-k-4) {
 		return pipeline, nil, nil, fmt.Errorf("state file: the capacity section's length is damaged or the file is truncated (%d bytes after the pipeline section)", len(rest))
 	}
-	sum, capacity := binary.BigEndian.Uint32(rest[k:]), rest[k+4:]
+	sum, capacity = binary.BigEndian.Uint32(rest[k:]), rest[k+4:]
 	if got := crc32.ChecksumIEEE(capacity); got != sum {
 		return pipeline, nil, nil, fmt.Errorf("state file: the capacity section is damaged (checksum %08x, saved %08x)", got, sum)
 	}

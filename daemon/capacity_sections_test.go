@@ -6,13 +6,16 @@ import (
 )
 
 // TestStateSections splits what joinState laid out back into its two
-// sections, reads a file without sections as all pipeline, and refuses
-// the capacity section alone when only it is damaged.
+// sections, reads a file without sections as all pipeline, refuses the
+// capacity section alone when only it is damaged, and refuses a pipeline
+// section whose checksum fails.
 func TestStateSections(t *testing.T) {
 	pipe, capacity := []byte("pipeline state"), []byte("capacity state")
 	joined := joinState(pipe, capacity)
 	flipped := bytes.Clone(joined)
 	flipped[len(flipped)-2] ^= 1
+	pipeFlipped := bytes.Clone(joined)
+	pipeFlipped[len(sectionsMagic)+6] ^= 1 // a byte of the pipeline's state
 	cases := []struct {
 		name            string
 		data            []byte
@@ -25,6 +28,7 @@ func TestStateSections(t *testing.T) {
 		{name: "capacity truncated", data: joined[:len(joined)-3], pipe: pipe, capErr: true},
 		{name: "capacity grown", data: append(bytes.Clone(joined), 0), pipe: pipe, capErr: true},
 		{name: "pipeline truncated", data: joined[:len(sectionsMagic)+5], pipeErr: true},
+		{name: "pipeline flipped", data: pipeFlipped, pipeErr: true},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

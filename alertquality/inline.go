@@ -90,6 +90,11 @@ func inline(rec recorded, expr string, depth int) (string, error) {
 			step = Interval
 		}
 		text := fmt.Sprintf("(%s)[%s:%s]", repl, model.Duration(ms.Range), model.Duration(step))
+		if vs.OriginalOffset != 0 {
+			// The range's offset moves the subquery with it (the
+			// hierarchy's terms read their level series an offset back).
+			text += " offset " + model.Duration(vs.OriginalOffset).String()
+		}
 		cuts = append(cuts, splice{int(ms.PositionRange().Start), int(ms.PositionRange().End), text})
 	}
 	for _, vs := range sels {

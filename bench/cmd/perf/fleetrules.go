@@ -36,23 +36,28 @@ func runFleetRules(args []string) error {
 	evals := fl.Int("evaluations", 4, "group evaluations measured per engine")
 	engines := fl.String("engines", "prometheus,victoriametrics", "engines to measure")
 	header := fl.Bool("header", true, "print the table header")
+	flat := fl.Bool("flat", false, "the flat rules: every window sums the per-interval series (no hierarchy)")
 	if err := fl.Parse(args); err != nil {
 		return err
 	}
 	if *models <= 0 {
 		*models = max(1, *targets/10)
 	}
+	opts := rules.DefaultOptions()
+	if *flat {
+		opts = rules.Options{}
+	}
 	f := bench.Fleet{Targets: *targets, Models: *models, History: time.Duration(*days * 24 * float64(time.Hour)),
-		End: time.Now().Truncate(bench.Interval), Rate: 2, Seed: 1}
+		End: time.Now().Truncate(bench.Interval), Rate: 2, Seed: 1, Levels: opts.Levels}
 	cfg, err := config.Parse([]byte(f.Config()), "fleet.yaml")
 	if err != nil {
 		return err
 	}
-	rf, err := rules.Generate(cfg)
+	rf, err := rules.GenerateWith(cfg, opts)
 	if err != nil {
 		return err
 	}
-	if err := checkLedgerNames(rf); err != nil {
+	if err := checkLedgerNames(rf, opts.Levels); err != nil {
 		return err
 	}
 	dir, err := os.MkdirTemp("", "perf-fleet-rules")
@@ -73,6 +78,9 @@ func runFleetRules(args []string) error {
 		fmt.Println("|---|---|---|---|---|---|---|---|")
 	}
 	size := fmt.Sprintf("%d × %gd", *targets, *days)
+	if *flat {
+		size += ", flat"
+	}
 	for _, e := range strings.Split(*engines, ",") {
 		var rows []groupRow
 		switch e {
@@ -107,8 +115,9 @@ type groupRow struct {
 }
 
 // checkLedgerNames makes sure the fleet's synthetic ledger history has the
-// names the generated rules record, so that the period windows read it.
-func checkLedgerNames(rf *rules.RuleFile) error {
+// names the generated rules record (the per-interval series and, with the
+// hierarchy, their level series), so that the long windows read it.
+func checkLedgerNames(rf *rules.RuleFile, levels []time.Duration) error {
 	recorded := map[string]bool{}
 	for _, g := range rf.Groups {
 		for _, r := range g.Rules {
@@ -116,8 +125,14 @@ func checkLedgerNames(rf *rules.RuleFile) error {
 		}
 	}
 	for _, l := range bench.LedgerSeries {
-		if !recorded[l.Name] {
-			return fmt.Errorf("the rules record no %s: update bench.LedgerSeries", l.Name)
+		names := []string{l.Name}
+		for _, lv := range levels {
+			names = append(names, rules.LevelRecord(l.Name, lv))
+		}
+		for _, n := range names {
+			if !recorded[n] {
+				return fmt.Errorf("the rules record no %s: update bench.LedgerSeries", n)
+			}
 		}
 	}
 	return nil

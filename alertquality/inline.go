@@ -11,8 +11,19 @@ import (
 
 	"github.com/prometheus/prometheus/promql/parser"
 
+	"github.com/vllm-slo-exporter/vllm-slo-exporter/config"
 	"github.com/vllm-slo-exporter/vllm-slo-exporter/rules"
 )
+
+// InlinedRules are the rules Inline's range queries evaluate for a
+// configuration: the flat ones (rules.Options{}), whose windowed series equal
+// the hierarchy's at every evaluation (TestHierarchyEqualsFlat, on promtool
+// and VictoriaMetrics). Inlined, the hierarchy's levels would nest a
+// subquery per term of every level below (a 3-day window: 864 subqueries
+// per sum), which Prometheus cannot evaluate within its query timeout.
+func InlinedRules(cfg *config.Config) (*rules.RuleFile, error) {
+	return rules.GenerateWith(cfg, rules.Options{})
+}
 
 // maxInlineDepth bounds the recursion of Inline: recording rules that refer
 // to each other in a cycle are refused instead of looping.

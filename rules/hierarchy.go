@@ -76,10 +76,7 @@ func (lp ledgerPlan) levelRules(interval []Rule) []Rule {
 		return nil
 	}
 	var rs []Rule
-	for _, r := range interval {
-		if !summedPerInterval(r.Record) {
-			continue
-		}
+	for _, r := range summedRules(interval) {
 		obj := r.Labels["objective"]
 		for k, span := range lp.spans {
 			rec := LevelRecord(r.Record, time.Duration(span)*lp.interval)
@@ -103,6 +100,17 @@ func (lp ledgerPlan) levelRules(interval []Rule) []Rule {
 		}
 	}
 	return rs
+}
+
+// summedRules are the per-interval rules whose series windows sum.
+func summedRules(interval []Rule) []Rule {
+	var out []Rule
+	for _, r := range interval {
+		if summedPerInterval(r.Record) {
+			out = append(out, r)
+		}
+	}
+	return out
 }
 
 // summedPerInterval reports whether windows sum a per-interval series
@@ -194,10 +202,7 @@ func (lp ledgerPlan) windowSumRules(interval []Rule, w model.Duration) []Rule {
 		return nil
 	}
 	var rs []Rule
-	for _, r := range interval {
-		if !summedPerInterval(r.Record) {
-			continue
-		}
+	for _, r := range summedRules(interval) {
 		obj := r.Labels["objective"]
 		rs = append(rs, Rule{Record: windowSumRecord(r.Record, w), Expr: lp.windowSum(r.Record, obj, w), Labels: r.Labels})
 	}

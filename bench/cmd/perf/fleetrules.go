@@ -210,32 +210,41 @@ func measurePrometheus(f bench.Fleet, rf *rules.RuleFile, ruleFile, dir string, 
 func samplesRead(base string, g rules.Group) (int64, error) {
 	var total int64
 	for _, r := range g.Rules {
-		resp, err := http.PostForm(base+"/api/v1/query", url.Values{"query": {r.Expr}, "stats": {"all"}})
-		if err != nil {
-			return 0, fmt.Errorf("query: %w", err)
+		var data struct {
+			Stats struct {
+				Samples struct {
+					TotalQueryableSamples int64 `json:"totalQueryableSamples"`
+				} `json:"samples"`
+			} `json:"stats"`
 		}
-		var qr struct {
-			Status string `json:"status"`
-			Error  string `json:"error"`
-			Data   struct {
-				Stats struct {
-					Samples struct {
-						TotalQueryableSamples int64 `json:"totalQueryableSamples"`
-					} `json:"samples"`
-				} `json:"stats"`
-			} `json:"data"`
+		if err := queryAPI(base, url.Values{"query": {r.Expr}, "stats": {"all"}}, &data); err != nil {
+			return 0, err
 		}
-		err = json.NewDecoder(io.LimitReader(resp.Body, 64<<20)).Decode(&qr)
-		resp.Body.Close()
-		if err != nil {
-			return 0, fmt.Errorf("query %q: decode: %w", r.Expr, err)
-		}
-		if qr.Status != "success" {
-			return 0, fmt.Errorf("query %q: %s", r.Expr, qr.Error)
-		}
-		total += qr.Data.Stats.Samples.TotalQueryableSamples
+		total += data.Stats.Samples.TotalQueryableSamples
 	}
 	return total, nil
+}
+
+// queryAPI runs an instant query (/api/v1/query with form) and decodes its
+// answer's data into data.
+func queryAPI(base string, form url.Values, data any) error {
+	resp, err := http.PostForm(base+"/api/v1/query", form)
+	if err != nil {
+		return fmt.Errorf("query: %w", err)
+	}
+	defer resp.Body.Close()
+	qr := struct {
+		Status string `json:"status"`
+		Error  string `json:"error"`
+		Data   any    `json:"data"`
+	}{Data: data}
+	if err := json.NewDecoder(io.LimitReader(resp.Body, 64<<20)).Decode(&qr); err != nil {
+		return fmt.Errorf("query %q: decode: %w", form.Get("query"), err)
+	}
+	if qr.Status != "success" {
+		return fmt.Errorf("query %q: %s", form.Get("query"), qr.Error)
+	}
+	return nil
 }
 
 // measureVictoria imports the fleet into victoria-metrics, runs vmalert

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -12,7 +11,6 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
-	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -162,7 +160,12 @@ func printLive(last, want map[string][2]float64, settled map[string]time.Duratio
 	fmt.Println("| 2m window | burst | Prometheus (live) | vmalert on VictoriaMetrics (live) |")
 	fmt.Println("|---|---|---|---|")
 	for _, q := range liveQueries {
-		fmt.Printf("| %s | %g | %g | %g |\n", q.name, want[q.name][0], last[q.name][0], last[q.name][1])
+		got, ok := last[q.name]
+		if !ok {
+			fmt.Printf("| %s | %g | – | – |\n", q.name, want[q.name][0])
+			continue
+		}
+		fmt.Printf("| %s | %g | %g | %g |\n", q.name, want[q.name][0], got[0], got[1])
 	}
 	for _, e := range []string{"Prometheus", "vmalert"} {
 		if d, ok := settled[e]; ok {
@@ -341,40 +344,25 @@ func startLiveEngines(dir, ruleFile, target string) (*liveEngines, error) {
 // instant runs an instant query now and returns its one value (NaN when
 // it returns none).
 func instant(base, expr string) (float64, error) {
-	resp, err := http.PostForm(base+"/api/v1/query", url.Values{"query": {expr}})
-	if err != nil {
-		return 0, fmt.Errorf("query: %w", err)
+	var data struct {
+		Result []struct {
+			Value [2]any `json:"value"`
+		} `json:"result"`
 	}
-	defer resp.Body.Close()
-	var qr struct {
-		Status string `json:"status"`
-		Error  string `json:"error"`
-		Data   struct {
-			Result []struct {
-				Value [2]any `json:"value"`
-			} `json:"result"`
-		} `json:"data"`
+	if err := queryAPI(base, url.Values{"query": {expr}}, &data); err != nil {
+		return 0, err
 	}
-	if err := json.NewDecoder(io.LimitReader(resp.Body, 1<<20)).Decode(&qr); err != nil {
-		return 0, fmt.Errorf("query %s: decode: %w", expr, err)
-	}
-	if qr.Status != "success" {
-		return 0, fmt.Errorf("query %s: %s", expr, qr.Error)
-	}
-	if len(qr.Data.Result) == 0 {
+	switch len(data.Result) {
+	case 0:
 		return math.NaN(), nil
+	case 1:
+	default:
+		return 0, fmt.Errorf("query %s: %d series, want 1", expr, len(data.Result))
 	}
-	vs := make([]float64, 0, len(qr.Data.Result))
-	for _, r := range qr.Data.Result {
-		s, _ := r.Value[1].(string)
-		v, err := strconv.ParseFloat(s, 64)
-		if err != nil {
-			return 0, fmt.Errorf("query %s: value %q: %w", expr, s, err)
-		}
-		vs = append(vs, v)
+	str, _ := data.Result[0].Value[1].(string)
+	v, err := strconv.ParseFloat(str, 64)
+	if err != nil {
+		return 0, fmt.Errorf("query %s: value %q: %w", expr, str, err)
 	}
-	if len(vs) > 1 {
-		return 0, fmt.Errorf("query %s: %d series, want 1", expr, len(vs))
-	}
-	return slices.Max(vs), nil
+	return v, nil
 }

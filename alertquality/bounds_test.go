@@ -42,7 +42,7 @@ func TestRulesBoundsHoldDaemonAndTruth(t *testing.T) {
 		}
 		runs = append(runs, run)
 	}
-	rf, err := rules.Generate(runs[0].Config)
+	rf, err := InlinedRules(runs[0].Config)
 	if err != nil {
 		t.Fatal(err)
 	}

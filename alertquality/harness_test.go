@@ -11,7 +11,6 @@ import (
 	"testing"
 
 	"github.com/vllm-slo-exporter/vllm-slo-exporter/daemon"
-	"github.com/vllm-slo-exporter/vllm-slo-exporter/rules"
 	"github.com/vllm-slo-exporter/vllm-slo-exporter/slo"
 )
 
@@ -129,7 +128,7 @@ func evaluateRules(t *testing.T, runs []*Run) {
 	}
 	defer prom.Stop()
 	for i, run := range runs {
-		rf, err := rules.Generate(run.Config)
+		rf, err := InlinedRules(run.Config)
 		if err != nil {
 			t.Fatal(err)
 		}

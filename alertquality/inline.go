@@ -11,8 +11,19 @@ import (
 
 	"github.com/prometheus/prometheus/promql/parser"
 
+	"github.com/vllm-slo-exporter/vllm-slo-exporter/config"
 	"github.com/vllm-slo-exporter/vllm-slo-exporter/rules"
 )
+
+// InlinedRules are the rules Inline's range queries evaluate for a
+// configuration: the flat ones (rules.Options{}), whose windowed series equal
+// the hierarchy's at every evaluation (TestHierarchyEqualsFlat, on promtool
+// and VictoriaMetrics). Inlined, the hierarchy's levels would nest a
+// subquery per term of every level below (a 3-day window: 864 subqueries
+// per sum), which Prometheus cannot evaluate within its query timeout.
+func InlinedRules(cfg *config.Config) (*rules.RuleFile, error) {
+	return rules.GenerateWith(cfg, rules.Options{})
+}
 
 // maxInlineDepth bounds the recursion of Inline: recording rules that refer
 // to each other in a cycle are refused instead of looping.
@@ -90,6 +101,11 @@ func inline(rec recorded, expr string, depth int) (string, error) {
 			step = Interval
 		}
 		text := fmt.Sprintf("(%s)[%s:%s]", repl, model.Duration(ms.Range), model.Duration(step))
+		if vs.OriginalOffset != 0 {
+			// The range's offset moves the subquery with it (the
+			// hierarchy's terms read their level series an offset back).
+			text += " offset " + model.Duration(vs.OriginalOffset).String()
+		}
 		cuts = append(cuts, splice{int(ms.PositionRange().Start), int(ms.PositionRange().End), text})
 	}
 	for _, vs := range sels {

@@ -2,13 +2,11 @@ package alertquality
 
 import (
 	"bufio"
-	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"maps"
-	"net"
 	"net/http"
 	"net/url"
 	"os"
@@ -122,12 +120,11 @@ func SeriesText(ls labels.Labels) string {
 	return b.String()
 }
 
-// Prometheus is a Prometheus server this package started on 127.0.0.1 over
-// a backfilled TSDB.
+// Prometheus is a Prometheus server started on 127.0.0.1 over a backfilled
+// TSDB (StartPrometheus, StartPrometheusOn); Stop ends it.
 type Prometheus struct {
-	URL  string
-	stop context.CancelFunc
-	done chan error
+	URL string
+	*Process
 }
 
 // StartPrometheus backfills the runs' scrapes into a TSDB under dir with
@@ -150,77 +147,7 @@ func StartPrometheus(dir string, runs []*Run) (*Prometheus, error) {
 	if out, err := exec.Command("promtool", "tsdb", "create-blocks-from", "openmetrics", om, data).CombinedOutput(); err != nil {
 		return nil, fmt.Errorf("promtool tsdb create-blocks-from openmetrics: %w\n%s", err, out)
 	}
-	cfg := filepath.Join(dir, "prometheus.yml")
-	if err := os.WriteFile(cfg, []byte("global: {}\n"), 0o600); err != nil {
-		return nil, fmt.Errorf("prometheus config: %w", err)
-	}
-	addr, err := freeAddr()
-	if err != nil {
-		return nil, err
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	cmd := exec.CommandContext(ctx, "prometheus", "--config.file="+cfg, "--storage.tsdb.path="+data,
-		"--storage.tsdb.retention.time=100y", "--web.listen-address="+addr)
-	logFile, err := os.Create(filepath.Join(dir, "prometheus.log"))
-	if err != nil {
-		cancel()
-		return nil, fmt.Errorf("prometheus log: %w", err)
-	}
-	cmd.Stdout, cmd.Stderr = logFile, logFile
-	cmd.WaitDelay = 5 * time.Second
-	if err := cmd.Start(); err != nil {
-		cancel()
-		logFile.Close()
-		return nil, fmt.Errorf("start prometheus: %w", err)
-	}
-	p := &Prometheus{URL: "http://" + addr, stop: cancel, done: make(chan error, 1)}
-	go func() {
-		p.done <- cmd.Wait()
-		logFile.Close()
-	}()
-	if err := p.waitReady(30 * time.Second); err != nil {
-		p.Stop()
-		return nil, err
-	}
-	return p, nil
-}
-
-func freeAddr() (string, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return "", fmt.Errorf("find a free port: %w", err)
-	}
-	defer l.Close()
-	return l.Addr().String(), nil
-}
-
-// waitReady polls /-/ready until it answers 200 or the server exits.
-func (p *Prometheus) waitReady(limit time.Duration) error {
-	tick := time.NewTicker(100 * time.Millisecond)
-	defer tick.Stop()
-	deadline := time.After(limit)
-	for {
-		resp, err := http.Get(p.URL + "/-/ready")
-		if err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				return nil
-			}
-		}
-		select {
-		case err := <-p.done:
-			return fmt.Errorf("prometheus exited before it was ready: %v", err)
-		case <-deadline:
-			return fmt.Errorf("prometheus at %s not ready within %v", p.URL, limit)
-		case <-tick.C:
-		}
-	}
-}
-
-// Stop ends the server and waits for it.
-func (p *Prometheus) Stop() {
-	p.stop()
-	<-p.done
+	return StartPrometheusOn(dir, data, "global: {}\n", 30*time.Second)
 }
 
 // queryResponse is the part of a range query's answer the harness reads.

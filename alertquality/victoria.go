@@ -2,7 +2,6 @@ package alertquality
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -36,10 +35,9 @@ import (
 // replay writes twice at the same instant (where two of its query ranges
 // meet) counts once.
 type Victoria struct {
-	URL  string
-	dir  string
-	stop context.CancelFunc
-	done chan error
+	URL string
+	dir string
+	*Process
 }
 
 // StartVictoria starts Debian's victoria-metrics with its data under dir,
@@ -47,32 +45,18 @@ type Victoria struct {
 // shifted by i × runSpacing) through /api/v1/import/prometheus and waits
 // until all of them are searchable. Stop ends it.
 func StartVictoria(dir string, runs []*Run) (*Victoria, error) {
-	addr, err := freeAddr()
+	addr, err := Loopback()
 	if err != nil {
 		return nil, err
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	cmd := exec.CommandContext(ctx, "victoria-metrics",
+	proc, err := StartProcess(filepath.Join(dir, "victoria-metrics.log"), "victoria-metrics",
 		"-storageDataPath="+filepath.Join(dir, "vm"), "-httpListenAddr="+addr, "-retentionPeriod=100y",
 		"-search.disableCache", "-dedup.minScrapeInterval=1ms", "-loggerLevel=WARN")
-	logFile, err := os.Create(filepath.Join(dir, "victoria-metrics.log"))
 	if err != nil {
-		cancel()
-		return nil, fmt.Errorf("victoria-metrics log: %w", err)
+		return nil, err
 	}
-	cmd.Stdout, cmd.Stderr = logFile, logFile
-	cmd.WaitDelay = 5 * time.Second
-	if err := cmd.Start(); err != nil {
-		cancel()
-		logFile.Close()
-		return nil, fmt.Errorf("start victoria-metrics: %w", err)
-	}
-	v := &Victoria{URL: "http://" + addr, dir: dir, stop: cancel, done: make(chan error, 1)}
-	go func() {
-		v.done <- cmd.Wait()
-		logFile.Close()
-	}()
-	if err := v.waitHealthy(30 * time.Second); err != nil {
+	v := &Victoria{URL: "http://" + addr, dir: dir, Process: proc}
+	if err := v.WaitFor(30*time.Second, "victoria-metrics healthy", func() (bool, error) { return HTTPOK(v.URL + "/health"), nil }); err != nil {
 		v.Stop()
 		return nil, err
 	}
@@ -86,48 +70,6 @@ func StartVictoria(dir string, runs []*Run) (*Victoria, error) {
 		return nil, fmt.Errorf("import: %w", err)
 	}
 	return v, nil
-}
-
-// Stop ends the server and waits for it.
-func (v *Victoria) Stop() {
-	v.stop()
-	<-v.done
-}
-
-// waitHealthy polls /health until it answers 200 or the server exits.
-func (v *Victoria) waitHealthy(limit time.Duration) error {
-	return poll(limit, v.done, func() (bool, error) {
-		resp, err := http.Get(v.URL + "/health")
-		if err != nil {
-			return false, nil
-		}
-		resp.Body.Close()
-		return resp.StatusCode == http.StatusOK, nil
-	})
-}
-
-// poll calls cond every 100ms until it reports true, fails, the process
-// behind exited reports or limit passes.
-func poll(limit time.Duration, exited <-chan error, cond func() (bool, error)) error {
-	tick := time.NewTicker(100 * time.Millisecond)
-	defer tick.Stop()
-	deadline := time.After(limit)
-	for {
-		ok, err := cond()
-		if err != nil {
-			return err
-		}
-		if ok {
-			return nil
-		}
-		select {
-		case err := <-exited:
-			return fmt.Errorf("victoria-metrics exited: %v", err)
-		case <-deadline:
-			return fmt.Errorf("condition not met within %v", limit)
-		case <-tick.C:
-		}
-	}
 }
 
 // importRuns posts the runs' samples as Prometheus text with millisecond
@@ -173,7 +115,7 @@ func (v *Victoria) flush() error {
 // samples in total (at least want when want < 0 is not asked for).
 func (v *Victoria) waitSamples(match string, want int, limit time.Duration) error {
 	var got int
-	err := poll(limit, v.done, func() (bool, error) {
+	err := v.WaitFor(limit, "samples searchable", func() (bool, error) {
 		if err := v.flush(); err != nil {
 			return false, err
 		}

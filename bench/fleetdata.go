@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -11,6 +12,7 @@ import (
 	"github.com/prometheus/prometheus/model/labels"
 
 	"github.com/vllm-slo-exporter/vllm-slo-exporter/buckets"
+	"github.com/vllm-slo-exporter/vllm-slo-exporter/rules"
 )
 
 // Fleet is the history of a fleet of simulated vLLM servers as a TSDB would
@@ -36,6 +38,11 @@ type Fleet struct {
 	// Rate is each server's request rate per second.
 	Rate float64
 	Seed uint64
+	// Levels are the rules' hierarchy (rules.Options.Levels), each a
+	// multiple of the one before and of Interval: with them the history
+	// carries every level series of every ledger series, the sums the
+	// rules would have recorded; none for the flat rules.
+	Levels []time.Duration
 }
 
 // FleetSLO is the SLO the fleet's rules evaluate: the example
@@ -118,15 +125,80 @@ func (f Fleet) Series() []labels.Labels {
 		out = append(out, labels.FromStrings(append([]string{"__name__", "vllm:num_requests_running"}, base...)...),
 			labels.FromStrings(append([]string{"__name__", "vllm:num_requests_waiting"}, base...)...))
 	}
-	for m := range f.Models {
-		for _, l := range LedgerSeries {
-			ls := []string{"__name__", l.Name, "model_name", modelName(m), "slo", FleetSLO}
-			if l.Objective != "" {
-				ls = append(ls, "objective", l.Objective)
+	for _, name := range f.ledgerNames() {
+		for m := range f.Models {
+			for _, l := range LedgerSeries {
+				ls := []string{"__name__", name(l.Name), "model_name", modelName(m), "slo", FleetSLO}
+				if l.Objective != "" {
+					ls = append(ls, "objective", l.Objective)
+				}
+				out = append(out, labels.FromStrings(ls...))
 			}
-			out = append(out, labels.FromStrings(ls...))
 		}
 	}
+	return out
+}
+
+// ledgerNames name the ledger series and then, level after level, their
+// level series, in the order Walk writes them.
+func (f Fleet) ledgerNames() []func(string) string {
+	names := []func(string) string{func(n string) string { return n }}
+	for _, l := range f.Levels {
+		names = append(names, func(n string) string { return rules.LevelRecord(n, l) })
+	}
+	return names
+}
+
+// levelSums computes the hierarchy's level series from the ledger's
+// per-interval values, step after step, as the rules record them: level 1
+// sums the last spans[0] values, level k the level below at the offsets 0,
+// s, 2s, ... (s its span) up to its own span; a term before the history
+// counts 0, as the rules' absent terms do.
+type levelSums struct {
+	spans []int
+	// rings[k] holds the last spans[k] values of level k−1 (level 0: the
+	// ledger's), per series; step counts the values added.
+	rings [][][]float64
+	step  int
+}
+
+func newLevelSums(levels []time.Duration, series int) *levelSums {
+	ls := &levelSums{}
+	for _, l := range levels {
+		ls.spans = append(ls.spans, int(l/Interval))
+	}
+	for _, n := range ls.spans {
+		ring := make([][]float64, series)
+		for i := range ring {
+			ring[i] = make([]float64, n)
+		}
+		ls.rings = append(ls.rings, ring)
+	}
+	return ls
+}
+
+// add takes one step's ledger values and returns the levels' values,
+// level after level, each in the ledger's order.
+func (ls *levelSums) add(ledger []float64) []float64 {
+	out := make([]float64, 0, len(ls.spans)*len(ledger))
+	below := ledger
+	for k, n := range ls.spans {
+		stride := 1
+		if k > 0 {
+			stride = ls.spans[k-1]
+		}
+		level := make([]float64, len(ledger))
+		for i, v := range below {
+			ring := ls.rings[k][i]
+			ring[ls.step%n] = v
+			for j := 0; j < n; j += stride {
+				level[i] += ring[(ls.step-j+n*(j/n+1))%n]
+			}
+		}
+		out = append(out, level...)
+		below = level
+	}
+	ls.step++
 	return out
 }
 
@@ -150,6 +222,7 @@ var LedgerSeries = []LedgerRecord{
 	{"model_name:vllm_slo_joint_good_lower:interval_increase", "all"},
 	{"model_name:vllm_slo_joint_good_upper:interval_increase", "all"},
 	{"model_name:vllm_slo_new_series_in_flight:interval", ""},
+	{"model_name:vllm_slo_new_series_running:interval", ""},
 }
 
 func (f Fleet) model(target int) string { return modelName(target % max(f.Models, 1)) }
@@ -168,6 +241,7 @@ func (f Fleet) Walk(emit func(FleetSample) error) error {
 	cum := make([]float64, f.Targets*perTarget)
 	rng := rand.New(rand.NewPCG(f.Seed, 0x5eed))
 	ledger := make([]float64, f.Models*len(LedgerSeries))
+	levels := newLevelSums(f.Levels, len(ledger))
 	lambda := f.Rate * Interval.Seconds()
 	start := f.Start()
 	for k := range f.Steps() {
@@ -204,11 +278,11 @@ func (f Fleet) Walk(emit func(FleetSample) error) error {
 			}
 			l := ledger[(t%max(f.Models, 1))*len(LedgerSeries):]
 			for j, v := range []float64{n, n, good[0], good[0], n, good[1], good[1], good[1], good[1],
-				math.Max(0, good[0]+good[1]-n), math.Min(good[0], good[1]), 0} {
+				math.Max(0, good[0]+good[1]-n), math.Min(good[0], good[1]), 0, 0} {
 				l[j] += v
 			}
 		}
-		for j, v := range ledger {
+		for j, v := range append(slices.Clone(ledger), levels.add(ledger)...) {
 			if err := emit(FleetSample{Series: f.Targets*perTarget + j, T: ms, V: v}); err != nil {
 				return err
 			}

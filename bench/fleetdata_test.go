@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"github.com/prometheus/prometheus/model/labels"
+
+	"github.com/vllm-slo-exporter/vllm-slo-exporter/rules"
 )
 
 // TestFleetWalk checks the synthetic fleet's shape: every series of Series
@@ -96,4 +98,66 @@ func checkCumulative(t *testing.T, series []labels.Labels, last []FleetSample) {
 
 func isGauge(name string) bool {
 	return name == "vllm:num_requests_running" || name == "vllm:num_requests_waiting"
+}
+
+// TestFleetLevels checks the level series against their definition: each
+// the sum of the ledger series over its span ending at the sample, from the
+// history's start (nothing before it), for every series and step.
+func TestFleetLevels(t *testing.T) {
+	f := Fleet{Targets: 3, Models: 2, History: 30 * time.Minute, End: Epoch.Add(time.Hour), Rate: 2, Seed: 1,
+		Levels: []time.Duration{time.Minute, 5 * time.Minute, 20 * time.Minute}}
+	series := f.Series()
+	values := map[string][]float64{} // series text without the level → values by step
+	levels := map[string]map[time.Duration][]float64{}
+	err := f.Walk(func(s FleetSample) error {
+		ls := series[s.Series]
+		name := ls.Get("__name__")
+		if !strings.HasPrefix(name, "model_name:") {
+			return nil
+		}
+		for _, l := range f.Levels {
+			if base, ok := strings.CutSuffix(name, rules.LevelRecord("", l)); ok {
+				key := base + ls.Get("model_name") + ls.Get("objective")
+				if levels[key] == nil {
+					levels[key] = map[time.Duration][]float64{}
+				}
+				levels[key][l] = append(levels[key][l], s.V)
+				return nil
+			}
+		}
+		key := name + ls.Get("model_name") + ls.Get("objective")
+		values[key] = append(values[key], s.V)
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(values) != f.Models*len(LedgerSeries) || len(levels) != len(values) {
+		t.Fatalf("%d ledger series and %d with levels, want %d", len(values), len(levels), f.Models*len(LedgerSeries))
+	}
+	nonzero := 0
+	for key, vs := range values {
+		for _, l := range f.Levels {
+			span := int(l / Interval)
+			got := levels[key][l]
+			if len(got) != len(vs) {
+				t.Fatalf("%s %v: %d samples, want %d", key, l, len(got), len(vs))
+			}
+			for step := range vs {
+				want := 0.0
+				for k := max(0, step-span+1); k <= step; k++ {
+					want += vs[k]
+				}
+				if got[step] != want {
+					t.Fatalf("%s %v at step %d: %v, want %v", key, l, step, got[step], want)
+				}
+				if want != 0 {
+					nonzero++
+				}
+			}
+		}
+	}
+	if nonzero == 0 {
+		t.Fatal("every level value is 0: nothing was checked")
+	}
 }

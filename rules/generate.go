@@ -24,14 +24,19 @@ vllm_slo_* series. Only Prometheus 2.x PromQL is used.`
 // group per SLO with recording rules per objective and window, the joint
 // attainment's lower bound, burn rates, the error budget and the multiwindow
 // burn-rate alerts, then the capacity headroom ticket and one group on the
-// exporter's own series.
+// exporter's own series. Windows longer than an hour sum the hierarchy of
+// DefaultOptions (GenerateWith).
 func Generate(cfg *config.Config) (*RuleFile, error) {
+	return generate(cfg, DefaultOptions())
+}
+
+func generate(cfg *config.Config, opts Options) (*RuleFile, error) {
 	if cfg == nil {
 		return nil, errors.New("generate rules: nil configuration")
 	}
 	f := &RuleFile{Comment: fileComment}
 	for _, s := range cfg.SLOs {
-		g, err := sloGroup(cfg, s)
+		g, err := sloGroup(cfg, s, opts)
 		if err != nil {
 			return nil, fmt.Errorf("generate rules for SLO %q: %w", s.Name, err)
 		}
@@ -67,7 +72,7 @@ type objectivePlan struct {
 }
 
 // sloGroup builds the rule group of one SLO.
-func sloGroup(cfg *config.Config, s config.SLO) (Group, error) {
+func sloGroup(cfg *config.Config, s config.SLO, opts Options) (Group, error) {
 	if !(s.Goal > 0 && s.Goal < 1) {
 		return Group{}, fmt.Errorf("goal %v is not strictly between 0 and 1", s.Goal)
 	}
@@ -92,12 +97,17 @@ func sloGroup(cfg *config.Config, s config.SLO) (Group, error) {
 	if err != nil {
 		return Group{}, fmt.Errorf("ledger: %w", err)
 	}
+	var interval []Rule
 	if useLedger {
 		g.Interval = model.Duration(lp.interval)
-		g.Rules = append(g.Rules, lp.intervalRules()...)
+		lp.spans = levelSpans(opts.Levels, lp.interval)
+		interval = lp.intervalRules()
+		g.Rules = append(g.Rules, interval...)
+		g.Rules = append(g.Rules, lp.levelRules(interval)...)
 	}
 	budgetFactor := formatFloat(1 - s.Goal)
 	for wi, w := range sloWindows(s) {
+		g.Rules = append(g.Rules, lp.windowSumRules(interval, w)...)
 		for _, p := range plans {
 			requests, good := requestsRule(s, p, w), goodRule(s, p, w, wi == 0)
 			if useLedger {

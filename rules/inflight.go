@@ -13,15 +13,35 @@ import (
 // falls in the interval (a server, engine or process that appeared).
 const recIntNewInFlight = "model_name:vllm_slo_new_series_in_flight:interval"
 
-// newInFlightRule records, every interval, running + waiting at their first
-// sample for the gauge series that began in the interval (their latest
-// sample within lookback is there, none an interval before), 0 for a model
-// with none.
-func (lp ledgerPlan) newInFlightRule() Rule {
-	return Rule{Record: recIntNewInFlight, Labels: lp.labels(""),
-		Expr: "(" + newSeriesSum(lp.running, lp.interval) + " + " + newSeriesSum(lp.waiting, lp.interval) + ")",
-		Comment: "Running + waiting of the gauge series that appeared in the interval, at their first sample: what\n" +
-			"a window's start reads for the series that began inside it (see the windowed rules)."}
+// recIntNewRunning is the running gauge alone of the same series, for the
+// abandoned requests' estimate.
+const recIntNewRunning = "model_name:vllm_slo_new_series_running:interval"
+
+// newInFlightRules record, every interval, running + waiting and running
+// alone at their first sample for the gauge series that began in the
+// interval (their latest sample within lookback is there, none an interval
+// before), 0 for a model with none.
+func (lp ledgerPlan) newInFlightRules() []Rule {
+	return []Rule{
+		{Record: recIntNewInFlight, Labels: lp.labels(""),
+			Expr: "(" + newSeriesSum(lp.running, lp.interval) + " + " + newSeriesSum(lp.waiting, lp.interval) + ")",
+			Comment: "Running + waiting of the gauge series that appeared in the interval, at their first sample: what\n" +
+				"a window's start reads for the series that began inside it (see the windowed rules)."},
+		{Record: recIntNewRunning, Labels: lp.labels(""), Expr: newSeriesSum(lp.running, lp.interval),
+			Comment: "Running alone of the same series: the abandoned requests' estimate at a window's start."},
+	}
+}
+
+// runningAtStart is the abandoned requests' estimate of the requests past
+// their first token in flight at a window's start: the running gauge at S
+// of the series present then, plus, for each series that began inside the
+// window, its running gauge at its first sample (recIntNewRunning). Like
+// inFlightAtStart it reads a bounded number of samples per target whatever
+// the window; it lies within the bounds' terms, 0 <= running <= running +
+// waiting at the same sample, so the estimate stays inside the bounds
+// without clamping.
+func (lp ledgerPlan) runningAtStart(w model.Duration) string {
+	return fmt.Sprintf("(%s + on (model_name) sum without (slo) (%s))", presentSum(lp.running, lp.windowStart(w)), lp.sumOver(recIntNewRunning, "", w))
 }
 
 // newSeriesSum is, per model_name, the sum of a gauge over the series whose

@@ -63,6 +63,9 @@ type ledgerPlan struct {
 	// finish are the objectives observed at the finish (all per-request
 	// objectives but TTFT).
 	finish []objectivePlan
+	// spans are the hierarchy's levels in group intervals (levelSpans);
+	// none for the flat rules.
+	spans []int
 }
 
 // groupInterval is the evaluation interval of the SLO groups: the shortest
@@ -342,7 +345,7 @@ func (lp ledgerPlan) intervalRules() []Rule {
 				Expr: minOf(fmt.Sprintf("(%s + ignoring (objective) clamp_min(%s - ignoring (objective) %s, 0))", h, n, c), n, "ignoring (objective)")},
 		)
 	}
-	rs = append(rs, lp.newInFlightRule())
+	rs = append(rs, lp.newInFlightRules()...)
 	if len(lp.rejected) > 0 {
 		rs = append(rs, Rule{Record: recIntRejected, Expr: intervalDelta(lp.rejected, "", "", i), Labels: lp.labels(""),
 			Comment: "Requests turned away at admission in the interval (HTTP 503 when the queue is full), every reason:\n" +
@@ -407,7 +410,7 @@ func maxOf(a, b string) string {
 // samples exactly one interval apart, so both then hold the window's
 // ceil(w/interval) evaluations and no more.
 func (lp ledgerPlan) sumOver(name, objective string, w model.Duration) string {
-	return fmt.Sprintf("sum_over_time(%s[%s])", lp.sel(name, objective), w-model.Duration(time.Millisecond))
+	return lp.sumOverSelector(name, objective, w)
 }
 
 // windowRules are the ledger's recording rules over one window.
@@ -437,7 +440,6 @@ func (lp ledgerPlan) sumOver(name, objective string, w model.Duration) string {
 //     are A's (or 0) plus J (or 0), J being exact; at most 1.
 func (lp ledgerPlan) windowRules(w model.Duration, first bool) []Rule {
 	rStart, rEnd := lp.inFlightAtStart(w), lp.inFlight(0)
-	start := time.Duration(w)
 	n := lp.sumOver(recIntFinished, "", w)
 	f := lp.sumOver(recIntFirst, "", w)
 	sumLo := "sum without (objective) (" + lp.sumOver(recIntJointLo, allObjective, w) + ")"
@@ -458,11 +460,11 @@ func (lp ledgerPlan) windowRules(w model.Duration, first bool) []Rule {
 	}
 	// The estimate, as the daemon's: Q at a scrape taken to be the running
 	// gauge there (at the window's start, when the series began inside the
-	// window, its smallest value: low rather than high). It lies within the
+	// window, its value at its first sample: runningAtStart). It lies within the
 	// bounds without clamping: 0 <= running <= running + waiting at both
 	// edges.
 	rs = append(rs, Rule{Record: windowed(recAbandoned, w), Labels: lp.windowLabels("", w),
-		Expr: fmt.Sprintf("clamp_min(%s - %s + on (model_name) group_left () (%s - %s), 0)", f, n, gaugeEstimate(lp.running, start), gaugeEstimate(lp.running, 0))})
+		Expr: fmt.Sprintf("clamp_min(%s - %s + on (model_name) group_left () (%s - %s), 0)", f, n, lp.runningAtStart(w), gaugeEstimate(lp.running, 0))})
 	rs = append(rs, lp.rejectedRule(w, first))
 	if first {
 		rs[len(rs)-2].Comment = "Their estimate: first tokens - finished + running at the window's start - running at its end\n" +

@@ -11,13 +11,13 @@ import (
 	"net/http"
 	"net/url"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
 	"time"
 
+	"github.com/vllm-slo-exporter/vllm-slo-exporter/alertquality"
 	"github.com/vllm-slo-exporter/vllm-slo-exporter/bench"
 	"github.com/vllm-slo-exporter/vllm-slo-exporter/config"
 	"github.com/vllm-slo-exporter/vllm-slo-exporter/rules"
@@ -36,23 +36,28 @@ func runFleetRules(args []string) error {
 	evals := fl.Int("evaluations", 4, "group evaluations measured per engine")
 	engines := fl.String("engines", "prometheus,victoriametrics", "engines to measure")
 	header := fl.Bool("header", true, "print the table header")
+	flat := fl.Bool("flat", false, "the flat rules: every window sums the per-interval series (no hierarchy)")
 	if err := fl.Parse(args); err != nil {
 		return err
 	}
 	if *models <= 0 {
 		*models = max(1, *targets/10)
 	}
+	opts := rules.DefaultOptions()
+	if *flat {
+		opts = rules.Options{}
+	}
 	f := bench.Fleet{Targets: *targets, Models: *models, History: time.Duration(*days * 24 * float64(time.Hour)),
-		End: time.Now().Truncate(bench.Interval), Rate: 2, Seed: 1}
+		End: time.Now().Truncate(bench.Interval), Rate: 2, Seed: 1, Levels: opts.Levels}
 	cfg, err := config.Parse([]byte(f.Config()), "fleet.yaml")
 	if err != nil {
 		return err
 	}
-	rf, err := rules.Generate(cfg)
+	rf, err := rules.GenerateWith(cfg, opts)
 	if err != nil {
 		return err
 	}
-	if err := checkLedgerNames(rf); err != nil {
+	if err := checkLedgerNames(rf, opts.Levels); err != nil {
 		return err
 	}
 	dir, err := os.MkdirTemp("", "perf-fleet-rules")
@@ -73,6 +78,9 @@ func runFleetRules(args []string) error {
 		fmt.Println("|---|---|---|---|---|---|---|---|")
 	}
 	size := fmt.Sprintf("%d × %gd", *targets, *days)
+	if *flat {
+		size += ", flat"
+	}
 	for _, e := range strings.Split(*engines, ",") {
 		var rows []groupRow
 		switch e {
@@ -107,93 +115,35 @@ type groupRow struct {
 }
 
 // checkLedgerNames makes sure the fleet's synthetic ledger history has the
-// names the generated rules record, so that the period windows read it.
-func checkLedgerNames(rf *rules.RuleFile) error {
+// names the generated rules record (the per-interval series and, with the
+// hierarchy, their level series), so that the long windows read it.
+func checkLedgerNames(rf *rules.RuleFile, levels []time.Duration) error {
 	recorded := map[string]bool{}
 	for _, g := range rf.Groups {
 		for _, r := range g.Rules {
 			recorded[r.Record] = true
 		}
 	}
+	withLevels := 0
 	for _, l := range bench.LedgerSeries {
 		if !recorded[l.Name] {
 			return fmt.Errorf("the rules record no %s: update bench.LedgerSeries", l.Name)
 		}
+		// Series no window sums have no levels (the history's are unread).
+		if len(levels) == 0 || !recorded[rules.LevelRecord(l.Name, levels[0])] {
+			continue
+		}
+		withLevels++
+		for _, lv := range levels {
+			if n := rules.LevelRecord(l.Name, lv); !recorded[n] {
+				return fmt.Errorf("the rules record no %s: the fleet's levels are not the rules'", n)
+			}
+		}
+	}
+	if len(levels) > 0 && withLevels == 0 {
+		return errors.New("the rules record no level of any ledger series: the fleet's levels are not the rules'")
 	}
 	return nil
-}
-
-// server is an engine process started on 127.0.0.1; exited is closed
-// when it has exited, with err its exit.
-type server struct {
-	cmd    *exec.Cmd
-	exited chan struct{}
-	err    error
-}
-
-func startServer(log string, name string, args ...string) (*server, error) {
-	lf, err := os.Create(log)
-	if err != nil {
-		return nil, err
-	}
-	cmd := exec.Command(name, args...)
-	cmd.Stdout, cmd.Stderr = lf, lf
-	if err := cmd.Start(); err != nil {
-		lf.Close()
-		return nil, fmt.Errorf("start %s: %w", name, err)
-	}
-	s := &server{cmd: cmd, exited: make(chan struct{})}
-	go func() {
-		s.err = cmd.Wait()
-		lf.Close()
-		close(s.exited)
-	}()
-	return s, nil
-}
-
-// stop interrupts the server and waits for it, killing it after 30 s.
-func (s *server) stop() {
-	_ = s.cmd.Process.Signal(os.Interrupt)
-	select {
-	case <-s.exited:
-	case <-time.After(30 * time.Second):
-		_ = s.cmd.Process.Kill()
-		<-s.exited
-	}
-}
-
-// waitFor polls cond every 200 ms until it holds, fails, the server exits
-// or limit passes.
-func (s *server) waitFor(limit time.Duration, what string, cond func() (bool, error)) error {
-	tick := time.NewTicker(200 * time.Millisecond)
-	defer tick.Stop()
-	deadline := time.After(limit)
-	for {
-		ok, err := cond()
-		if err != nil {
-			return err
-		}
-		if ok {
-			return nil
-		}
-		select {
-		case <-s.exited:
-			return fmt.Errorf("%s: %s exited: %v", what, s.cmd.Path, s.err)
-		case <-deadline:
-			return fmt.Errorf("%s: not within %v", what, limit)
-		case <-tick.C:
-		}
-	}
-}
-
-// loopback is a free address on 127.0.0.1.
-func loopback() (string, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return "", fmt.Errorf("free port: %w", err)
-	}
-	defer l.Close()
-	return l.Addr().String(), nil
 }
 
 // measurePrometheus backfills the fleet with promtool, starts Debian's
@@ -209,30 +159,18 @@ func measurePrometheus(f bench.Fleet, rf *rules.RuleFile, ruleFile, dir string, 
 		return nil, err
 	}
 	load := time.Since(began)
-	cfg := filepath.Join(dir, "prometheus.yml")
-	if err := os.WriteFile(cfg, []byte("global:\n  evaluation_interval: 15s\nrule_files: ["+strconv.Quote(ruleFile)+"]\n"), 0o600); err != nil {
-		return nil, err
-	}
-	addr, err := loopback()
+	srv, err := alertquality.StartPrometheusOn(dir, data, "global:\n  evaluation_interval: 15s\nrule_files: ["+strconv.Quote(ruleFile)+"]\n", 10*time.Minute)
 	if err != nil {
 		return nil, err
 	}
-	srv, err := startServer(filepath.Join(dir, "prometheus.log"), "prometheus", "--config.file="+cfg, "--storage.tsdb.path="+data,
-		"--storage.tsdb.retention.time=100y", "--web.listen-address="+addr)
-	if err != nil {
-		return nil, err
-	}
-	defer srv.stop()
-	base := "http://" + addr
-	if err := srv.waitFor(10*time.Minute, "prometheus ready", func() (bool, error) { return httpOK(base + "/-/ready"), nil }); err != nil {
-		return nil, err
-	}
+	defer srv.Stop()
+	base := srv.URL
 	var rows []groupRow
 	for _, g := range rf.Groups {
 		rows = append(rows, groupRow{engine: "Prometheus 2.42", group: g.Name, rules: len(g.Rules), load: load})
 	}
 	last := make([]float64, len(rows))
-	err = srv.waitFor(time.Duration(evals+4)*time.Minute, "rule evaluations", func() (bool, error) {
+	err = srv.WaitFor(time.Duration(evals+4)*time.Minute, "rule evaluations", func() (bool, error) {
 		m, err := scrapeMetrics(base + "/metrics")
 		if err != nil {
 			return false, nil
@@ -272,32 +210,41 @@ func measurePrometheus(f bench.Fleet, rf *rules.RuleFile, ruleFile, dir string, 
 func samplesRead(base string, g rules.Group) (int64, error) {
 	var total int64
 	for _, r := range g.Rules {
-		resp, err := http.PostForm(base+"/api/v1/query", url.Values{"query": {r.Expr}, "stats": {"all"}})
-		if err != nil {
-			return 0, fmt.Errorf("query: %w", err)
+		var data struct {
+			Stats struct {
+				Samples struct {
+					TotalQueryableSamples int64 `json:"totalQueryableSamples"`
+				} `json:"samples"`
+			} `json:"stats"`
 		}
-		var qr struct {
-			Status string `json:"status"`
-			Error  string `json:"error"`
-			Data   struct {
-				Stats struct {
-					Samples struct {
-						TotalQueryableSamples int64 `json:"totalQueryableSamples"`
-					} `json:"samples"`
-				} `json:"stats"`
-			} `json:"data"`
+		if err := queryAPI(base, url.Values{"query": {r.Expr}, "stats": {"all"}}, &data); err != nil {
+			return 0, err
 		}
-		err = json.NewDecoder(io.LimitReader(resp.Body, 64<<20)).Decode(&qr)
-		resp.Body.Close()
-		if err != nil {
-			return 0, fmt.Errorf("query %q: decode: %w", r.Expr, err)
-		}
-		if qr.Status != "success" {
-			return 0, fmt.Errorf("query %q: %s", r.Expr, qr.Error)
-		}
-		total += qr.Data.Stats.Samples.TotalQueryableSamples
+		total += data.Stats.Samples.TotalQueryableSamples
 	}
 	return total, nil
+}
+
+// queryAPI runs an instant query (/api/v1/query with form) and decodes its
+// answer's data into data.
+func queryAPI(base string, form url.Values, data any) error {
+	resp, err := http.PostForm(base+"/api/v1/query", form)
+	if err != nil {
+		return fmt.Errorf("query: %w", err)
+	}
+	defer resp.Body.Close()
+	qr := struct {
+		Status string `json:"status"`
+		Error  string `json:"error"`
+		Data   any    `json:"data"`
+	}{Data: data}
+	if err := json.NewDecoder(io.LimitReader(resp.Body, 64<<20)).Decode(&qr); err != nil {
+		return fmt.Errorf("query %q: decode: %w", form.Get("query"), err)
+	}
+	if qr.Status != "success" {
+		return fmt.Errorf("query %q: %s", form.Get("query"), qr.Error)
+	}
+	return nil
 }
 
 // measureVictoria imports the fleet into victoria-metrics, runs vmalert
@@ -308,8 +255,8 @@ func measureVictoria(f bench.Fleet, rf *rules.RuleFile, ruleFile, dir string, ev
 	if err != nil {
 		return nil, err
 	}
-	defer vm.stop()
-	alertAddr, err := loopback()
+	defer vm.Stop()
+	alertAddr, err := alertquality.Loopback()
 	if err != nil {
 		return nil, err
 	}
@@ -318,15 +265,15 @@ func measureVictoria(f bench.Fleet, rf *rules.RuleFile, ruleFile, dir string, ev
 		return nil, err
 	}
 	defer notifier.Close()
-	va, err := startServer(filepath.Join(dir, "vmalert.log"), "vmalert", "-rule="+ruleFile, "-datasource.url="+base,
+	va, err := alertquality.StartProcess(filepath.Join(dir, "vmalert.log"), "vmalert", "-rule="+ruleFile, "-datasource.url="+base,
 		"-remoteWrite.url="+base, "-notifier.url=http://"+notifier.Addr, "-evaluationInterval=15s", "-httpListenAddr="+alertAddr)
 	if err != nil {
 		return nil, err
 	}
-	defer va.stop()
+	defer va.Stop()
 	p := &vmalertPoll{vmURL: base, alertURL: "http://" + alertAddr, sloGroup: rf.Groups[0].Name,
 		groups: map[string]*groupRow{}, last: map[string]float64{}, readFrom: -1}
-	err = va.waitFor(time.Duration(evals+4)*time.Minute, "vmalert evaluations", func() (bool, error) { return p.poll(evals, load) })
+	err = va.WaitFor(time.Duration(evals+4)*time.Minute, "vmalert evaluations", func() (bool, error) { return p.poll(evals, load) })
 	if err != nil {
 		return nil, err
 	}
@@ -360,25 +307,25 @@ func measureVictoria(f bench.Fleet, rf *rules.RuleFile, ruleFile, dir string, ev
 // startImported starts victoria-metrics under dir, imports the fleet and
 // waits until VictoriaMetrics has stored and flushed every sample; it
 // returns the server, its URL and how long the import took.
-func startImported(f bench.Fleet, dir string) (*server, string, time.Duration, error) {
+func startImported(f bench.Fleet, dir string) (*alertquality.Process, string, time.Duration, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, "", 0, err
 	}
-	addr, err := loopback()
+	addr, err := alertquality.Loopback()
 	if err != nil {
 		return nil, "", 0, err
 	}
-	vm, err := startServer(filepath.Join(dir, "victoria-metrics.log"), "victoria-metrics", "-storageDataPath="+filepath.Join(dir, "data"),
+	vm, err := alertquality.StartProcess(filepath.Join(dir, "victoria-metrics.log"), "victoria-metrics", "-storageDataPath="+filepath.Join(dir, "data"),
 		"-httpListenAddr="+addr, "-retentionPeriod=100y", "-loggerLevel=WARN")
 	if err != nil {
 		return nil, "", 0, err
 	}
 	base := "http://" + addr
-	fail := func(err error) (*server, string, time.Duration, error) {
-		vm.stop()
+	fail := func(err error) (*alertquality.Process, string, time.Duration, error) {
+		vm.Stop()
 		return nil, "", 0, err
 	}
-	if err := vm.waitFor(time.Minute, "victoria-metrics healthy", func() (bool, error) { return httpOK(base + "/health"), nil }); err != nil {
+	if err := vm.WaitFor(time.Minute, "victoria-metrics healthy", func() (bool, error) { return alertquality.HTTPOK(base + "/health"), nil }); err != nil {
 		return fail(err)
 	}
 	began := time.Now()
@@ -386,14 +333,14 @@ func startImported(f bench.Fleet, dir string) (*server, string, time.Duration, e
 	if err != nil {
 		return fail(err)
 	}
-	err = vm.waitFor(10*time.Minute, "import stored", func() (bool, error) {
+	err = vm.WaitFor(10*time.Minute, "import stored", func() (bool, error) {
 		m, err := scrapeMetrics(base + "/metrics")
 		return err == nil && m.get("vm_rows_added_to_storage_total", "") >= float64(n), nil
 	})
 	if err != nil {
 		return fail(err)
 	}
-	if !httpOK(base + "/internal/force_flush") {
+	if !alertquality.HTTPOK(base + "/internal/force_flush") {
 		return fail(errors.New("force_flush failed"))
 	}
 	return vm, base, time.Since(began), nil
@@ -479,15 +426,6 @@ func importFleet(f bench.Fleet, base string) (int, error) {
 		return 0, fmt.Errorf("import: %s: %s", resp.Status, b)
 	}
 	return n, nil
-}
-
-func httpOK(u string) bool {
-	resp, err := http.Get(u)
-	if err != nil {
-		return false
-	}
-	resp.Body.Close()
-	return resp.StatusCode == http.StatusOK
 }
 
 // metricsText is a /metrics body, line by line.

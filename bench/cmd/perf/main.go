@@ -2,13 +2,15 @@
 // the textparse floor and the expfmt alternative, how that cost grows,
 // memory with many targets after 30 days of history, a fleet run of the
 // real daemon against 500 simulated targets, and the generated rules'
-// evaluation cost on Prometheus and VictoriaMetrics over a backfilled fleet.
+// evaluation cost on Prometheus and VictoriaMetrics over a backfilled fleet,
+// and the rules evaluated live on both engines over the same scrapes.
 //
 //	go run ./bench/cmd/perf scrape  [-runs 5] [-benchtime 1s]
 //	go run ./bench/cmd/perf growth  [-runs 3] [-benchtime 500ms]
 //	go run ./bench/cmd/perf mem     [-targets 1,100,1000] [-periods 1d,7d,30d] [-runs 3]
 //	go run ./bench/cmd/perf fleet   [-targets 500] [-duration 5m]
-//	go run ./bench/cmd/perf fleet-rules [-targets 10] [-days 1] [-engines prometheus,victoriametrics]
+//	go run ./bench/cmd/perf fleet-rules [-targets 10] [-days 1] [-engines prometheus,victoriametrics] [-flat]
+//	go run ./bench/cmd/perf live-rules [-active 30s]
 package main
 
 import (
@@ -20,7 +22,7 @@ import (
 
 func main() {
 	if len(os.Args) < 2 {
-		fmt.Fprintln(os.Stderr, "usage: perf scrape|growth|mem|mem-one|fleet|fleet-rules [flags]")
+		fmt.Fprintln(os.Stderr, "usage: perf scrape|growth|mem|mem-one|fleet|fleet-rules|live-rules [flags]")
 		os.Exit(2)
 	}
 	testing.Init() // registers -test.benchtime, which testing.Benchmark reads
@@ -39,6 +41,8 @@ func main() {
 		err = runFleet(args)
 	case "fleet-rules":
 		err = runFleetRules(args)
+	case "live-rules":
+		err = runLiveRules(args)
 	default:
 		err = fmt.Errorf("unknown command %q", cmd)
 	}

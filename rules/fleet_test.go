@@ -1,0 +1,14 @@
+package rules
+
+import "testing"
+
+// TestFleetLevelSLO replays two vLLM servers serving one model, one
+// healthy and one missing TTFT on half its requests, through the shipped
+// test rules with promtool, and checks that the rules export one SLO for
+// the model over both servers' requests: the sum of their intervals'
+// counts (200 finished, 150 met every objective, attainment exactly 0.75
+// at both bounds, burn rate 2.5), not either server's view (1 and 0.5) and
+// not one series per server.
+func TestFleetLevelSLO(t *testing.T) {
+	runPromtool(t, "test", "rules", "testdata/fleet_test.yml")
+}

@@ -168,6 +168,18 @@ func (s *series) at(i int) *point {
 	return nil
 }
 
+// tierOffset returns the tier holding the i-th point, oldest first, and
+// the point's index within it (the tier is -1 when there is no such point).
+func (s *series) tierOffset(i int) (tier, off int) {
+	for k := len(s.tiers) - 1; k >= 0; k-- {
+		if i < len(s.tiers[k]) {
+			return k, i
+		}
+		i -= len(s.tiers[k])
+	}
+	return -1, 0
+}
+
 // last returns the newest point, or nil.
 func (s *series) last() *point {
 	for k := range s.tiers {

@@ -117,8 +117,15 @@ func (sr *series) walk(i0, i1 int) ([]piece, [numGauges]float64) {
 		maxes[g] = p0.g[g].v
 	}
 	pieces := []piece{{seg: p0.seg, from: i0, to: i0, first: i0}}
+	// The points are read tier by tier (sr.at(i) in order, without
+	// searching the tiers again for each).
+	k, off := sr.tierOffset(i0 + 1)
 	for i := i0 + 1; i <= i1; i++ {
-		p := sr.at(i)
+		for off >= len(sr.tiers[k]) {
+			k, off = k-1, 0
+		}
+		p := &sr.tiers[k][off]
+		off++
 		for g := range maxes {
 			maxes[g] = maxKnown(maxes[g], p.g[g].max)
 		}
@@ -381,7 +388,20 @@ func mergeParts(ps []part) slo.Histogram {
 	for _, p := range ps[1:] {
 		edges = commonEdges(edges, p.edges)
 	}
-	out := slo.Histogram{Edges: append([]float64(nil), edges...), Counts: make([]float64, len(edges))}
+	if len(ps) == 1 {
+		// One part on its own edges: its counts (made for this window by
+		// increases) become the window's, each added to zero as the sum
+		// below would add it (so a −0 still becomes +0).
+		p := ps[0]
+		for i := range p.counts {
+			p.counts[i] = 0 + p.counts[i]
+		}
+		return slo.Histogram{Edges: append([]float64(nil), edges...), Counts: p.counts, Sum: 0 + p.sum}
+	}
+	n := len(edges)
+	buf := make([]float64, 2*n) // the edges and counts in one array
+	out := slo.Histogram{Edges: buf[:n:n], Counts: buf[n:]}
+	copy(out.Edges, edges)
 	for _, p := range ps {
 		j := 0
 		for i, e := range out.Edges {

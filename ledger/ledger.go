@@ -382,18 +382,23 @@ func (l *Ledger) closeBlock(cp *checkpoint) {
 
 // blocked bounds SLO i's good requests between checkpoints i0 and i1 by
 // the whole blocks between the first and the last boundary among them and
-// the per-interval sums outside; ok is false without a whole block.
+// the per-interval sums outside; ok is false without a whole block. The
+// first boundary is sought from i0 forward and the last from i1 backward,
+// so a long window (an error budget's period) costs the checkpoints of a
+// block or two at its ends, not every checkpoint between them.
 func (l *Ledger) blocked(i, i0, i1 int) (slo.Bounded, bool) {
-	b0, b1 := -1, -1
-	for k := i0; k <= i1; k++ {
-		if l.points[k].boundary {
-			if b0 < 0 {
-				b0 = k
-			}
-			b1 = k
-		}
+	b0 := i0
+	for b0 <= i1 && !l.points[b0].boundary {
+		b0++
 	}
-	if b0 < 0 || b0 == b1 {
+	if b0 > i1 {
+		return slo.Bounded{}, false
+	}
+	b1 := i1
+	for !l.points[b1].boundary { // stops at b0 at the latest
+		b1--
+	}
+	if b0 == b1 {
 		return slo.Bounded{}, false
 	}
 	a, s0, s1, b := l.points[i0].sum(i), l.points[b0].sum(i), l.points[b1].sum(i), l.points[i1].sum(i)
@@ -729,13 +734,14 @@ func (l *Ledger) totals(i int, from, to int64) (slo.WindowTotals, bool) {
 		return slo.WindowTotals{}, false
 	}
 	for k := first; k < last; k++ {
-		iv := l.intervals[k]
+		iv := &l.intervals[k]
 		if len(iv.judged) <= i || len(iv.sources) <= i {
 			return slo.WindowTotals{}, false
 		}
-		t.BadIn += iv.sources[i].Bad
-		t.GoodIn += iv.sources[i].Good
-		j := iv.judged[i]
+		src := &iv.sources[i]
+		t.BadIn += src.Bad
+		t.GoodIn += src.Good
+		j := &iv.judged[i]
 		if !iv.counted {
 			continue
 		}
@@ -760,16 +766,26 @@ func (l *Ledger) coupled(i int, from, to int64) (ivs []slo.CoupledInterval, pre 
 	if !ok {
 		return nil, 0, false
 	}
+	// Each interval's reach is looked up once: the window's intervals are
+	// read here for the head, and the head's own reach read below. The
+	// reaches of head's intervals before first are looked up only there.
+	reaches := make([]int, last-first)
 	reach := first
 	for k := first; k < last; k++ {
-		reach = min(reach, l.reachIndex(k))
+		reaches[k-first] = l.reachIndex(k)
+		reach = min(reach, reaches[k-first])
 	}
 	head := max(reach, 0)
 	ivs = make([]slo.CoupledInterval, 0, last-head)
 	for k := head; k < last; k++ {
-		iv := l.intervals[k]
-		j, src := iv.judged[i], iv.sources[i]
-		from := l.reachIndex(k)
+		iv := &l.intervals[k]
+		j, src := &iv.judged[i], &iv.sources[i]
+		var from int
+		if k >= first {
+			from = reaches[k-first]
+		} else {
+			from = l.reachIndex(k)
+		}
 		if from >= 0 {
 			from -= head
 		}
@@ -789,7 +805,7 @@ func (l *Ledger) coupled(i int, from, to int64) (ivs []slo.CoupledInterval, pre 
 // ones, and a reach that falls inside an interval (only an inconsistent
 // state) is widened to take that interval in.
 func (l *Ledger) reachIndex(k int) int {
-	iv := l.intervals[k]
+	iv := &l.intervals[k]
 	if iv.reachOlder {
 		return -1
 	}

@@ -1,7 +1,6 @@
 package slo
 
 import (
-	"container/heap"
 	"math"
 	"slices"
 )
@@ -67,10 +66,12 @@ func CoupleWindow(ivs []CoupledInterval, pre int, badAtStart, goodAtStart float6
 		badCaps[j] = math.Max(0, math.Min(iv.N-iv.TTFTLo, iv.FinishLo))
 		goodCaps[j] = math.Max(0, math.Min(iv.TTFTHi, iv.FinishHi))
 	}
-	badOf := func(iv CoupledInterval) float64 { return iv.Bad }
-	goodOf := func(iv CoupledInterval) float64 { return iv.Good }
-	bad := math.Min(maxFlowConvex(ivs, 0, badCaps, left, badAtStart, badOf), maxFlowConvex(ivs, pre, badCaps, left, badAtStart, badOf))
-	good := math.Min(maxFlowConvex(ivs, 0, goodCaps, left, goodAtStart, goodOf), maxFlowConvex(ivs, pre, goodCaps, left, goodAtStart, goodOf))
+	bad := maxFlowConvex(ivs, 0, badCaps, left, badAtStart, false)
+	good := maxFlowConvex(ivs, 0, goodCaps, left, goodAtStart, true)
+	if pre > 0 { // with pre = 0 the second problem is the first
+		bad = math.Min(bad, maxFlowConvex(ivs, pre, badCaps, left, badAtStart, false))
+		good = math.Min(good, maxFlowConvex(ivs, pre, goodCaps, left, goodAtStart, true))
+	}
 	res := Bounded{Lower: math.Max(0, finLo-bad), Upper: math.Min(good, finHi)}
 	res.Upper = math.Max(res.Lower, res.Upper) // only inconsistent inputs cross them
 	return res
@@ -79,12 +80,13 @@ func CoupleWindow(ivs []CoupledInterval, pre int, badAtStart, goodAtStart float6
 // maxFlowConvex is the most the sinks ivs[first:] (caps[j] each, drawing
 // from sources From_j..j, where a From_j before first stands for the
 // window's start holding atStart) can take from the sources ivs[first:]
-// (supply(iv) each); left is scratch of len(ivs). Glover's rule solves it
+// (each its Good when good is set, else its Bad); left is scratch of
+// len(ivs). Glover's rule solves it
 // exactly: give each source, in time order, to the open sinks that can draw
 // on it, the one whose range ends first first (here the earliest sink, as
 // each range ends at its own interval); an exchange argument shows some
 // optimum agrees with every choice.
-func maxFlowConvex(ivs []CoupledInterval, first int, caps, left []float64, atStart float64, supply func(CoupledInterval) float64) float64 {
+func maxFlowConvex(ivs []CoupledInterval, first int, caps, left []float64, atStart float64, good bool) float64 {
 	copy(left, caps)
 	total := 0.0
 	give := func(i int, s float64) {
@@ -103,7 +105,11 @@ func maxFlowConvex(ivs []CoupledInterval, first int, caps, left []float64, atSta
 	}
 	give(first-1, atStart)
 	for i := first; i < len(ivs); i++ {
-		give(i, supply(ivs[i]))
+		if good {
+			give(i, ivs[i].Good)
+		} else {
+			give(i, ivs[i].Bad)
+		}
 	}
 	return total
 }
@@ -207,10 +213,14 @@ func hullSteps(v []float64, convex bool) []float64 {
 }
 
 // allocate is the least Σ L_j (low) with Σ g_j >= need, or the greatest Σ
-// U_j (!low) with Σ g_j <= need, taking the cheapest steps first.
+// U_j (!low) with Σ g_j <= need, taking the cheapest steps first. The heap
+// of next steps does what container/heap's Init, Pop and Push do, compare
+// for compare and swap for swap, without boxing a step in an interface at
+// every pop and push: the steps come out in the same order, so the sums add
+// the same floats in the same order.
 func allocate(curves []*TokenCurve, need float64, low bool) float64 {
 	total, have := 0.0, 0.0
-	var h stepHeap
+	h := make(stepHeap, 0, len(curves))
 	for j, c := range curves {
 		steps := c.HighDn
 		if low {
@@ -225,9 +235,9 @@ func allocate(curves []*TokenCurve, need float64, low bool) float64 {
 			h = append(h, step{cost: steps[0], curve: j})
 		}
 	}
-	heap.Init(&h)
-	for h.Len() > 0 && ((low && have < need) || (!low && have > need)) {
-		s := heap.Pop(&h).(step)
+	h.init()
+	for len(h) > 0 && ((low && have < need) || (!low && have > need)) {
+		s := h.pop()
 		steps := curves[s.curve].HighDn
 		if low {
 			total += s.cost
@@ -238,7 +248,7 @@ func allocate(curves []*TokenCurve, need float64, low bool) float64 {
 			have--
 		}
 		if next := s.next + 1; next < len(steps) {
-			heap.Push(&h, step{cost: steps[next], curve: s.curve, next: next})
+			h.push(step{cost: steps[next], curve: s.curve, next: next})
 		}
 	}
 	return total
@@ -250,16 +260,60 @@ type step struct {
 	curve, next int // next: the step's index in its curve
 }
 
-// stepHeap is a min-heap of steps by cost.
+// stepHeap is a min-heap of steps by cost, kept as container/heap keeps
+// one (the same sift-up and sift-down).
 type stepHeap []step
 
-func (h stepHeap) Len() int           { return len(h) }
-func (h stepHeap) Less(i, j int) bool { return h[i].cost < h[j].cost }
-func (h stepHeap) Swap(i, j int)      { h[i], h[j] = h[j], h[i] }
-func (h *stepHeap) Push(x any)        { *h = append(*h, x.(step)) }
-func (h *stepHeap) Pop() any {
+// init orders h into a heap (container/heap.Init).
+func (h stepHeap) init() {
+	n := len(h)
+	for i := n/2 - 1; i >= 0; i-- {
+		h.down(i, n)
+	}
+}
+
+// push adds s (container/heap.Push).
+func (h *stepHeap) push(s step) {
+	*h = append(*h, s)
+	h.up(len(*h) - 1)
+}
+
+// pop removes and returns the cheapest step (container/heap.Pop).
+func (h *stepHeap) pop() step {
 	old := *h
-	x := old[len(old)-1]
-	*h = old[:len(old)-1]
-	return x
+	n := len(old) - 1
+	old[0], old[n] = old[n], old[0]
+	old.down(0, n)
+	s := old[n]
+	*h = old[:n]
+	return s
+}
+
+func (h stepHeap) up(j int) {
+	for {
+		i := (j - 1) / 2 // parent
+		if i == j || !(h[j].cost < h[i].cost) {
+			break
+		}
+		h[i], h[j] = h[j], h[i]
+		j = i
+	}
+}
+
+func (h stepHeap) down(i, n int) {
+	for {
+		j1 := 2*i + 1
+		if j1 >= n || j1 < 0 { // j1 < 0 after int overflow
+			break
+		}
+		j := j1 // left child
+		if j2 := j1 + 1; j2 < n && h[j2].cost < h[j1].cost {
+			j = j2 // right child
+		}
+		if !(h[j].cost < h[i].cost) {
+			break
+		}
+		h[i], h[j] = h[j], h[i]
+		i = j
+	}
 }

@@ -36,7 +36,7 @@ func TestRulesBoundsHoldDaemonAndTruth(t *testing.T) {
 		if sc.Full || sc.StepBy != 0 || sc.Config != "" {
 			continue
 		}
-		run, err := Play(sc)
+		run, err := playShared(sc)
 		if err != nil {
 			t.Fatal(err)
 		}

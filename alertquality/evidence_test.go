@@ -35,7 +35,7 @@ func TestRulesEvidenceIsTheDaemons(t *testing.T) {
 		if !evidenceScenarios.MatchString(sc.Name) {
 			continue
 		}
-		run, err := Play(sc)
+		run, err := playShared(sc)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -22,7 +22,7 @@ func TestExactModePages(t *testing.T) {
 		if sc.Full && !*full {
 			continue
 		}
-		hist, err := Play(sc)
+		hist, err := playShared(sc)
 		if err != nil {
 			t.Fatal(err)
 		}

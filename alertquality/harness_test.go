@@ -49,7 +49,7 @@ func selected(t *testing.T) []Scenario {
 func TestAlertQuality(t *testing.T) {
 	var runs []*Run
 	for _, sc := range selected(t) {
-		run, err := Play(sc)
+		run, err := playShared(sc)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -228,7 +228,7 @@ func TestJointOnlyBreach(t *testing.T) {
 		if !strings.HasPrefix(sc.Name, "joint-only") {
 			continue
 		}
-		run, err := Play(sc)
+		run, err := playShared(sc)
 		if err != nil {
 			t.Fatal(err)
 		}

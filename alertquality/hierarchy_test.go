@@ -47,7 +47,7 @@ func TestHierarchyEqualsFlat(t *testing.T) {
 	var runs []*Run
 	for _, sc := range Library() {
 		if slices.Contains(hierarchyScenarios, sc.Name) {
-			run, err := Play(sc)
+			run, err := playShared(sc)
 			if err != nil {
 				t.Fatal(err)
 			}

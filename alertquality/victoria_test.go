@@ -102,7 +102,7 @@ func playVMScenarios(t *testing.T) []*Run {
 		if sc.StepBy != 0 || (!*full && !slices.Contains(vmScenarios, sc.Name)) || (sc.Full && !*full) {
 			continue
 		}
-		run, err := Play(sc)
+		run, err := playShared(sc)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -55,7 +55,12 @@ type entry struct {
 	def     string  // the SLO's objectives and goal when learning began
 	goal    float64 // the SLO's goal, which configured the learner
 	labels  map[string]string
-	windows int  // closed windows at the last fit or refresh
+	// windows and newest are the learner's closed windows at the last fit
+	// or refresh, and the end of the newest of them: once the learner
+	// holds a full History each window that closes pushes the oldest out,
+	// so the count alone stays put while the windows move on.
+	windows int
+	newest  time.Time
 	fitted  bool // est holds a fit
 	est     capacity.Estimate
 	// fittedAt is when est was last fitted afresh (not refreshed), and
@@ -190,13 +195,13 @@ func (ls *Learners) Refit(rep *pipeline.Report) {
 func (e *entry) update(now time.Time) {
 	e.mu.Lock()
 	live := e.learner
-	n := len(live.Windows())
-	if e.fitted && n == e.windows {
+	n, newest := len(live.Windows()), newestEnd(live.Windows())
+	if e.fitted && n == e.windows && newest.Equal(e.newest) {
 		e.mu.Unlock()
 		return
 	}
 	if e.fitted && e.est.Kind == capacity.Bounded && live.Reason() == e.fitReason && now.Sub(e.fittedAt) < live.Config().RefitEvery {
-		e.est, e.windows = live.Refresh(e.est, now), n
+		e.est, e.windows, e.newest = live.Refresh(e.est, now), n, newest
 		e.mu.Unlock()
 		return
 	}
@@ -205,9 +210,17 @@ func (e *entry) update(now time.Time) {
 	est := frozen.Estimate(now)
 	e.mu.Lock()
 	if e.learner == live { // not replaced by a changed SLO meanwhile
-		e.windows, e.fitted, e.est, e.fittedAt, e.fitReason = n, true, est, now, frozen.Reason()
+		e.windows, e.newest, e.fitted, e.est, e.fittedAt, e.fitReason = n, newest, true, est, now, frozen.Reason()
 	}
 	e.mu.Unlock()
+}
+
+// newestEnd is the end of the newest of ws (oldest first), zero when empty.
+func newestEnd(ws []capacity.Window) time.Time {
+	if len(ws) == 0 {
+		return time.Time{}
+	}
+	return ws[len(ws)-1].End
 }
 
 // Reports returns the latest estimates, ordered by target, model and SLO;

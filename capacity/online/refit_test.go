@@ -81,3 +81,46 @@ func TestBoundedEstimatesRefitEveryHalfHour(t *testing.T) {
 		t.Fatalf("thirty minutes after the fit: fitted at %v with %d windows, want a fresh fit at %v", e.fittedAt, e.est.Windows, at)
 	}
 }
+
+// TestFullHistoryKeepsUpdating: once a learner holds a full History, each
+// window that closes pushes the oldest out and the count stays the same;
+// the estimate must still be refreshed between fits and fitted afresh
+// every RefitEvery, not frozen at the last fit before the history filled.
+func TestFullHistoryKeepsUpdating(t *testing.T) {
+	cfg := capacity.DefaultConfig(0.95)
+	cfg.History = 2 * time.Hour
+	full := boundedDay(200)
+	// The learner as it is after window k closed: the last 61 windows
+	// (two hours of two-minute windows, both ends kept).
+	learnerAt := func(k int) (*capacity.Learner, time.Time) {
+		l, err := capacity.RestoreLearner(cfg, capacity.LearnerState{Windows: full.Windows[k-60 : k+1]})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return l, full.Windows[k].End
+	}
+	l, t0 := learnerAt(150)
+	e := &entry{learner: l, def: "d", goal: 0.95}
+	e.update(t0)
+	if e.est.Kind != capacity.Bounded || !e.fittedAt.Equal(t0) {
+		t.Fatalf("first update: %s fitted at %v, want bounded at %v", e.est.Kind, e.fittedAt, t0)
+	}
+	count, load := len(l.Windows()), e.est.Load
+	var at time.Time
+	e.learner, at = learnerAt(155)
+	if len(e.learner.Windows()) != count {
+		t.Fatalf("%d windows after five more closed, want %d (a full history)", len(e.learner.Windows()), count)
+	}
+	e.update(at)
+	if !e.fittedAt.Equal(t0) {
+		t.Fatalf("ten minutes after the fit: fitted at %v, want the fit of %v refreshed", e.fittedAt, t0)
+	}
+	if want := e.learner.Refresh(e.est, at).Load; e.est.Load != want || e.est.Load == load {
+		t.Fatalf("refreshed load %v (at the fit %v), want %v", e.est.Load, load, want)
+	}
+	e.learner, at = learnerAt(165)
+	e.update(at)
+	if !e.fittedAt.Equal(at) || !e.est.Since.Equal(full.Windows[105].Start) {
+		t.Fatalf("thirty minutes after the fit: fitted at %v from %v, want a fresh fit at %v from %v", e.fittedAt, e.est.Since, at, full.Windows[105].Start)
+	}
+}

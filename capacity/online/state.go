@@ -28,6 +28,7 @@ type entryState struct {
 	Labels                  map[string]string
 	Learner                 capacity.LearnerState
 	Windows                 int
+	Newest                  time.Time // zero in a file written before it was kept: the next evaluation updates
 	Fitted                  bool
 	Estimate                capacity.Estimate
 	FittedAt                time.Time
@@ -53,7 +54,7 @@ func (ls *Learners) MarshalBinary() ([]byte, error) {
 		e.mu.Lock()
 		st.Entries = append(st.Entries, entryState{
 			Target: k.target, Model: k.model, SLO: k.slo, Def: e.def, Goal: e.goal, Labels: e.labels,
-			Learner: e.learner.State(), Windows: e.windows, Fitted: e.fitted, Estimate: e.est,
+			Learner: e.learner.State(), Windows: e.windows, Newest: e.newest, Fitted: e.fitted, Estimate: e.est,
 			FittedAt: e.fittedAt, FitReason: e.fitReason,
 		})
 		e.mu.Unlock()
@@ -129,6 +130,6 @@ func (ls *Learners) restoreEntry(es entryState) (*entry, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &entry{learner: l, def: es.Def, goal: es.Goal, labels: es.Labels, windows: es.Windows, fitted: es.Fitted, est: es.Estimate,
+	return &entry{learner: l, def: es.Def, goal: es.Goal, labels: es.Labels, windows: es.Windows, newest: es.Newest, fitted: es.Fitted, est: es.Estimate,
 		fittedAt: es.FittedAt, fitReason: es.FitReason}, nil
 }

@@ -3,101 +3,222 @@ package main
 import (
 	"flag"
 	"fmt"
+	"math"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/vllm-slo-exporter/vllm-slo-exporter/bench"
+	"github.com/vllm-slo-exporter/vllm-slo-exporter/capacity"
 	"github.com/vllm-slo-exporter/vllm-slo-exporter/capacity/online"
+	"github.com/vllm-slo-exporter/vllm-slo-exporter/exporter"
 	"github.com/vllm-slo-exporter/vllm-slo-exporter/pipeline"
+	"github.com/vllm-slo-exporter/vllm-slo-exporter/scrape"
+	"github.com/vllm-slo-exporter/vllm-slo-exporter/slo"
 )
 
-// costRow is one measurement: a number of targets with capacity off or on.
+// costCase is one configuration measured: a number of targets, capacity
+// off, or on with a RefitEvery.
+type costCase struct {
+	targets  int
+	capacity bool
+	refit    time.Duration
+}
+
+func (c costCase) String() string {
+	if !c.capacity {
+		return "off"
+	}
+	if c.refit <= 0 {
+		return "on, refit every window"
+	}
+	return "on, refit every " + c.refit.String()
+}
+
+// costRow is one measurement of a case.
 type costRow struct {
-	targets               int
-	capacity              bool
-	heapPerTarget         float64 // MiB
-	evalCPU, scrapeCPU    float64 // ms per evaluation of every target, µs per scrape of one target
-	windows               int     // the first learner's windows
-	kind                  string
-	fillSeconds, runHours float64
+	costCase
+	heapPerTarget      float64 // MiB
+	evalCPU, scrapeCPU float64 // ms per evaluation of every target, µs per scrape of one target
+	windows            int     // the first learner's windows
+	first              capacity.Estimate
+	kinds              map[capacity.Kind]int
+	// bounded counts the published capacity series
+	// (vllm_slo_capacity_requests_per_second) with kind="bounded", of series.
+	bounded, series int
 }
 
 // runCost measures what the capacity learners cost the daemon: the
 // workload of BENCHMARKS.md sections 2 and 9 (bench.DefaultWorkload, a
 // 30-day history filled with bench.FillTimes), then hours more of 15 s
 // scrapes of every target, so that the learners hold what a daemon that
-// ran that long holds (24 h: a full day of windows), then two minutes of
-// scrapes and evaluations every 15 s (a window closes every two minutes
-// and each learner then refits; more evaluations for few targets):
-// heap per target after a full GC,
-// CPU per evaluation (pipeline.Evaluate, and online.Publish with
-// capacity on, as the daemon runs them) and per scrape.
+// ran that long holds (24 h: a full day of windows), then an hour of
+// scrapes and evaluations every 15 s (a window closes every two minutes;
+// an hour holds two refits at the default RefitEvery; more evaluations
+// for few targets): heap per target after a full GC, CPU per evaluation
+// (pipeline.Evaluate, and online.Publish with capacity on, as the daemon
+// runs them) and per scrape.
+//
+// -workload steady scrapes bench.Synth at its constant rate, below the
+// knee (the learners answer lower_only, no bootstrap); -workload knee
+// drives it through its knee four times a day (kneeSynth), so that every
+// learner publishes a bounded answer, bootstrap included. -runs repeats
+// every case, the order of the cases rotated from one run to the next,
+// and the medians are printed.
 func runCost(args []string) error {
 	fs := flag.NewFlagSet("cost", flag.ContinueOnError)
 	targetsFlag := fs.String("targets", "1,100", "comma-separated target counts")
 	hours := fs.Float64("hours", 24, "hours of 15 s scrapes after the fill")
+	workload := fs.String("workload", "steady", "steady (below the knee) or knee (through it, bounded answers)")
+	refitFlag := fs.String("refit", "30m", "comma-separated capacity.Config.RefitEvery values measured with capacity on (0: every window)")
+	runs := fs.Int("runs", 1, "runs of every case, alternating")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	var rows []costRow
+	if *workload != "steady" && *workload != "knee" {
+		return fmt.Errorf("workload %q: want steady or knee", *workload)
+	}
+	var refits []time.Duration
+	for _, f := range strings.Split(*refitFlag, ",") {
+		d, err := time.ParseDuration(strings.TrimSpace(f))
+		if err != nil {
+			return fmt.Errorf("refit %q: %w", f, err)
+		}
+		refits = append(refits, d)
+	}
+	var cases []costCase
 	for _, f := range strings.Split(*targetsFlag, ",") {
 		n, err := strconv.Atoi(strings.TrimSpace(f))
 		if err != nil || n <= 0 {
 			return fmt.Errorf("targets %q: want positive integers", f)
 		}
-		for _, on := range []bool{false, true} {
-			r, err := measureCost(n, on, time.Duration(*hours*float64(time.Hour)))
-			if err != nil {
-				return err
+		cases = append(cases, costCase{targets: n})
+		for _, r := range refits {
+			cases = append(cases, costCase{targets: n, capacity: true, refit: r})
+		}
+	}
+	per := 1 + len(refits)
+	rows := make([][]costRow, len(cases))
+	for run := range *runs {
+		for g := 0; g < len(cases); g += per {
+			for j := range per {
+				i := g + (j+run)%per
+				r, err := measureCost(cases[i], *workload == "knee", time.Duration(*hours*float64(time.Hour)))
+				if err != nil {
+					return err
+				}
+				rows[i] = append(rows[i], r)
+				printRow(fmt.Sprintf("run %d", run+1), r)
+				runtime.GC()
 			}
-			rows = append(rows, r)
-			runtime.GC()
 		}
 	}
-	fmt.Println("| targets | capacity | heap per target MiB | CPU per evaluation ms | CPU per scrape µs | learner windows, kind |")
-	fmt.Println("|---|---|---|---|---|---|")
-	for _, r := range rows {
-		state := "off"
-		learned := "–"
-		if r.capacity {
-			state, learned = "on", fmt.Sprintf("%d, %s", r.windows, r.kind)
-		}
-		fmt.Printf("| %d | %s | %.2f | %.2f | %.1f | %s |\n", r.targets, state, r.heapPerTarget, r.evalCPU, r.scrapeCPU, learned)
+	fmt.Printf("\nworkload %s, %d run(s), medians:\n\n", *workload, *runs)
+	fmt.Println("| targets | capacity | heap per target MiB | CPU per evaluation ms | CPU per scrape µs | learner windows, kinds | bounded series |")
+	fmt.Println("|---|---|---|---|---|---|---|")
+	med := make([]costRow, len(cases))
+	for i, rs := range rows {
+		med[i] = medianRow(rs)
+		printRow("", med[i])
 	}
-	for i := 0; i+1 < len(rows); i += 2 {
-		off, on := rows[i], rows[i+1]
-		fmt.Printf("\n%d targets: heap %.3f×, CPU per evaluation %.3f×, per scrape %.3f×", off.targets,
-			on.heapPerTarget/off.heapPerTarget, on.evalCPU/off.evalCPU, on.scrapeCPU/off.scrapeCPU)
+	for g := 0; g < len(med); g += per {
+		off := med[g]
+		for _, on := range med[g+1 : g+per] {
+			fmt.Printf("\n%d targets, %s: heap %.3f×, CPU per evaluation %.3f×, per scrape %.3f×", off.targets, on.costCase,
+				on.heapPerTarget/off.heapPerTarget, on.evalCPU/off.evalCPU, on.scrapeCPU/off.scrapeCPU)
+		}
 	}
 	fmt.Println()
 	return nil
 }
 
-// measureCost runs the workload for n targets, with the learners wired as
-// the daemon wires them when on.
-func measureCost(n int, on bool, after time.Duration) (costRow, error) {
-	row := costRow{targets: n, capacity: on, runHours: after.Hours()}
+// printRow prints one row of the table, prefixed by label when not empty.
+func printRow(label string, r costRow) {
+	learned, bounded := "–", "–"
+	if r.capacity {
+		var ks []string
+		for _, k := range []capacity.Kind{capacity.Bounded, capacity.LowerOnly, capacity.Unknown} {
+			if r.kinds[k] > 0 {
+				ks = append(ks, fmt.Sprintf("%d %s", r.kinds[k], k))
+			}
+		}
+		learned, bounded = fmt.Sprintf("%d; %s", r.windows, strings.Join(ks, ", ")), fmt.Sprintf("%d/%d", r.bounded, r.series)
+		if label != "" {
+			e := r.first
+			learned += fmt.Sprintf(" (first: %.2f [%.2f, %.2f] req/s at load %.2f)", e.Requests.Estimate, e.Requests.Lower, e.Requests.Upper, e.Load)
+		}
+	}
+	if label != "" {
+		fmt.Printf("%s: ", label)
+	}
+	fmt.Printf("| %d | %s | %.3f | %.2f | %.1f | %s | %s |\n", r.targets, r.costCase, r.heapPerTarget, r.evalCPU, r.scrapeCPU, learned, bounded)
+}
+
+// medianRow is the run of rs with the median figures, each taken alone.
+func medianRow(rs []costRow) costRow {
+	m := rs[0]
+	pick := func(f func(costRow) float64) float64 {
+		xs := make([]float64, len(rs))
+		for i, r := range rs {
+			xs[i] = f(r)
+		}
+		slices.Sort(xs)
+		if len(xs)%2 == 1 {
+			return xs[len(xs)/2]
+		}
+		return (xs[len(xs)/2-1] + xs[len(xs)/2]) / 2
+	}
+	m.heapPerTarget = pick(func(r costRow) float64 { return r.heapPerTarget })
+	m.evalCPU = pick(func(r costRow) float64 { return r.evalCPU })
+	m.scrapeCPU = pick(func(r costRow) float64 { return r.scrapeCPU })
+	for _, r := range rs {
+		m.bounded, m.series = min(m.bounded, r.bounded), max(m.series, r.series)
+	}
+	return m
+}
+
+// snapshotter is a synthetic server: bench.Synth or kneeSynth.
+type snapshotter interface {
+	Snapshot(t time.Time) *scrape.Snapshot
+}
+
+// measureCost runs the workload for c, with the learners wired as the
+// daemon wires them when capacity is on.
+func measureCost(c costCase, knee bool, after time.Duration) (costRow, error) {
+	n := c.targets
+	row := costRow{costCase: c, kinds: map[capacity.Kind]int{}}
 	synth, err := bench.NewSynth()
 	if err != nil {
 		return row, err
 	}
-	spec := bench.DefaultWorkload().Spec(n)
-	learners, tickets := online.New(nil), online.NewHeadroomAlerts()
-	if on {
+	w := bench.DefaultWorkload()
+	spec := w.Spec(n)
+	learners := online.New(func(goal float64) capacity.Config {
+		cfg := capacity.DefaultConfig(goal)
+		cfg.RefitEvery = c.refit
+		return cfg
+	})
+	tickets := online.NewHeadroomAlerts()
+	if c.capacity {
 		spec.Intervals = learners
 	}
 	end := bench.Epoch.Add(60 * 24 * time.Hour)
 	p := pipeline.New(spec)
-	start := time.Now()
 	if err := bench.Fill(p, n, synth, bench.FillTimes(spec.Retention, end, bench.Interval)); err != nil {
 		return row, err
 	}
+	var server snapshotter = synth
+	if knee {
+		server = newKneeSynth(synth, end, ttftThreshold(w.SLOs[0]))
+	}
 	evaluate := func(at time.Time) *pipeline.Report {
 		rep := p.Evaluate(at)
-		if on {
+		if c.capacity {
 			rep = online.Publish(learners, tickets, rep, 0.2, 15*time.Minute)
 		}
 		return rep
@@ -105,25 +226,24 @@ func measureCost(n int, on bool, after time.Duration) (costRow, error) {
 	at := end
 	for stop := end.Add(after); at.Before(stop); {
 		at = at.Add(bench.Interval)
-		if err := scrapeAll(p, n, synth, at); err != nil {
+		if err := scrapeAll(p, n, server, at); err != nil {
 			return row, err
 		}
 		if at.Sub(end)%(30*time.Minute) == 0 {
 			evaluate(at) // the learners forget and refit now and then
 		}
 	}
-	row.fillSeconds = time.Since(start).Seconds()
 	rep := evaluate(at)
 	mem := bench.ReadMemory()
 	row.heapPerTarget = float64(mem.HeapAlloc) / float64(n) / (1 << 20)
 	var evalCPU, scrapeCPU time.Duration
-	// At least four minutes (two windows close, so every learner refits
-	// twice), more for few targets, whose evaluations are short.
-	evaluations := max(16, 1600/n/8*8)
+	// An hour (30 windows close; at the default RefitEvery every learner
+	// refits twice), four for few targets, whose evaluations are short.
+	evaluations := 240 * max(1, 4/n)
 	for range evaluations {
 		at = at.Add(bench.Interval)
 		c := cpuTime()
-		if err := scrapeAll(p, n, synth, at); err != nil {
+		if err := scrapeAll(p, n, server, at); err != nil {
 			return row, err
 		}
 		scrapeCPU += cpuTime() - c
@@ -133,16 +253,63 @@ func measureCost(n int, on bool, after time.Duration) (costRow, error) {
 	}
 	row.evalCPU = float64(evalCPU.Microseconds()) / 1e3 / float64(evaluations)
 	row.scrapeCPU = float64(scrapeCPU.Microseconds()) / float64(evaluations) / float64(n)
-	if reps := learners.Reports(); len(reps) > 0 {
-		row.windows, row.kind = reps[0].Estimate.Windows, string(reps[0].Estimate.Kind)
+	reps := learners.Reports()
+	for _, r := range reps {
+		row.kinds[r.Estimate.Kind]++
+	}
+	if len(reps) > 0 {
+		row.windows, row.first = reps[0].Estimate.Windows, reps[0].Estimate
+	}
+	if c.capacity {
+		if row.bounded, row.series, err = boundedSeries(learners); err != nil {
+			return row, err
+		}
 	}
 	runtime.KeepAlive(rep)
 	runtime.KeepAlive(p)
 	return row, nil
 }
 
+// boundedSeries renders the learners' estimates as the exporter does and
+// counts the vllm_slo_capacity_requests_per_second series, and those of
+// them with kind="bounded".
+func boundedSeries(ls *online.Learners) (bounded, series int, err error) {
+	reg := prometheus.NewPedanticRegistry()
+	if err := reg.Register(exporter.NewCapacityCollector(ls.Reports)); err != nil {
+		return 0, 0, fmt.Errorf("register the capacity collector: %w", err)
+	}
+	mfs, err := reg.Gather()
+	if err != nil {
+		return 0, 0, fmt.Errorf("gather the capacity series: %w", err)
+	}
+	for _, mf := range mfs {
+		if mf.GetName() != exporter.Namespace+"_capacity_requests_per_second" {
+			continue
+		}
+		for _, m := range mf.GetMetric() {
+			series++
+			for _, l := range m.GetLabel() {
+				if l.GetName() == "kind" && l.GetValue() == string(capacity.Bounded) {
+					bounded++
+				}
+			}
+		}
+	}
+	return bounded, series, nil
+}
+
+// ttftThreshold is the SLO's TTFT objective (+Inf without one).
+func ttftThreshold(s slo.SLO) float64 {
+	for _, o := range s.Objectives {
+		if o.Metric == slo.TTFT {
+			return o.Threshold
+		}
+	}
+	return math.Inf(1)
+}
+
 // scrapeAll ingests one synthetic scrape of every target at t.
-func scrapeAll(p *pipeline.Pipeline, n int, s *bench.Synth, t time.Time) error {
+func scrapeAll(p *pipeline.Pipeline, n int, s snapshotter, t time.Time) error {
 	snap := s.Snapshot(t)
 	for i := range n {
 		if err := p.Ingest(bench.TargetName(i), snap, 0); err != nil {

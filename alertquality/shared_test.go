@@ -1,6 +1,9 @@
 package alertquality
 
-import "sync"
+import (
+	"runtime"
+	"sync"
+)
 
 // sharedRuns holds the scenarios this test binary has played, by name: a
 // scenario is deterministic (its seed is part of it), so every test reads
@@ -8,8 +11,48 @@ import "sync"
 // engines' work rather than repeating the simulator and the pipeline for
 // every test.
 var sharedRuns struct {
+	sync.Once
 	sync.Mutex
 	runs map[string]*Run
+}
+
+// playLibrary plays, before the first test reads one, every scenario this
+// binary's flags select, on as many goroutines as there are CPUs: each
+// play is its own simulator and pipeline, so they run side by side, and
+// the harness's tests then only read. A scenario whose play fails is left
+// out, for playShared to play again and report where a test asks for it.
+// With -scenario, only what a test asks for is played, when it asks.
+func playLibrary() {
+	if *scenario != "" {
+		return
+	}
+	var todo []Scenario
+	for _, sc := range Library() {
+		if !sc.Full || *full {
+			todo = append(todo, sc)
+		}
+	}
+	next := make(chan Scenario)
+	var wg sync.WaitGroup
+	for range runtime.GOMAXPROCS(0) {
+		wg.Go(func() {
+			for sc := range next {
+				if run, err := Play(sc); err == nil {
+					sharedRuns.Lock()
+					if sharedRuns.runs == nil {
+						sharedRuns.runs = map[string]*Run{}
+					}
+					sharedRuns.runs[sc.Name] = run
+					sharedRuns.Unlock()
+				}
+			}
+		})
+	}
+	for _, sc := range todo {
+		next <- sc
+	}
+	close(next)
+	wg.Wait()
 }
 
 // playShared is Play, once per scenario and test binary. Each call gets its
@@ -17,6 +60,7 @@ var sharedRuns struct {
 // labels) cleared, since a test fills those from the rule file it loads;
 // everything else is shared and only read.
 func playShared(sc Scenario) (*Run, error) {
+	sharedRuns.Do(playLibrary)
 	sharedRuns.Lock()
 	defer sharedRuns.Unlock()
 	run, ok := sharedRuns.runs[sc.Name]

@@ -8,6 +8,8 @@ import (
 	"slices"
 	"testing"
 	"time"
+
+	"github.com/vllm-slo-exporter/vllm-slo-exporter/testlog"
 )
 
 // TestStaleTempsRemoved: the temporary files of saves killed mid-write (a
@@ -67,7 +69,7 @@ func TestStartupRemovesDebris(t *testing.T) {
 	if err := os.Chtimes(debris, old, old); err != nil {
 		t.Fatal(err)
 	}
-	log := &syncBuffer{}
+	log := &testlog.Buffer{}
 	d := newTestDaemon(t, testConfig([]string{"a http://a:80/metrics"}, "state_file: "+state+"\n"), log)
 	d.loadState()
 	if _, err := os.Stat(debris); !os.IsNotExist(err) {
@@ -79,7 +81,7 @@ func TestStartupRemovesDebris(t *testing.T) {
 }
 
 // newTestDaemon builds a daemon on cfg, logging to log; it is not run.
-func newTestDaemon(t *testing.T, cfg string, log *syncBuffer) *Daemon {
+func newTestDaemon(t *testing.T, cfg string, log *testlog.Buffer) *Daemon {
 	t.Helper()
 	file := filepath.Join(t.TempDir(), "config.yaml")
 	if err := os.WriteFile(file, []byte(cfg), 0o600); err != nil {

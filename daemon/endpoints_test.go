@@ -4,6 +4,8 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"testing"
+
+	"github.com/vllm-slo-exporter/vllm-slo-exporter/testlog"
 )
 
 // TestLifecycleOffByDefault: a daemon built without EnableLifecycle answers
@@ -11,7 +13,7 @@ import (
 // is refused all the same.
 func TestLifecycleOffByDefault(t *testing.T) {
 	cfg := testConfig([]string{"a http://a:80/metrics"}, "")
-	d := newTestDaemon(t, cfg, &syncBuffer{})
+	d := newTestDaemon(t, cfg, &testlog.Buffer{})
 	rec := httptest.NewRecorder()
 	d.handler().ServeHTTP(rec, httptest.NewRequest(http.MethodPost, "/-/reload", nil))
 	if rec.Code != http.StatusForbidden {

@@ -21,6 +21,7 @@ import (
 
 	"github.com/vllm-slo-exporter/vllm-slo-exporter/pipeline"
 	"github.com/vllm-slo-exporter/vllm-slo-exporter/sim"
+	"github.com/vllm-slo-exporter/vllm-slo-exporter/testlog"
 )
 
 // The daemon's tests run inside synctest bubbles: time is virtual (a 15 s
@@ -215,31 +216,13 @@ targets:
 	return b.String()
 }
 
-// syncBuffer collects log output written from several goroutines.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
-
 // rig is a daemon running in the test's bubble.
 type rig struct {
 	t       *testing.T
 	d       *Daemon
 	net     *memNet
 	file    string
-	log     *syncBuffer
+	log     *testlog.Buffer
 	signals chan os.Signal
 	result  chan error // Run's return value
 	web     *http.Client
@@ -251,7 +234,7 @@ type rig struct {
 // scrapes done). The daemon is stopped when the test ends, if still running.
 func startRig(t *testing.T, n *memNet, cfg string) *rig {
 	t.Helper()
-	r := &rig{t: t, net: n, log: &syncBuffer{}, signals: make(chan os.Signal, 1), result: make(chan error, 1), served: make(chan struct{})}
+	r := &rig{t: t, net: n, log: &testlog.Buffer{}, signals: make(chan os.Signal, 1), result: make(chan error, 1), served: make(chan struct{})}
 	r.file = filepath.Join(t.TempDir(), "config.yaml")
 	r.write(cfg)
 	ln := n.listen("daemon:80")

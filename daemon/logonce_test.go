@@ -10,12 +10,13 @@ import (
 	"github.com/vllm-slo-exporter/vllm-slo-exporter/history"
 	"github.com/vllm-slo-exporter/vllm-slo-exporter/pipeline"
 	"github.com/vllm-slo-exporter/vllm-slo-exporter/scrape"
+	"github.com/vllm-slo-exporter/vllm-slo-exporter/testlog"
 )
 
 // handleRig feeds results straight to the supervisor's handle, as a loop
 // does, and keeps the log.
-func handleRig() (*scrapeLoops, *runningLoop, *syncBuffer) {
-	log := &syncBuffer{}
+func handleRig() (*scrapeLoops, *runningLoop, *testlog.Buffer) {
+	log := &testlog.Buffer{}
 	s := newScrapeLoops(slog.New(slog.NewTextHandler(log, nil)), nil, func(r scrape.Result) error { return r.Err }, func() {})
 	return s, &runningLoop{target: config.Target{Name: "a"}}, log
 }
@@ -96,7 +97,7 @@ func TestRejectionsLoggedOnce(t *testing.T) {
 // that serves none of its profile's families is logged once, and its return
 // once.
 func TestTargetStatesLoggedOnce(t *testing.T) {
-	log := &syncBuffer{}
+	log := &testlog.Buffer{}
 	d := &Daemon{logger: slog.New(slog.NewTextHandler(log, nil)), logged: map[string]loggedTarget{}}
 	report := func(dropped int, found bool) *pipeline.Report {
 		tr := pipeline.TargetReport{Name: "a", Up: true, History: history.Usage{Bytes: 1 << 20, Limit: 1 << 20, DroppedPoints: dropped}}

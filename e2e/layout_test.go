@@ -16,7 +16,7 @@ const modulePath = "github.com/vllm-slo-exporter/vllm-slo-exporter"
 // harnessRoots are the top-level packages that test the product and ship
 // in none of its binaries' code paths: they sit beside the product's
 // packages (Go's flat layout) and are told apart by the import graph alone.
-var harnessRoots = []string{"alertquality", "bench", "e2e", "reliability"}
+var harnessRoots = []string{"alertquality", "bench", "e2e", "reliability", "testlog"}
 
 // TestProductImportsNoHarness reads the imports of every non-test Go file
 // outside the harness and fails on one that imports a harness package:

@@ -12,10 +12,11 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/vllm-slo-exporter/vllm-slo-exporter/testlog"
 )
 
 var update = flag.Bool("update", false, "rewrite the recordings and golden files under testdata/")
@@ -54,28 +55,10 @@ func runMain(m *testing.M) int {
 	return m.Run()
 }
 
-// syncBuffer is a bytes.Buffer safe for a writing subprocess and a reading test.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
-
 // proc is a running instance of the binary.
 type proc struct {
 	cmd            *exec.Cmd
-	stdout, stderr *syncBuffer
+	stdout, stderr *testlog.Buffer
 	done           chan struct{}
 	exit           int // valid after done is closed
 }
@@ -83,7 +66,7 @@ type proc struct {
 // start runs the binary with args; the test's cleanup kills it if it still runs.
 func start(t *testing.T, args ...string) *proc {
 	t.Helper()
-	p := &proc{stdout: &syncBuffer{}, stderr: &syncBuffer{}, done: make(chan struct{})}
+	p := &proc{stdout: &testlog.Buffer{}, stderr: &testlog.Buffer{}, done: make(chan struct{})}
 	p.cmd = exec.Command(binary, args...)
 	p.cmd.Stdout, p.cmd.Stderr = p.stdout, p.stderr
 	if err := p.cmd.Start(); err != nil {

@@ -1,14 +1,12 @@
 package notify
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"log/slog"
 	"net"
 	"net/http"
 	"strings"
-	"sync"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -16,25 +14,8 @@ import (
 	commoncfg "github.com/prometheus/common/config"
 
 	"github.com/vllm-slo-exporter/vllm-slo-exporter/pipeline"
+	"github.com/vllm-slo-exporter/vllm-slo-exporter/testlog"
 )
-
-// syncBuffer is a log output safe for the notifier's goroutines.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
 
 // refusingClient is an HTTP client built as the daemon builds an
 // Alertmanager's (prometheus/common), whose every connection is refused
@@ -76,7 +57,7 @@ func TestDeliveryErrorsRedactSecrets(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
-				logs := &syncBuffer{}
+				logs := &testlog.Buffer{}
 				am := Alertmanager{URL: c.url, Display: c.display, Client: refusingClient(t, c.client), Timeout: time.Second}
 				n := New(Config{Alertmanagers: []Alertmanager{am}}, slog.New(slog.NewTextHandler(logs, nil)), NewMetrics(nil))
 				running(t, n)

@@ -1,6 +1,7 @@
 package alertquality
 
 import (
+	"regexp"
 	"runtime"
 	"sync"
 )
@@ -21,14 +22,16 @@ var sharedRuns struct {
 // play is its own simulator and pipeline, so they run side by side, and
 // the harness's tests then only read. A scenario whose play fails is left
 // out, for playShared to play again and report where a test asks for it.
-// With -scenario, only what a test asks for is played, when it asks.
+// With -scenario, only the scenarios it matches are played here; one a
+// test asks for by name beyond them is played when it asks.
 func playLibrary() {
-	if *scenario != "" {
-		return
+	re, err := regexp.Compile(*scenario)
+	if err != nil {
+		return // selected reports the bad expression to every test
 	}
 	var todo []Scenario
 	for _, sc := range Library() {
-		if !sc.Full || *full {
+		if (!sc.Full || *full) && re.MatchString(sc.Name) {
 			todo = append(todo, sc)
 		}
 	}

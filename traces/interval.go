@@ -14,27 +14,50 @@ import (
 // when they number exactly finished, vLLM's count of the interval's
 // finished requests, it returns per SLO the requests meeting every
 // per-request objective and their generation tokens (slo.JudgeMeasured),
-// and ok. Otherwise (spans missing, sampled, still in flight, or more of
-// them) ok is false, found after two binary searches per model, so an
-// interval without its spans costs no evaluation.
-func (s *Store) Interval(target, model string, unnamed bool, start, end time.Time, finished int, slos []slo.SLO) (good, tokens []slo.Bounded, ok bool) {
+// and those meeting each per-request objective alone (ledger.PerRequest
+// order), and ok. Otherwise (spans missing, sampled, still in flight, or
+// more of them) ok is false, found after two binary searches per model, so
+// an interval without its spans costs no evaluation.
+func (s *Store) Interval(target, model string, unnamed bool, start, end time.Time, finished int, slos []slo.SLO) (ledger.SpanCounts, bool) {
 	n, untokened := s.count(target, model, unnamed, start.UnixNano(), end.UnixNano())
 	if n != finished {
-		return nil, nil, false
+		return ledger.SpanCounts{}, false
 	}
 	sel := s.Select(target, model, unnamed, start, end)
 	if len(sel.All) != finished {
-		return nil, nil, false
+		return ledger.SpanCounts{}, false
 	}
-	good, tokens = slo.JudgeMeasured(sel.All, slos)
+	var c ledger.SpanCounts
+	c.Good, c.Tokens = slo.JudgeMeasured(sel.All, slos)
 	if untokened > 0 {
 		// A span without its completion tokens counts 0 of them: the
 		// spans then bound the tokens from below only.
-		for i := range tokens {
-			tokens[i].Upper = math.Inf(1)
+		for i := range c.Tokens {
+			c.Tokens[i].Upper = math.Inf(1)
 		}
 	}
-	return good, tokens, true
+	c.Objectives = objectiveCounts(sel.All, slos)
+	return c, true
+}
+
+// objectiveCounts counts, per SLO and per-request objective, the requests
+// meeting that objective alone: JudgeMeasured of one single-objective SLO
+// per objective, so that the comparison (and the bounds of a request
+// lacking the metric) is EvaluateMeasured's.
+func objectiveCounts(reqs []slo.Measured, slos []slo.SLO) [][]slo.Bounded {
+	var single []slo.SLO
+	for _, s := range slos {
+		for _, o := range ledger.PerRequest(s) {
+			single = append(single, slo.SLO{Name: s.Name, Goal: s.Goal, Objectives: []slo.Objective{o}})
+		}
+	}
+	good, _ := slo.JudgeMeasured(reqs, single)
+	out := make([][]slo.Bounded, len(slos))
+	for i, s := range slos {
+		n := len(ledger.PerRequest(s))
+		out[i], good = good[:n:n], good[n:]
+	}
+	return out
 }
 
 // count is how many records of the model (and of the unnamed one) ended in
@@ -83,7 +106,7 @@ type SettledGood struct {
 // intervals' good requests of every SLO with a per-request objective whose
 // objectives were judged.
 func (s *Store) Settle(target, model string, unnamed bool, l *ledger.Ledger, slos []slo.SLO, ready time.Time, lateness time.Duration) []SettledGood {
-	spans := func(start, end time.Time, finished int) ([]slo.Bounded, []slo.Bounded, bool) {
+	spans := func(start, end time.Time, finished int) (ledger.SpanCounts, bool) {
 		return s.Interval(target, model, unnamed, start, end, finished, slos)
 	}
 	var out []SettledGood

@@ -2,6 +2,7 @@ package traces
 
 import (
 	"math"
+	"slices"
 	"sort"
 	"time"
 
@@ -93,18 +94,21 @@ func (s *Store) count(target, model string, unnamed bool, from, to int64) (n, un
 }
 
 // SettledGood is the good requests of one SLO in one scrape interval that
-// settled: the spans' count where they covered it, the histograms'
-// estimate otherwise (what a running total of good requests adds).
+// settled, of "all" or of one per-request objective (by its metric): the
+// spans' count where they covered it, the histograms' estimate otherwise
+// (what a running total of good requests adds).
 type SettledGood struct {
-	SLO  string
-	Good float64
+	SLO, Objective string
+	Good           float64
 }
 
 // Settle offers a model's ledger the spans of its scrape intervals that
 // ended at or before ready (ledger.Ledger.Settle), waiting up to lateness
 // more for an interval whose spans are incomplete, and returns the settled
 // intervals' good requests of every SLO with a per-request objective whose
-// objectives were judged.
+// objectives were judged: of "all", and of each per-request objective (an
+// SLO naming a metric twice, of its last objective on it, as
+// slo.Evaluate keys them).
 func (s *Store) Settle(target, model string, unnamed bool, l *ledger.Ledger, slos []slo.SLO, ready time.Time, lateness time.Duration) []SettledGood {
 	spans := func(start, end time.Time, finished int) (ledger.SpanCounts, bool) {
 		return s.Interval(target, model, unnamed, start, end, finished, slos)
@@ -112,8 +116,18 @@ func (s *Store) Settle(target, model string, unnamed bool, l *ledger.Ledger, slo
 	var out []SettledGood
 	for _, st := range l.Settle(ready, ready.Add(-lateness), spans) {
 		for i, def := range slos {
-			if slo.HasPerRequestObjective(def) && st.Known[i] {
-				out = append(out, SettledGood{SLO: def.Name, Good: st.Good[i]})
+			if !slo.HasPerRequestObjective(def) || !st.Known[i] {
+				continue
+			}
+			out = append(out, SettledGood{SLO: def.Name, Objective: slo.AllKey, Good: st.Good[i]})
+			objs := ledger.PerRequest(def)
+			if len(st.Objectives[i]) != len(objs) {
+				continue
+			}
+			for k, o := range objs {
+				if !slices.ContainsFunc(objs[k+1:], func(x slo.Objective) bool { return x.Metric == o.Metric }) {
+					out = append(out, SettledGood{SLO: def.Name, Objective: string(o.Metric), Good: st.Objectives[i][k]})
+				}
 			}
 		}
 	}

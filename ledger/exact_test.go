@@ -2,6 +2,7 @@ package ledger
 
 import (
 	"math"
+	"runtime"
 	"testing"
 	"time"
 
@@ -332,4 +333,47 @@ func TestRestoreRefusesBadObjectiveSums(t *testing.T) {
 			t.Errorf("%s: restored", name)
 		}
 	}
+}
+
+// BenchmarkCheckpointBytes prints the heap a ledger holds per checkpoint
+// for one SLO of two per-request objectives over 2,000 scrape intervals:
+// without spans, with spans expected but none arriving, and with every
+// interval covered by them.
+func BenchmarkCheckpointBytes(b *testing.B) {
+	const n = 2000
+	for _, mode := range []string{"histograms", "spans-uncovered", "spans-covered"} {
+		b.Run(mode, func(b *testing.B) {
+			var perPoint float64
+			for b.Loop() {
+				var before, after runtime.MemStats
+				runtime.GC()
+				runtime.ReadMemStats(&before)
+				l := New([]slo.SLO{twoObjectives})
+				if mode != "histograms" {
+					l.ExpectSpans()
+				}
+				for k := range n {
+					l.Append(queuedInterval(k), true, nil)
+					switch end := start.Add(time.Duration(k+1) * 15 * time.Second); mode {
+					case "spans-covered":
+						l.Settle(end, start, coverEvery)
+					case "spans-uncovered":
+						l.Settle(end, end, spansSaying(nil))
+					}
+				}
+				runtime.GC()
+				runtime.ReadMemStats(&after)
+				_, points := l.Len()
+				perPoint = float64(after.HeapAlloc-before.HeapAlloc) / float64(points)
+				runtime.KeepAlive(l)
+			}
+			b.ReportMetric(perPoint, "B/checkpoint")
+		})
+	}
+}
+
+// coverEvery answers every interval of queuedInterval (10 finishers) with
+// 5 good of "all", 6 meeting e2e and 7 queue.
+func coverEvery(from, to time.Time, finished int) (SpanCounts, bool) {
+	return objectiveSpans(map[int][4]int{int(from.Sub(start) / (15 * time.Second)): {10, 5, 6, 7}})(from, to, finished)
 }

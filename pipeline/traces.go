@@ -57,8 +57,7 @@ func (p *pass) regular(length time.Duration) (wr slo.WindowReport, exact *traces
 // when it serves only one.
 func (p *pass) exactWindow(w slo.Window, wr slo.WindowReport) traces.Result {
 	unnamed := len(p.t.hist.Models()) == 1
-	sel := p.spec.Traces.Select(p.t.spec.Name, p.model, unnamed, w.Start, w.End)
-	return traces.Evaluate(sel, w, wr, p.spec.SLOs, p.spec.Quantiles)
+	return p.spec.Traces.EvaluateWindow(p.t.spec.Name, p.model, unnamed, w, wr, p.spec.SLOs, p.spec.Quantiles)
 }
 
 // settleSpans settles each ledger's scrape intervals against the spans

@@ -38,6 +38,8 @@ func (s *Store) Interval(target, model string, unnamed bool, start, end time.Tim
 		}
 	}
 	c.Objectives = objectiveCounts(sel.All, slos)
+	// The ledger has read the interval: its records are sealed.
+	s.sealInterval(target, model, unnamed, start, end, slos)
 	return c, true
 }
 

@@ -1,0 +1,581 @@
+package traces
+
+import (
+	"cmp"
+	"fmt"
+	"maps"
+	"math"
+	"slices"
+	"sort"
+	"strings"
+	"time"
+	"unsafe"
+
+	"github.com/vllm-slo-exporter/vllm-slo-exporter/slo"
+)
+
+// Sealed scrape intervals. Once the ledger has read a scrape interval's
+// spans (Interval), its records never change: a span arriving later is a
+// duplicate or a new record beside them. So the interval's records are
+// sealed: turned, per adapter, into one sorted column per latency, and the
+// per-SLO counts the exact evaluation adds (the requests meeting each
+// objective, "all", their tokens), taken once from the rows while they are
+// still rows. A window of sealed intervals is then evaluated without
+// reading a request: its counts are sums of the intervals' counts, and
+// each quantile is a selection across the intervals' sorted columns
+// (selectRank), a few binary searches per interval instead of a pass over
+// every value. The rows are dropped, so a sealed request costs its seven
+// latencies and its key (for duplicates), 72 bytes, instead of the
+// 80-byte record.
+//
+// A sealed block's counts are for the SLO list it was sealed under
+// (sloKey); a window holding a block sealed under another list (after a
+// reload that changed an objective) or cutting across a block (a window
+// whose edges are not scrapes) cannot be evaluated from the columns and is
+// not covered, with its spans counted from the keys.
+
+// columnMetrics are the metrics of a sealed block's columns, in the order
+// of slo.Measured's fields (slo.EvaluateMeasured's order).
+var columnMetrics = [...]slo.Metric{slo.TTFT, slo.TPOT, slo.E2E, slo.Queue, slo.Prefill, slo.Decode, slo.Inference}
+
+// sealed is one sealed scrape interval (start, end] of a series.
+type sealed struct {
+	start, end int64
+	// keys are its records' end times and request-id hashes, sorted: what
+	// finds a duplicate and counts the records of a window cutting across
+	// the block.
+	keys    []recKey
+	reasons []reasonCount
+	sloKey  string
+	pops    []sealedPop // per adapter with records, by adapter index
+}
+
+type reasonCount struct {
+	reason uint8
+	n      int
+}
+
+// sealedPop is one adapter's records of a sealed interval.
+type sealedPop struct {
+	adapter uint16
+	n       int
+	// cols holds each metric's finite values, sorted ascending.
+	cols   [len(columnMetrics)][]float64
+	counts []sloCounts
+}
+
+// sloCounts is one SLO's counts over some requests, as
+// slo.EvaluateMeasured counts them: the good requests of each objective
+// key (sorted keys), of "all", and their tokens. judged is false for an
+// SLO without a per-request objective (it counts nothing).
+type sloCounts struct {
+	keys        []string
+	goods       []slo.Bounded
+	all, tokens slo.Bounded
+	judged      bool
+}
+
+// sloKeyOf names an SLO list: a sealed block's counts are for this one.
+func sloKeyOf(slos []slo.SLO) string {
+	var b strings.Builder
+	for _, s := range slos {
+		fmt.Fprintf(&b, "%s %v %v\n", s.Name, s.Goal, s.Objectives)
+	}
+	return b.String()
+}
+
+// countsOf counts reqs (at least one) per SLO as slo.EvaluateMeasured
+// does (over one second, so that its goodput is the count itself: x / 1
+// is x exactly).
+func countsOf(reqs []slo.Measured, slos []slo.SLO) []sloCounts {
+	out := make([]sloCounts, len(slos))
+	rep := slo.EvaluateMeasured(reqs, 1, slos, nil)
+	for i, r := range rep.SLOs {
+		all, ok := r.GoodRequests[slo.AllKey]
+		if !ok {
+			continue
+		}
+		c := sloCounts{all: all, tokens: r.GoodputTokensPerSecond, judged: true}
+		for _, key := range slices.Sorted(maps.Keys(r.GoodRequests)) {
+			if key != slo.AllKey {
+				c.keys, c.goods = append(c.keys, key), append(c.goods, r.GoodRequests[key])
+			}
+		}
+		out[i] = c
+	}
+	return out
+}
+
+// add sums o into c (the same SLO, so the same keys).
+func (c *sloCounts) add(o sloCounts) {
+	if !o.judged {
+		return
+	}
+	if !c.judged {
+		*c = sloCounts{keys: o.keys, goods: slices.Clone(o.goods), all: o.all, tokens: o.tokens, judged: true}
+		return
+	}
+	for k := range c.goods {
+		c.goods[k] = sum(c.goods[k], o.goods[k])
+	}
+	c.all, c.tokens = sum(c.all, o.all), sum(c.tokens, o.tokens)
+}
+
+func sum(a, b slo.Bounded) slo.Bounded {
+	return slo.Bounded{Estimate: a.Estimate + b.Estimate, Lower: a.Lower + b.Lower, Upper: a.Upper + b.Upper}
+}
+
+// result is the SLO's result over n requests in a window of seconds, as
+// slo.EvaluateMeasured builds it from the same counts. The counts are whole
+// numbers, so their sums over intervals equal the counts over the window's
+// requests, bit for bit.
+func (c sloCounts) result(s slo.SLO, n, seconds float64) slo.SLOResult {
+	res := slo.SLOResult{Name: s.Name, Requests: n, Objectives: map[string]slo.Bounded{}, GoodRequests: map[string]slo.Bounded{}}
+	if !c.judged {
+		return res
+	}
+	for k, key := range c.keys {
+		res.GoodRequests[key] = c.goods[k]
+		res.Objectives[key] = slo.Divide(c.goods[k], n)
+	}
+	res.GoodRequests[slo.AllKey] = c.all
+	res.Objectives[slo.AllKey] = slo.Divide(c.all, n)
+	res.GoodputRequestsPerSecond = slo.Divide(c.all, seconds)
+	res.GoodputTokensPerSecond = slo.Divide(c.tokens, seconds)
+	res.HasGoodputTokens = true
+	res.BurnRate, res.HasBurnRate = slo.BurnRate(res.Objectives[slo.AllKey], s.Goal)
+	return res
+}
+
+// sortedColumns is each metric's finite values of reqs, sorted (finite as
+// slo.EvaluateMeasured takes them: NaN and ±Inf give NaN in v − v).
+func sortedColumns(reqs []slo.Measured) [len(columnMetrics)][]float64 {
+	var cols [len(columnMetrics)][]float64
+	for i := range reqs {
+		r := &reqs[i]
+		for k, v := range [...]float64{r.TTFT, r.TPOT, r.E2E, r.Queue, r.Prefill, r.Decode, r.Inference} {
+			if v-v == 0 {
+				cols[k] = append(cols[k], v)
+			}
+		}
+	}
+	for k := range cols {
+		cols[k] = slices.Clip(cols[k])
+		slices.Sort(cols[k])
+	}
+	return cols
+}
+
+// seal turns the series' records of (from, to] into a sealed block judged
+// by slos, unless the series already holds a block meeting that span (the
+// records then stay rows). The caller has merged the tail.
+func (s *Store) seal(ser *series, from, to int64, slos []slo.SLO) {
+	i := sort.Search(len(ser.sealed), func(i int) bool { return ser.sealed[i].end > from })
+	if i < len(ser.sealed) && ser.sealed[i].start < to {
+		return
+	}
+	lo := sort.Search(len(ser.recs), func(i int) bool { return ser.recs[i].end > from })
+	hi := sort.Search(len(ser.recs), func(i int) bool { return ser.recs[i].end > to })
+	if hi <= lo {
+		return
+	}
+	b := sealed{start: from, end: to, keys: make([]recKey, 0, hi-lo), sloKey: sloKeyOf(slos)}
+	var reasons [math.MaxUint8 + 1]int
+	perAdapter := make([][]slo.Measured, len(ser.adapters))
+	for j := lo; j < hi; j++ {
+		r := &ser.recs[j]
+		b.keys = append(b.keys, recKey{r.end, r.id})
+		reasons[r.reason]++
+		perAdapter[r.adapter] = append(perAdapter[r.adapter], r.measured())
+	}
+	slices.SortFunc(b.keys, compareKeys)
+	for r, n := range reasons {
+		if n > 0 {
+			b.reasons = append(b.reasons, reasonCount{uint8(r), n})
+		}
+	}
+	for a, reqs := range perAdapter {
+		if len(reqs) > 0 {
+			b.pops = append(b.pops, sealedPop{adapter: uint16(a), n: len(reqs), cols: sortedColumns(reqs), counts: countsOf(reqs, slos)})
+		}
+	}
+	ser.sealed = slices.Insert(ser.sealed, i, b)
+	ser.nSealed += hi - lo
+	ser.recs = append(ser.recs[:lo], ser.recs[hi:]...)
+	if cap(ser.recs) > 2*len(ser.recs)+64 {
+		ser.recs, ser.front = slices.Clone(ser.recs), 0
+	}
+}
+
+func compareKeys(a, b recKey) int {
+	if c := cmp.Compare(a.end, b.end); c != 0 {
+		return c
+	}
+	return cmp.Compare(a.id, b.id)
+}
+
+// sealedHolds reports whether a sealed block holds the request (end, id).
+func (ser *series) sealedHolds(k recKey) bool {
+	i := sort.Search(len(ser.sealed), func(i int) bool { return ser.sealed[i].end >= k.end })
+	if i == len(ser.sealed) || ser.sealed[i].start >= k.end {
+		return false
+	}
+	_, found := slices.BinarySearchFunc(ser.sealed[i].keys, k, compareKeys)
+	return found
+}
+
+// sealedBytes is the size of the sealed blocks' arrays.
+func (ser *series) sealedBytes() int {
+	n := cap(ser.sealed) * int(unsafe.Sizeof(sealed{}))
+	for i := range ser.sealed {
+		b := &ser.sealed[i]
+		n += cap(b.keys)*int(unsafe.Sizeof(recKey{})) + cap(b.reasons)*int(unsafe.Sizeof(reasonCount{})) + cap(b.pops)*int(unsafe.Sizeof(sealedPop{}))
+		for _, p := range b.pops {
+			for _, c := range p.cols {
+				n += 8 * cap(c)
+			}
+		}
+	}
+	return n
+}
+
+// expireSealed drops the sealed blocks whose records all ended before
+// cutoff and returns how many records they held. A block with a record at
+// or after cutoff is kept whole: windows start at scrapes, never inside a
+// block, so its older records are never read, and they cost one scrape
+// interval of memory at most.
+func (ser *series) expireSealed(cutoff int64) int {
+	k := 0
+	dropped := 0
+	for k < len(ser.sealed) && ser.sealed[k].keys[len(ser.sealed[k].keys)-1].end < cutoff {
+		dropped += len(ser.sealed[k].keys)
+		k++
+	}
+	if k > 0 {
+		ser.sealed = slices.Delete(ser.sealed, 0, k)
+		ser.nSealed -= dropped
+	}
+	return dropped
+}
+
+// population is the requests of one window and adapter (or all of them):
+// the sealed blocks' columns and counts, and the rows not sealed.
+type population struct {
+	n      int
+	runs   [len(columnMetrics)][][]float64
+	counts []sloCounts
+	rows   []slo.Measured
+	sealed bool
+}
+
+func (p *population) addSealed(sp *sealedPop, slos int) {
+	if p.counts == nil {
+		p.counts = make([]sloCounts, slos)
+	}
+	p.n += sp.n
+	p.sealed = true
+	for k, c := range sp.cols {
+		if len(c) > 0 {
+			p.runs[k] = append(p.runs[k], c)
+		}
+	}
+	for i := range p.counts {
+		p.counts[i].add(sp.counts[i])
+	}
+}
+
+// report evaluates the population exactly: what slo.EvaluateMeasured gives
+// for the same requests, bit for bit (TestSealedEqualsRows). Without a
+// sealed block it is that call.
+func (p *population) report(seconds float64, slos []slo.SLO, quantiles []float64) slo.MeasuredReport {
+	if !p.sealed {
+		return slo.EvaluateMeasured(p.rows, seconds, slos, quantiles)
+	}
+	if len(p.rows) > 0 {
+		cols := sortedColumns(p.rows)
+		for k, c := range cols {
+			if len(c) > 0 {
+				p.runs[k] = append(p.runs[k], c)
+			}
+		}
+		rc := countsOf(p.rows, slos)
+		for i := range p.counts {
+			p.counts[i].add(rc[i])
+		}
+	}
+	n := p.n + len(p.rows)
+	rep := slo.MeasuredReport{Requests: n, Counts: map[slo.Metric]int{}, Quantiles: map[slo.Metric][]slo.Quantile{}}
+	for k, m := range columnMetrics {
+		total := 0
+		for _, r := range p.runs[k] {
+			total += len(r)
+		}
+		if total == 0 {
+			continue
+		}
+		rep.Counts[m] = total
+		for _, q := range quantiles {
+			if q >= 0 && q <= 1 {
+				v := selectRank(p.runs[k], nearestRank(q, total)-1)
+				rep.Quantiles[m] = append(rep.Quantiles[m], slo.Quantile{Q: q, Bounded: slo.Exact(v), Prometheus: v})
+			}
+		}
+	}
+	if n == 0 || !(seconds > 0) {
+		return rep
+	}
+	for i, s := range slos {
+		rep.SLOs = append(rep.SLOs, p.counts[i].result(s, float64(n), seconds))
+	}
+	return rep
+}
+
+// nearestRank is the 1-based nearest rank of quantile q among n values,
+// as slo.ExactQuantile takes it: ⌈q·n·(1 − 1e-9)⌉ within [1, n].
+func nearestRank(q float64, n int) int {
+	r := math.Ceil(q * float64(n) * (1 - 1e-9))
+	return int(math.Min(math.Max(r, 1), float64(n)))
+}
+
+// selectRank returns the k-th smallest value (0-based) of the union of
+// runs, each sorted ascending: the value a sort of their union puts at k.
+//
+// Each run's value at k's share of its length is a candidate; sorted (ties
+// once), the candidates are searched for the smallest c with more than k
+// values at or below it (rank), so the previous candidate p (or −∞) has at
+// most k. When at most k values lie below c, the k-th is c itself (the
+// common case with ties: latencies rounded by a sender). Otherwise it lies
+// in (p, c), where it is the (k − rank(p))-th smallest of the values there,
+// gathered from each run and put in place by slices.Sort; without such a c
+// it lies above every candidate and is found the same way among the values
+// above the largest. Correct whatever the candidates; fast when they are
+// close to the quantile in every run (runs from one distribution): the
+// search starts at the candidates' middle, each rank is a binary search
+// per run within the positions the candidates already tried leave open,
+// and the values between two adjacent candidates are few. At worst the
+// values gathered are all of them, a sort of the window, as without runs.
+func selectRank(runs [][]float64, k int) float64 {
+	total := 0
+	for _, r := range runs {
+		total += len(r)
+	}
+	cands := make([]float64, 0, len(runs))
+	for _, r := range runs {
+		cands = append(cands, r[min(len(r)-1, k*len(r)/total)])
+	}
+	slices.Sort(cands)
+	cands = slices.Compact(cands) // runs of ties: one candidate each
+	// open[2i], open[2i+1] are the positions in run i between which the
+	// values of the candidates not yet decided lie: at or below open[2i]
+	// every value is at most a candidate with rank ≤ k, from open[2i+1] on
+	// every value is above a candidate with rank > k.
+	open := make([]int, 2*len(runs))
+	for i, r := range runs {
+		open[2*i+1] = len(r)
+	}
+	pos := make([]int, len(runs))
+	j := firstTrue(len(cands), len(cands)/2, func(j int) bool {
+		n := 0
+		for i, r := range runs {
+			pos[i] = open[2*i] + upper(r[open[2*i]:open[2*i+1]], cands[j])
+			n += pos[i]
+		}
+		side := 0 // rank ≤ k: the values up to pos are below the answer
+		if n > k {
+			side = 1
+		}
+		for i := range runs {
+			open[2*i+side] = pos[i]
+		}
+		return n > k
+	})
+	under := 0
+	var between []float64
+	for i, r := range runs {
+		a, b := open[2*i], len(r)
+		if j < len(cands) {
+			b = a + lower(r[a:open[2*i+1]], cands[j])
+		}
+		under += a
+		between = append(between, r[a:b]...)
+	}
+	if j < len(cands) && under+len(between) <= k {
+		return cands[j]
+	}
+	slices.Sort(between)
+	return between[k-under]
+}
+
+// upper is the number of values of sorted r at or below v.
+func upper(r []float64, v float64) int {
+	lo, hi := 0, len(r)
+	for lo < hi {
+		m := int(uint(lo+hi) >> 1)
+		if r[m] <= v {
+			lo = m + 1
+		} else {
+			hi = m
+		}
+	}
+	return lo
+}
+
+// firstTrue is the smallest j in [0, n) for which pred (false, then true)
+// holds, n if none: found by doubling steps from start until the change
+// is bracketed, then by bisection within the bracket.
+func firstTrue(n, start int, pred func(int) bool) int {
+	if n == 0 {
+		return 0
+	}
+	lo, hi := 0, n // the answer is in [lo, hi]
+	if pred(start) {
+		hi = start
+		for step := 1; start-step >= 0; step *= 2 {
+			if !pred(start - step) {
+				lo = start - step + 1
+				break
+			}
+			hi = start - step
+		}
+	} else {
+		lo = start + 1
+		for step := 1; start+step < n; step *= 2 {
+			if pred(start + step) {
+				hi = start + step
+				break
+			}
+			lo = start + step + 1
+		}
+	}
+	return lo + sort.Search(hi-lo, func(i int) bool { return pred(lo + i) })
+}
+
+// lower is the number of values of sorted r strictly below v.
+func lower(r []float64, v float64) int {
+	lo, hi := 0, len(r)
+	for lo < hi {
+		m := int(uint(lo+hi) >> 1)
+		if r[m] < v {
+			lo = m + 1
+		} else {
+			hi = m
+		}
+	}
+	return lo
+}
+
+// EvaluateWindow is Evaluate for the window w of a target's model (and,
+// when unnamed, of spans that named no model), read from the store: the
+// sealed intervals from their columns and counts, the other records as
+// rows. It gives what Evaluate gives for Select's selection of the same
+// window, bit for bit (TestSealedEqualsRows), unless the window holds a
+// block it cannot read (sealed under other SLOs, or cut across by the
+// window's edges): then its spans are counted and it is not covered.
+func (s *Store) EvaluateWindow(target, model string, unnamed bool, w slo.Window, hist slo.WindowReport, slos []slo.SLO, quantiles []float64) Result {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.expire(s.limits.Now().UnixNano())
+	from, to := w.Start.UnixNano(), w.End.UnixNano()
+	g := gathered{all: population{}, adapters: map[string]*population{}, reasons: map[string]int{}}
+	ok := true
+	if ts, found := s.targets[target]; found {
+		for _, name := range seriesNames(model, unnamed) {
+			if ser, found := ts.models[name]; found {
+				ser.merge()
+				ok = s.gather(ser, from, to, sloKeyOf(slos), len(slos), &g) && ok
+			}
+		}
+	}
+	res, ready := reconcile(g.spans, g.reasons, w, hist)
+	if !ok || !ready {
+		return res
+	}
+	secs := w.Seconds()
+	exact := g.all.report(secs, slos, quantiles)
+	names := slices.Sorted(maps.Keys(g.adapters))
+	return res.judged(exact, hist, slos, names, func(name string) (slo.MeasuredReport, float64) {
+		p := g.adapters[name]
+		n := p.n + len(p.rows)
+		return p.report(secs, slos, quantiles), float64(n) / float64(g.spans)
+	})
+}
+
+func seriesNames(model string, unnamed bool) []string {
+	if unnamed && model != "" {
+		return []string{model, ""}
+	}
+	return []string{model}
+}
+
+// gathered is a window's requests, in all and per adapter name.
+type gathered struct {
+	spans    int
+	all      population
+	adapters map[string]*population
+	reasons  map[string]int
+}
+
+func (g *gathered) adapter(name string) *population {
+	p := g.adapters[name]
+	if p == nil {
+		p = &population{}
+		g.adapters[name] = p
+	}
+	return p
+}
+
+// gather adds the series' requests of (from, to] to g; false when a block
+// there cannot be read (see EvaluateWindow), its records then only
+// counted.
+func (s *Store) gather(ser *series, from, to int64, sloKey string, slos int, g *gathered) bool {
+	ok := true
+	for i := range ser.sealed {
+		b := &ser.sealed[i]
+		if b.end <= from || b.start >= to {
+			continue
+		}
+		if b.start < from || b.end > to || b.sloKey != sloKey {
+			lo, _ := slices.BinarySearchFunc(b.keys, recKey{end: from, id: math.MaxUint64}, compareKeys)
+			hi, _ := slices.BinarySearchFunc(b.keys, recKey{end: to, id: math.MaxUint64}, compareKeys)
+			g.spans += hi - lo
+			ok = false
+			continue
+		}
+		g.spans += len(b.keys)
+		for _, r := range b.reasons {
+			g.reasons[s.reasons[r.reason]] += r.n
+		}
+		for k := range b.pops {
+			sp := &b.pops[k]
+			g.all.addSealed(sp, slos)
+			g.adapter(ser.adapters[sp.adapter]).addSealed(sp, slos)
+		}
+	}
+	var sel Selection
+	sel.Adapters, sel.FinishReasons = map[string][]slo.Measured{}, g.reasons
+	s.selectFrom(ser, from, to, &sel)
+	g.spans += len(sel.All)
+	g.all.rows = append(g.all.rows, sel.All...)
+	for name, rows := range sel.Adapters {
+		p := g.adapter(name)
+		p.rows = append(p.rows, rows...)
+	}
+	return ok
+}
+
+// sealInterval seals the records of (start, end] of the series of a
+// target's model (and of the unnamed one) under slos.
+func (s *Store) sealInterval(target, model string, unnamed bool, start, end time.Time, slos []slo.SLO) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	ts, ok := s.targets[target]
+	if !ok {
+		return
+	}
+	for _, name := range seriesNames(model, unnamed) {
+		if ser, ok := ts.models[name]; ok {
+			ser.merge()
+			s.seal(ser, start.UnixNano(), end.UnixNano(), slos)
+		}
+	}
+}

@@ -340,70 +340,103 @@ func nearestRank(q float64, n int) int {
 // selectRank returns the k-th smallest value (0-based) of the union of
 // runs, each sorted ascending: the value a sort of their union puts at k.
 //
-// Each run's value at k's share of its length is a candidate; sorted (ties
-// once), the candidates are searched for the smallest c with more than k
-// values at or below it (rank), so the previous candidate p (or −∞) has at
-// most k. When at most k values lie below c, the k-th is c itself (the
-// common case with ties: latencies rounded by a sender). Otherwise it lies
-// in (p, c), where it is the (k − rank(p))-th smallest of the values there,
-// gathered from each run and put in place by slices.Sort; without such a c
-// it lies above every candidate and is found the same way among the values
-// above the largest. Correct whatever the candidates; fast when they are
-// close to the quantile in every run (runs from one distribution): the
-// search starts at the candidates' middle, each rank is a binary search
-// per run within the positions the candidates already tried leave open,
-// and the values between two adjacent candidates are few. At worst the
-// values gathered are all of them, a sort of the window, as without runs.
+// It keeps, in each run, the open range [lo, hi) of the positions not yet
+// decided: every value before lo is at most a probe with at most k values
+// at or below it, every value from hi on is above a probe with more than
+// k. A probe is the mean of each open range's value at the position the
+// k-th has in proportion to the open ranges (weighted by their lengths),
+// ranked by a binary search per run within its open range; it closes one
+// side of every range. Once at most maxGather values are open (or after
+// maxProbes probes), the answer is the (k − Σ lo)-th smallest of the open
+// values, put in place by slices.Sort, unless at most k values lie below
+// the last probe with more than k, which is then the answer (ties). Each
+// step keeps the invariant, so the result is the sort's whatever the
+// probes; they only decide how fast the open values shrink: a few probes
+// on runs of one distribution, at worst every value gathered, a sort of
+// the window, as without runs.
 func selectRank(runs [][]float64, k int) float64 {
-	total := 0
-	for _, r := range runs {
-		total += len(r)
-	}
-	cands := make([]float64, 0, len(runs))
-	for _, r := range runs {
-		cands = append(cands, r[min(len(r)-1, k*len(r)/total)])
-	}
-	slices.Sort(cands)
-	cands = slices.Compact(cands) // runs of ties: one candidate each
-	// open[2i], open[2i+1] are the positions in run i between which the
-	// values of the candidates not yet decided lie: at or below open[2i]
-	// every value is at most a candidate with rank ≤ k, from open[2i+1] on
-	// every value is above a candidate with rank > k.
+	const maxGather, maxProbes = 64, 16
 	open := make([]int, 2*len(runs))
+	gap := 0
 	for i, r := range runs {
 		open[2*i+1] = len(r)
+		gap += len(r)
 	}
+	nLo := 0 // values before the open ranges
 	pos := make([]int, len(runs))
-	j := firstTrue(len(cands), len(cands)/2, func(j int) bool {
-		n := 0
-		for i, r := range runs {
-			pos[i] = open[2*i] + upper(r[open[2*i]:open[2*i+1]], cands[j])
-			n += pos[i]
+	for probes := 0; gap > maxGather && probes < maxProbes; probes++ {
+		v, ok := probe(runs, open, k-nLo, gap)
+		if !ok {
+			break
 		}
-		side := 0 // rank ≤ k: the values up to pos are below the answer
+		n := nLo
+		for i, r := range runs {
+			lo := open[2*i]
+			pos[i] = lo + upper(r[lo:open[2*i+1]], v)
+			n += pos[i] - lo
+		}
+		side := 0 // at most k: the values up to pos are below the answer
 		if n > k {
 			side = 1
+			if belowIn(runs, open, v)+nLo <= k {
+				return v // at most k below it, more than k at or below it
+			}
+		} else {
+			nLo = n
 		}
+		was := gap
+		gap = 0
 		for i := range runs {
 			open[2*i+side] = pos[i]
+			gap += open[2*i+1] - open[2*i]
 		}
-		return n > k
-	})
-	under := 0
-	var between []float64
-	for i, r := range runs {
-		a, b := open[2*i], len(r)
-		if j < len(cands) {
-			b = a + lower(r[a:open[2*i+1]], cands[j])
+		if gap == was {
+			break // the probe closed nothing: the open values are ties
 		}
-		under += a
-		between = append(between, r[a:b]...)
 	}
-	if j < len(cands) && under+len(between) <= k {
-		return cands[j]
+	between := make([]float64, 0, gap)
+	for i, r := range runs {
+		between = append(between, r[open[2*i]:open[2*i+1]]...)
 	}
 	slices.Sort(between)
-	return between[k-under]
+	return between[k-nLo]
+}
+
+// belowIn counts the values of the open ranges strictly below v.
+func belowIn(runs [][]float64, open []int, v float64) int {
+	n := 0
+	for i, r := range runs {
+		n += lower(r[open[2*i]:open[2*i+1]], v)
+	}
+	return n
+}
+
+// probe is the next value selectRank ranks: of each open range's value at
+// the k-th's share of the gap open values (k counted from the ranges'
+// start), the one nearest their mean weighted by the ranges' lengths (a
+// value of the runs, so that a run of ties is hit, not straddled); ok is
+// false when the mean is not a finite number.
+func probe(runs [][]float64, open []int, k, gap int) (float64, bool) {
+	mean := 0.0
+	for i, r := range runs {
+		lo, hi := open[2*i], open[2*i+1]
+		if hi > lo {
+			mean += float64(hi-lo) / float64(gap) * r[lo+min(hi-lo-1, k*(hi-lo)/gap)]
+		}
+	}
+	if mean-mean != 0 {
+		return 0, false
+	}
+	best, dist := 0.0, math.Inf(1)
+	for i, r := range runs {
+		lo, hi := open[2*i], open[2*i+1]
+		if hi > lo {
+			if v := r[lo+min(hi-lo-1, k*(hi-lo)/gap)]; math.Abs(v-mean) < dist {
+				best, dist = v, math.Abs(v-mean)
+			}
+		}
+	}
+	return best, true
 }
 
 // upper is the number of values of sorted r at or below v.
@@ -418,36 +451,6 @@ func upper(r []float64, v float64) int {
 		}
 	}
 	return lo
-}
-
-// firstTrue is the smallest j in [0, n) for which pred (false, then true)
-// holds, n if none: found by doubling steps from start until the change
-// is bracketed, then by bisection within the bracket.
-func firstTrue(n, start int, pred func(int) bool) int {
-	if n == 0 {
-		return 0
-	}
-	lo, hi := 0, n // the answer is in [lo, hi]
-	if pred(start) {
-		hi = start
-		for step := 1; start-step >= 0; step *= 2 {
-			if !pred(start - step) {
-				lo = start - step + 1
-				break
-			}
-			hi = start - step
-		}
-	} else {
-		lo = start + 1
-		for step := 1; start+step < n; step *= 2 {
-			if pred(start + step) {
-				hi = start + step
-				break
-			}
-			lo = start + step + 1
-		}
-	}
-	return lo + sort.Search(hi-lo, func(i int) bool { return pred(lo + i) })
 }
 
 // lower is the number of values of sorted r strictly below v.

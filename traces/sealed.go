@@ -150,17 +150,31 @@ func (c sloCounts) result(s slo.SLO, n, seconds float64) slo.SLOResult {
 // sortedColumns is each metric's finite values of reqs, sorted (finite as
 // slo.EvaluateMeasured takes them: NaN and ±Inf give NaN in v − v).
 func sortedColumns(reqs []slo.Measured) [len(columnMetrics)][]float64 {
-	var cols [len(columnMetrics)][]float64
+	values := func(r *slo.Measured) [len(columnMetrics)]float64 {
+		return [...]float64{r.TTFT, r.TPOT, r.E2E, r.Queue, r.Prefill, r.Decode, r.Inference}
+	}
+	var n [len(columnMetrics)]int
 	for i := range reqs {
-		r := &reqs[i]
-		for k, v := range [...]float64{r.TTFT, r.TPOT, r.E2E, r.Queue, r.Prefill, r.Decode, r.Inference} {
+		for k, v := range values(&reqs[i]) {
+			if v-v == 0 {
+				n[k]++
+			}
+		}
+	}
+	var cols [len(columnMetrics)][]float64
+	for k := range cols {
+		if n[k] > 0 {
+			cols[k] = make([]float64, 0, n[k]) // kept as long as the block: sized exactly
+		}
+	}
+	for i := range reqs {
+		for k, v := range values(&reqs[i]) {
 			if v-v == 0 {
 				cols[k] = append(cols[k], v)
 			}
 		}
 	}
 	for k := range cols {
-		cols[k] = slices.Clip(cols[k])
 		slices.Sort(cols[k])
 	}
 	return cols

@@ -75,11 +75,13 @@ type sloCounts struct {
 	judged      bool
 }
 
-// sloKeyOf names an SLO list: a sealed block's counts are for this one.
+// sloKeyOf names an SLO list by what a sealed block's counts depend on:
+// the SLOs' names and objectives (a new goal or population policy keeps
+// them; the goal is applied when a window's results are built).
 func sloKeyOf(slos []slo.SLO) string {
 	var b strings.Builder
 	for _, s := range slos {
-		fmt.Fprintf(&b, "%s %v %v\n", s.Name, s.Goal, s.Objectives)
+		fmt.Fprintf(&b, "%s %v\n", s.Name, s.Objectives)
 	}
 	return b.String()
 }

@@ -97,7 +97,15 @@ func TestSealedEqualsRows(t *testing.T) {
 				}
 			}
 		}
-		// Another SLO list, and a window cutting across a block.
+		// Another goal keeps the blocks; another SLO list, or a window
+		// cutting across a block, cannot read them.
+		goal := slices.Clone(sealedSLOs)
+		goal[0].Goal = 0.5
+		sel := rows.Select("gpu0", "m", true, t0, t0.Add(intervals*step))
+		whole := slo.Window{Start: t0, End: t0.Add(intervals * step), Nominal: time.Hour, RequestSuccess: float64(len(sel.All)), HasRequestSuccess: true}
+		if g, e := fmt.Sprintf("%#v", sealedStore.EvaluateWindow("gpu0", "m", true, whole, slo.WindowReport{}, goal, nil)), fmt.Sprintf("%#v", Evaluate(sel, whole, slo.WindowReport{}, goal, nil)); g != e {
+			t.Errorf("seed %d: under another goal\nsealed %s\nrows   %s", seed, g, e)
+		}
 		w := slo.Window{Start: t0, End: t0.Add(intervals * step), Nominal: time.Hour}
 		n := len(rows.Select("gpu0", "m", true, w.Start, w.End).All)
 		w.RequestSuccess, w.HasRequestSuccess = float64(n), true

@@ -359,17 +359,17 @@ func nearestRank(q float64, n int) int {
 // It keeps, in each run, the open range [lo, hi) of the positions not yet
 // decided: every value before lo is at most a probe with at most k values
 // at or below it, every value from hi on is above a probe with more than
-// k. A probe is the mean of each open range's value at the position the
-// k-th has in proportion to the open ranges (weighted by their lengths),
-// ranked by a binary search per run within its open range; it closes one
-// side of every range. Once at most maxGather values are open (or after
-// maxProbes probes), the answer is the (k − Σ lo)-th smallest of the open
-// values, put in place by slices.Sort, unless at most k values lie below
-// the last probe with more than k, which is then the answer (ties). Each
-// step keeps the invariant, so the result is the sort's whatever the
-// probes; they only decide how fast the open values shrink: a few probes
-// on runs of one distribution, at worst every value gathered, a sort of
-// the window, as without runs.
+// k. A probe (see probe) is a value of the open ranges near where the
+// k-th lies in proportion to them, ranked by a binary search per run
+// within its open range; it closes one side of every range. A probe with
+// more than k values at or below it and at most k below it is the answer
+// (the common case with ties). Once at most maxGather values are open (or
+// after maxProbes probes, or a probe that closed nothing), the answer is
+// the (k − Σ lo)-th smallest of the open values, put in place by
+// slices.Sort. Each step keeps the invariant, so the result is the sort's
+// whatever the probes; they only decide how fast the open values shrink:
+// a few probes on runs of one distribution, at worst every value
+// gathered, a sort of the window, as without runs.
 func selectRank(runs [][]float64, k int) float64 {
 	const maxGather, maxProbes = 64, 16
 	open := make([]int, 2*len(runs))

@@ -490,21 +490,12 @@ func lower(r []float64, v float64) int {
 // window, bit for bit (TestSealedEqualsRows), unless the window holds a
 // block it cannot read (sealed under other SLOs, or cut across by the
 // window's edges): then its spans are counted and it is not covered.
+//
+// The store's lock is held while the window's requests are gathered: the
+// sealed columns they point into never change (a sealed block is dropped,
+// never written), so the evaluation runs without it.
 func (s *Store) EvaluateWindow(target, model string, unnamed bool, w slo.Window, hist slo.WindowReport, slos []slo.SLO, quantiles []float64) Result {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.expire(s.limits.Now().UnixNano())
-	from, to := w.Start.UnixNano(), w.End.UnixNano()
-	g := gathered{all: population{}, adapters: map[string]*population{}, reasons: map[string]int{}}
-	ok := true
-	if ts, found := s.targets[target]; found {
-		for _, name := range seriesNames(model, unnamed) {
-			if ser, found := ts.models[name]; found {
-				ser.merge()
-				ok = s.gather(ser, from, to, sloKeyOf(slos), len(slos), &g) && ok
-			}
-		}
-	}
+	g, ok := s.gatherWindow(target, model, unnamed, w, slos)
 	res, ready := reconcile(g.spans, g.reasons, w, hist)
 	if !ok || !ready {
 		return res
@@ -517,6 +508,27 @@ func (s *Store) EvaluateWindow(target, model string, unnamed bool, w slo.Window,
 		n := p.n + len(p.rows)
 		return p.report(secs, slos, quantiles), float64(n) / float64(g.spans)
 	})
+}
+
+// gatherWindow gathers the window's requests of the target's model (and
+// of the unnamed one) under the store's lock; ok as gather's.
+func (s *Store) gatherWindow(target, model string, unnamed bool, w slo.Window, slos []slo.SLO) (g gathered, ok bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.expire(s.limits.Now().UnixNano())
+	from, to := w.Start.UnixNano(), w.End.UnixNano()
+	g = gathered{adapters: map[string]*population{}, reasons: map[string]int{}}
+	ok = true
+	key := sloKeyOf(slos)
+	if ts, found := s.targets[target]; found {
+		for _, name := range seriesNames(model, unnamed) {
+			if ser, found := ts.models[name]; found {
+				ser.merge()
+				ok = s.gather(ser, from, to, key, len(slos), &g) && ok
+			}
+		}
+	}
+	return g, ok
 }
 
 func seriesNames(model string, unnamed bool) []string {

@@ -3,6 +3,7 @@ package ledger
 import (
 	"fmt"
 	"math"
+	"slices"
 	"time"
 
 	"github.com/vllm-slo-exporter/vllm-slo-exporter/slo"
@@ -92,7 +93,16 @@ func (c *checkpoint) addExact(d []exactSums) {
 // copyExact gives cp, a new checkpoint, prev's running sums over the
 // covered intervals.
 func (cp *checkpoint) copyExact(prev checkpoint) {
-	if prev.more == nil || len(prev.more.exact) == 0 {
+	if prev.more == nil {
+		return
+	}
+	if len(prev.more.objective) > 0 {
+		if cp.more == nil {
+			cp.more = &moreSums{}
+		}
+		cp.more.objective = slices.Clone(prev.more.objective)
+	}
+	if len(prev.more.exact) == 0 {
 		return
 	}
 	cp.addExact(prev.more.exact)
@@ -117,6 +127,11 @@ type pendingSLO struct {
 	known, tokKnown      bool
 	lo, hi, est          float64
 	tokLo, tokHi, tokEst float64
+	// obj holds, per per-request objective (PerRequest order), the
+	// interval's bounds on the finishers meeting it: lower, upper and
+	// estimate, three numbers each; nil when they were not kept (a state
+	// written before them, or an objective not judged).
+	obj []float64
 }
 
 // maxPending caps the intervals waiting for spans (a day of 15 s scrapes
@@ -148,6 +163,9 @@ func (l *Ledger) notePending(w slo.Window, counted bool, prev, cp *checkpoint) {
 		ps.lo, ps.hi, ps.est = b.lo-a.lo, b.hi-a.hi, b.est-a.est
 		ps.tokKnown = ps.known && b.tokensUnknown == a.tokensUnknown
 		ps.tokLo, ps.tokHi, ps.tokEst = b.tokLo-a.tokLo, b.tokHi-a.tokHi, b.tokEst-a.tokEst
+		if ps.known {
+			ps.obj = l.intervalObjectives(i, prev, cp)
+		}
 	}
 	if len(l.pending) >= maxPending {
 		l.pending = append(l.pending[:0], l.pending[1:]...)
@@ -156,10 +174,21 @@ func (l *Ledger) notePending(w slo.Window, counted bool, prev, cp *checkpoint) {
 }
 
 // Spans reads the spans that ended in (start, end]: when they number
-// exactly finished, it returns per SLO (in the ledger's order) the spans'
-// count of those meeting every objective and of their generation tokens,
-// and ok; otherwise ok is false.
-type Spans func(start, end time.Time, finished int) (good, tokens []slo.Bounded, ok bool)
+// exactly finished, it returns their counts (SpanCounts) and ok; otherwise
+// ok is false.
+type Spans func(start, end time.Time, finished int) (SpanCounts, bool)
+
+// SpanCounts is what the spans of one scrape interval count, per SLO in the
+// ledger's order.
+type SpanCounts struct {
+	// Good counts the requests meeting every objective, Tokens their
+	// generation tokens.
+	Good, Tokens []slo.Bounded
+	// Objectives counts, per SLO, the requests meeting each per-request
+	// objective alone, in the order of PerRequest(slo). A nil or short
+	// entry leaves the interval's per-objective counts to the histograms.
+	Objectives [][]slo.Bounded
+}
 
 // Settled is an interval whose spans were settled: covered by them or not.
 type Settled struct {
@@ -172,6 +201,11 @@ type Settled struct {
 	// otherwise; Known is false where neither judged every objective.
 	Good  []float64
 	Known []bool
+	// Objectives is, per SLO, the interval's estimate of the requests
+	// meeting each per-request objective (PerRequest order): the spans'
+	// count when covered, the histograms' per-interval estimate otherwise;
+	// nil for an SLO whose objectives the interval did not judge.
+	Objectives [][]float64
 }
 
 // Settle offers the pending intervals that ended at or before ready to
@@ -206,17 +240,20 @@ func (l *Ledger) settle(p pending, expired time.Time, spans Spans) (s Settled, d
 	for i, ps := range p.slos {
 		s.Good[i], s.Known[i] = math.Max(0, ps.est), ps.known
 	}
+	s.Objectives = settledObjectives(p, nil, false)
 	coverable := p.finished == math.Trunc(p.finished) && p.finished >= 0 && (math.IsNaN(p.success) || p.success == p.finished)
 	if coverable {
-		good, tokens, ok := spans(s.Start, s.End, int(p.finished))
-		if ok && len(good) == len(p.slos) && len(tokens) == len(p.slos) {
-			d, consistent := exactDelta(p, good, tokens)
-			if consistent {
-				l.applyExact(p.end, d)
+		c, ok := spans(s.Start, s.End, int(p.finished))
+		if ok && len(c.Good) == len(p.slos) && len(c.Tokens) == len(p.slos) {
+			d, consistent := exactDelta(p, c.Good, c.Tokens)
+			obj, objConsistent := l.objectiveDelta(p, c.Objectives)
+			if consistent && objConsistent {
+				l.applyExact(p.end, d, obj)
 				s.Covered = true
-				for i := range good {
-					s.Good[i], s.Known[i] = good[i].Estimate, true
+				for i := range c.Good {
+					s.Good[i], s.Known[i] = c.Good[i].Estimate, true
 				}
+				s.Objectives = settledObjectives(p, c.Objectives, true)
 				return s, true
 			}
 			return s, true // the spans contradict the histograms: never exact
@@ -281,10 +318,11 @@ func overlaps(b slo.Bounded, lo, hi float64) bool {
 // applyExact adds d to the running sums of every checkpoint at or after
 // end: each window that holds the interval (it ends after the window's
 // start and at or before its end) gets it by the difference of two of them.
-func (l *Ledger) applyExact(end int64, d []exactSums) {
+func (l *Ledger) applyExact(end int64, d []exactSums, obj []float64) {
 	for k := max(l.at(timeOf(end)), 0); k < len(l.points); k++ {
 		if l.points[k].t >= end {
 			l.points[k].addExact(d)
+			l.points[k].addCoveredObjectives(l.slos, obj)
 		}
 	}
 }
@@ -398,7 +436,7 @@ func pendingStates(ps []pending) []pendingState {
 	for _, p := range ps {
 		st := pendingState{Start: p.start, End: p.end, Finished: p.finished, Success: p.success}
 		for _, s := range p.slos {
-			st.SLOs = append(st.SLOs, pendingSLOState{Known: s.known, TokKnown: s.tokKnown, Lo: s.lo, Hi: s.hi, Est: s.est, TokLo: s.tokLo, TokHi: s.tokHi, TokEst: s.tokEst})
+			st.SLOs = append(st.SLOs, pendingSLOState{Known: s.known, TokKnown: s.tokKnown, Lo: s.lo, Hi: s.hi, Est: s.est, TokLo: s.tokLo, TokHi: s.tokHi, TokEst: s.tokEst, Obj: cloneObjective(s.obj)})
 		}
 		out = append(out, st)
 	}
@@ -407,20 +445,23 @@ func pendingStates(ps []pending) []pendingState {
 
 // restorePending rebuilds the intervals waiting for spans; it refuses
 // entries for another number of SLOs, out of order, or beyond the cap.
-func restorePending(st []pendingState, slos int) ([]pending, error) {
+func restorePending(st []pendingState, slos []slo.SLO) ([]pending, error) {
 	if len(st) > maxPending {
 		return nil, fmt.Errorf("%d intervals waiting for spans, at most %d", len(st), maxPending)
 	}
 	out := make([]pending, 0, len(st))
 	var last int64 = math.MinInt64
 	for _, ps := range st {
-		if len(ps.SLOs) != slos || ps.End <= last || ps.Start >= ps.End {
-			return nil, fmt.Errorf("interval waiting for spans at %d: %d SLO bounds for %d SLOs, or out of order", ps.End, len(ps.SLOs), slos)
+		if len(ps.SLOs) != len(slos) || ps.End <= last || ps.Start >= ps.End {
+			return nil, fmt.Errorf("interval waiting for spans at %d: %d SLO bounds for %d SLOs, or out of order", ps.End, len(ps.SLOs), len(slos))
 		}
 		last = ps.End
 		p := pending{start: ps.Start, end: ps.End, finished: ps.Finished, success: ps.Success}
-		for _, s := range ps.SLOs {
-			p.slos = append(p.slos, pendingSLO{known: s.Known, tokKnown: s.TokKnown, lo: s.Lo, hi: s.Hi, est: s.Est, tokLo: s.TokLo, tokHi: s.TokHi, tokEst: s.TokEst})
+		for i, s := range ps.SLOs {
+			if n := 3 * len(PerRequest(slos[i])); len(s.Obj) != 0 && (len(s.Obj) != n || !allFinite(s.Obj)) {
+				return nil, fmt.Errorf("interval waiting for spans at %d: %d objective bounds for %d, or not finite", ps.End, len(s.Obj), n)
+			}
+			p.slos = append(p.slos, pendingSLO{known: s.Known, tokKnown: s.TokKnown, lo: s.Lo, hi: s.Hi, est: s.Est, tokLo: s.TokLo, tokHi: s.TokHi, tokEst: s.TokEst, obj: cloneObjective(s.Obj)})
 		}
 		out = append(out, p)
 	}

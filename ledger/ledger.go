@@ -122,6 +122,9 @@ type checkpoint struct {
 type moreSums struct {
 	slos  []sloSums
 	exact []exactSums
+	// objective is exact mode's per-objective sums (exact_objectives.go;
+	// nil without spans).
+	objective []float64
 }
 
 // newCheckpoint returns a checkpoint with zero sums for n SLOs.
@@ -326,6 +329,7 @@ func (l *Ledger) judge(cp *checkpoint, w slo.Window, fin slo.Finishers, counted 
 		sums.lo += res.Good.Lower
 		sums.hi += res.Good.Upper
 		sums.est += res.Good.Estimate
+		l.addJudgedObjectives(cp, i, w, fin, res)
 		if !res.HasTokens {
 			if fin.N > 0 {
 				sums.tokensUnknown++

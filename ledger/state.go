@@ -64,6 +64,10 @@ type (
 		// Exact holds per SLO the running sums over the intervals the
 		// spans covered; absent before the first.
 		Exact []exactSumsState
+		// Objective is the per-objective running sums of exact mode
+		// (exact_objectives.go, objLayout), flat; absent in states written
+		// before them or without spans.
+		Objective []float64
 	}
 	exactSumsState struct {
 		N, SpanLo, SpanHi, SpanEst, HistLo, HistHi, HistEst float64
@@ -79,6 +83,9 @@ type (
 		Known, TokKnown      bool
 		Lo, Hi, Est          float64
 		TokLo, TokHi, TokEst float64
+		// Obj is the interval's per-objective bounds (pendingSLO.obj);
+		// absent in states written before them.
+		Obj []float64
 	}
 	sloSumsState struct {
 		Finished, Lo, Hi, Est, TokLo, TokHi, TokEst float64
@@ -138,6 +145,9 @@ func (l *Ledger) State() State {
 			ps.SLOs = append(ps.SLOs, ss)
 		}
 		ps.Exact = exactState(&p)
+		if p.more != nil {
+			ps.Objective = cloneObjective(p.more.objective)
+		}
 		st.Points = append(st.Points, ps)
 	}
 	st.Spans, st.Pending = l.spans, pendingStates(l.pending)
@@ -190,10 +200,13 @@ func Restore(st State, slos []slo.SLO) (*Ledger, error) {
 		if err := restoreExact(&p, ps.Exact, len(slos)); err != nil {
 			return nil, err
 		}
+		if err := restoreObjective(&p, ps.Objective, slos); err != nil {
+			return nil, err
+		}
 		l.points = append(l.points, p)
 	}
 	l.spans = st.Spans
-	pend, err := restorePending(st.Pending, len(slos))
+	pend, err := restorePending(st.Pending, slos)
 	if err != nil {
 		return nil, err
 	}

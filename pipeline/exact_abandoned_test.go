@@ -31,7 +31,8 @@ func spanOf(r sim.Request) traces.Span {
 // truth over the finished requests; under abandoned: bad, "all" is over
 // finished + abandoned, its bound holds the truth with no tolerance and is
 // never the finished share alone; the same holds for every series exact
-// mode touches: good requests, goodput, burn rate, the abandoned count and
+// mode touches: good requests, goodput, burn rate, the abandoned count,
+// each objective's good requests and attainment (exact under both) and
 // each adapter's "all".
 func TestExactModeCountsAbandonedByPolicy(t *testing.T) {
 	cfg, err := sim.Preset("cancel15", 11, start)
@@ -114,6 +115,23 @@ func checkExactPolicy(t *testing.T, where string, r slo.SLOResult, finished sim.
 	for k, b := range exact {
 		if !b.IsExact() || !near(b.Estimate, want[k]) {
 			t.Errorf("%s SLO %s %s = %+v, want exactly %v", where, r.Name, k, b, want[k])
+		}
+	}
+	for _, o := range interactive.Objectives {
+		// Each objective alone counts the finished requests, under
+		// either policy: exact, its attainment the count over them.
+		met := 0
+		for _, req := range finished {
+			if meetsObjective(req, o) {
+				met++
+			}
+		}
+		key := string(o.Metric)
+		if g := r.GoodRequests[key]; !g.IsExact() || g.Estimate != float64(met) {
+			t.Errorf("%s SLO %s good %s = %+v, want exactly %d", where, r.Name, key, g, met)
+		}
+		if a, want := r.Objectives[key], float64(met)/float64(n); !a.IsExact() || a.Estimate != want {
+			t.Errorf("%s SLO %s attainment %s = %+v, want exactly %v", where, r.Name, key, a, want)
 		}
 	}
 	if !r.HasAbandoned || float64(abandoned) < r.Abandoned.Lower || float64(abandoned) > r.Abandoned.Upper {

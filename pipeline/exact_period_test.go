@@ -2,6 +2,7 @@ package pipeline
 
 import (
 	"fmt"
+	"math"
 	"testing"
 	"time"
 
@@ -73,15 +74,23 @@ func (r *periodRun) restart(t *testing.T) {
 //   - the budget's traces coverage is exactly the covered intervals'
 //     finished requests over the period's;
 //   - the good-request total grows, in each covered interval, by exactly the
-//     interval's good requests.
+//     interval's good requests;
+//   - per objective (TTFT and TPOT alone), every window's good requests,
+//     every window's TPOT attainment, the TPOT bad share of every alert
+//     window's evidence and the good-request totals hold the truth with no
+//     tolerance wherever the spans covered an interval of the window (the
+//     histograms' own TTFT bound elsewhere is a known one too high per
+//     cancelled stream), exact over covered intervals under either policy
+//     (the objectives count finished requests only). TTFT's attainment is
+//     over first tokens, which no span describes, and is not checked here.
 func TestExactPeriodTracingOnAndOff(t *testing.T) {
 	cfg, err := sim.Preset("admission", 11, start)
 	if err != nil {
 		t.Fatal(err)
 	}
-	bad := interactive
+	bad := periodSLO
 	bad.Name, bad.Period = "bad", 2*time.Hour
-	excl := interactive
+	excl := periodSLO
 	excl.Name, excl.Period, excl.Abandoned, excl.Rejected = "excl", 10*time.Minute, slo.AbandonedExcluded, slo.RejectedExcluded
 	run := &periodRun{intervals: map[time.Time]scrapeInterval{}}
 	cfg.OnDone = func(req sim.Request) {
@@ -137,6 +146,7 @@ func TestExactPeriodTracingOnAndOff(t *testing.T) {
 					t.Errorf("at %v window %v SLO %s: no \"all\"", at.Sub(start), wr.Window.Nominal, r.Name)
 				}
 				c.bound(t, fmt.Sprintf("at %v window %v SLO %s", at.Sub(start), wr.Window.Nominal, r.Name), all, w.attainment(def), w, def)
+				c.objectives(t, fmt.Sprintf("at %v window %v SLO %s", at.Sub(start), wr.Window.Nominal, r.Name), r, def, w)
 			}
 		}
 		for _, b := range m.Budgets {
@@ -161,12 +171,21 @@ func TestExactPeriodTracingOnAndOff(t *testing.T) {
 				want, _ := slo.BurnRate(slo.Exact(w.attainment(def)), def.Goal)
 				c.bound(t, fmt.Sprintf("at %v burn %s %v", at.Sub(start), def.Name, side.length), side.burn, want.Estimate, w, def)
 			}
+			for _, side := range []struct {
+				length time.Duration
+				ev     Evidence
+			}{{bc.Alert.Long, bc.LongEvidence}, {bc.Alert.Short, bc.ShortEvidence}} {
+				w := interval{run, truth, maxTime(at.Add(-side.length), start.Add(scrapeStep)), at}
+				c.badShare(t, fmt.Sprintf("at %v evidence %s %v", at.Sub(start), def.Name, side.length), side.ev, w)
+			}
 		}
 	}
 	t.Logf("%d bounds checked, %d of them exact (the truth, bit for bit), %d good-total steps exact; %.0f finished requests in covered intervals",
 		c.checked, c.exact, c.totals, covered)
-	if c.exact == 0 || c.checked == c.exact || c.totals == 0 {
-		t.Fatalf("%d checked, %d exact, %d exact good-total steps: the run shows nothing", c.checked, c.exact, c.totals)
+	t.Logf("per objective: %d bounds checked, %d of them exact; %d good-total steps exact", c.objChecked, c.objExact, c.objTotals)
+	if c.exact == 0 || c.checked == c.exact || c.totals == 0 || c.objExact == 0 || c.objChecked == c.objExact || c.objTotals == 0 {
+		t.Fatalf("%d checked, %d exact, %d exact good-total steps; per objective %d, %d, %d: the run shows nothing",
+			c.checked, c.exact, c.totals, c.objChecked, c.objExact, c.objTotals)
 	}
 }
 
@@ -182,7 +201,10 @@ type interval struct {
 // span reached the store the exporter read at the interval's end.
 type scrapeInterval struct {
 	finished, good int
-	covered        bool
+	// goodTTFT and goodTPOT count the finished requests meeting each
+	// objective of periodSLO alone.
+	goodTTFT, goodTPOT int
+	covered            bool
 }
 
 // finished notes a request as it finishes (the simulator reports it while
@@ -192,8 +214,14 @@ func (r *periodRun) finished(req sim.Request, delivered bool) {
 	to := start.Add((req.Finish.Sub(start) + scrapeStep - 1).Truncate(scrapeStep))
 	si := r.interval(to)
 	si.finished++
-	if meetsInteractive(req) {
+	if meetsAll(req, periodSLO) {
 		si.good++
+	}
+	if meetsObjective(req, periodSLO.Objectives[0]) {
+		si.goodTTFT++
+	}
+	if meetsObjective(req, periodSLO.Objectives[1]) {
+		si.goodTPOT++
 	}
 	si.covered = si.covered && delivered
 	r.intervals[to] = si
@@ -229,7 +257,7 @@ func (iv interval) coveredFinished() (n float64, all bool) {
 func (iv interval) good() int {
 	n := 0
 	for _, r := range iv.truth.FinishedIn(iv.from, iv.to) {
-		if meetsInteractive(r) {
+		if meetsAll(r, periodSLO) {
 			n++
 		}
 	}
@@ -249,11 +277,112 @@ func (iv interval) attainment(def slo.SLO) float64 {
 	return float64(iv.good()) / pop
 }
 
+// periodSLO is the interactive SLO with its thresholds between the
+// buckets' edges (TTFT 0.5 and 0.75 s, TPOT 0.05 and 0.075 s), so that the
+// histograms only bracket each objective's good requests and the spans'
+// counts have something to make exact.
+var periodSLO = slo.SLO{
+	Name: "period", Goal: 0.99, Period: 24 * time.Hour,
+	Objectives: []slo.Objective{{Metric: slo.TTFT, Threshold: 0.6}, {Metric: slo.TPOT, Threshold: 0.06}},
+}
+
+// meetsAll reports whether a request meets every objective of s.
+func meetsAll(r sim.Request, s slo.SLO) bool {
+	for _, o := range s.Objectives {
+		if !meetsObjective(r, o) {
+			return false
+		}
+	}
+	return true
+}
+
+// meetsObjective reports whether a request meets one objective alone, as
+// meetsInteractive judges it.
+func meetsObjective(r sim.Request, o slo.Objective) bool {
+	v, ok := r.Value(string(o.Metric))
+	return ok && v <= o.Threshold+1e-9
+}
+
+// goodOf counts the interval's finished requests meeting one objective.
+func (iv interval) goodOf(o slo.Objective) int {
+	n := 0
+	for _, r := range iv.truth.FinishedIn(iv.from, iv.to) {
+		if meetsObjective(r, o) {
+			n++
+		}
+	}
+	return n
+}
+
 // checks counts what TestExactPeriodTracingOnAndOff checked.
 type checks struct {
 	checked, exact, totals int
+	objChecked, objExact   int
+	objTotals              int
 	prevTotal              float64
+	prevObjective          map[string]float64
 	hasPrev                bool
+}
+
+// objectives checks r's good requests of each objective of def, and its
+// TPOT attainment, against the truth of w with no tolerance, and that
+// they are exact when the spans covered every interval of w.
+func (c *checks) objectives(t *testing.T, where string, r slo.SLOResult, def slo.SLO, w interval) {
+	t.Helper()
+	n := float64(len(w.truth.FinishedIn(w.from, w.to)))
+	for _, o := range def.Objectives {
+		key := string(o.Metric)
+		good := float64(w.goodOf(o))
+		g, ok := r.GoodRequests[key]
+		if !ok {
+			t.Errorf("%s: no good requests of %s", where, key)
+			continue
+		}
+		if covered, _ := w.coveredFinished(); o.Metric == slo.TTFT && covered == 0 {
+			// Not touched by the spans: the histograms' TTFT bound, carried
+			// from first tokens onto finishers, can be one too high per
+			// stream cancelled after its first token (slo's evaluateSLO).
+			continue
+		}
+		c.objective(t, where+" good "+key, g, good, w)
+		if o.Metric == slo.TPOT {
+			c.objective(t, where+" attainment "+key, r.Objectives[key], good/n, w)
+		}
+	}
+}
+
+// objective checks one per-objective bound; exact when every interval of
+// w was covered, under either policy.
+func (c *checks) objective(t *testing.T, where string, b slo.Bounded, want float64, w interval) {
+	t.Helper()
+	c.objChecked++
+	if want < b.Lower || want > b.Upper {
+		t.Errorf("%s: %+v, truth %v", where, b, want)
+	}
+	if _, all := w.coveredFinished(); all && !b.IsExact() {
+		t.Errorf("%s: %+v over covered intervals, want exactly %v", where, b, want)
+	} else if all {
+		c.objExact++
+	}
+}
+
+// badShare checks that the TPOT bad share of an alert window's evidence
+// is at least the truth's (it is 1 − the attainment's lower bound), and is
+// the truth when every interval was covered.
+func (c *checks) badShare(t *testing.T, where string, ev Evidence, w interval) {
+	t.Helper()
+	tpot := periodSLO.Objectives[1]
+	share, ok := ev.BadShares[string(tpot.Metric)]
+	if !ok {
+		t.Errorf("%s: no TPOT bad share", where)
+		return
+	}
+	n := float64(len(w.truth.FinishedIn(w.from, w.to)))
+	want := 1 - math.Min(1, math.Max(0, float64(w.goodOf(tpot))/n))
+	c.objective(t, where+" TPOT bad share", slo.Bounded{Lower: want, Estimate: share, Upper: share}, want, w)
+	if _, all := w.coveredFinished(); all && share != want {
+		t.Errorf("%s: TPOT bad share %v over covered intervals, want exactly %v", where, share, want)
+	}
 }
 
 // bound checks that b holds want with no tolerance, and that it is exact
@@ -293,6 +422,31 @@ func (c *checks) goodTotal(t *testing.T, rep *Report, si scrapeInterval) {
 		}
 	}
 	c.prevTotal, c.hasPrev = total, true
+	c.objectiveTotals(t, rep, si)
+}
+
+// objectiveTotals checks that the "excl" per-objective good-request totals
+// grew by exactly the interval's requests meeting each objective when the
+// spans covered it.
+func (c *checks) objectiveTotals(t *testing.T, rep *Report, si scrapeInterval) {
+	t.Helper()
+	totals := map[string]float64{}
+	for _, g := range rep.Targets[0].Models[0].GoodRequests {
+		if g.SLO == "excl" && g.Objective != slo.AllKey {
+			totals[g.Objective] = g.Value
+		}
+	}
+	want := map[string]int{string(slo.TTFT): si.goodTTFT, string(slo.TPOT): si.goodTPOT}
+	if si.covered && c.prevObjective != nil {
+		for key, n := range want {
+			if got := totals[key] - c.prevObjective[key]; got != float64(n) {
+				t.Errorf("at %v: %s good total grew by %v over a covered interval, truth %v", rep.Time.Sub(start), key, got, n)
+			} else {
+				c.objTotals++
+			}
+		}
+	}
+	c.prevObjective = totals
 }
 
 func maxTime(a, b time.Time) time.Time {

@@ -25,8 +25,13 @@ func TestExactIntervalsSurviveRestart(t *testing.T) {
 		t.Fatal(err)
 	}
 	clock := start
-	store := traces.NewStore(traces.Limits{Retain: time.Hour, MaxRecords: 1 << 20, MaxModels: 10, MaxAdapters: 10,
-		Now: func() time.Time { return clock }})
+	// One store per exporter, fed the same spans: reading a scrape
+	// interval's spans seals them in the store that exporter reads.
+	newStore := func() *traces.Store {
+		return traces.NewStore(traces.Limits{Retain: time.Hour, MaxRecords: 1 << 20, MaxModels: 10, MaxAdapters: 10,
+			Now: func() time.Time { return clock }})
+	}
+	stores := [2]*traces.Store{newStore(), newStore()}
 	var batch []traces.Span
 	cfg.OnDone = func(r sim.Request) {
 		if r.Finished() {
@@ -40,9 +45,11 @@ func TestExactIntervalsSurviveRestart(t *testing.T) {
 	excl := interactive
 	excl.Name, excl.Abandoned, excl.Period = "excl", slo.AbandonedExcluded, 10*time.Minute
 	spec := testSpec(t)
-	spec.SLOs, spec.Traces, spec.TraceDelay, spec.TraceLateness = []slo.SLO{interactive, excl}, store, 10*time.Second, 30*time.Second
+	spec.SLOs, spec.TraceDelay, spec.TraceLateness = []slo.SLO{interactive, excl}, 10*time.Second, 30*time.Second
 	spec.Alerts = append(spec.Alerts, BurnAlert{SLO: "excl", Severity: "page", Long: 5 * time.Minute, Short: time.Minute, Factor: 5, For: time.Minute})
-	never, restarted := New(spec), New(spec)
+	neverSpec, restartedSpec := spec, spec
+	neverSpec.Traces, restartedSpec.Traces = stores[0], stores[1]
+	never, restarted := New(neverSpec), New(restartedSpec)
 	exact := 0
 	for at := start.Add(scrapeStep); !at.After(start.Add(20 * time.Minute)); at = at.Add(scrapeStep) {
 		clock = at
@@ -56,7 +63,8 @@ func TestExactIntervalsSurviveRestart(t *testing.T) {
 				sent = append(sent, sp)
 			}
 		}
-		store.Add(sent)
+		stores[0].Add(sent)
+		stores[1].Add(sent)
 		batch = late
 		scrapeInto(t, never, s, at)
 		scrapeInto(t, restarted, s, at)
@@ -65,7 +73,7 @@ func TestExactIntervalsSurviveRestart(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			restarted = New(spec)
+			restarted = New(restartedSpec)
 			if _, err := restarted.UnmarshalState(data); err != nil {
 				t.Fatal(err)
 			}

@@ -73,6 +73,9 @@ func (p *pass) windowOf(k passKey, quantiles bool) *evaluated {
 		opts.Quantiles = p.spec.Quantiles
 	}
 	e.rep = slo.Evaluate(e.w, p.spec.SLOs, p.joints(e.w, k.histograms), opts)
+	if !k.histograms {
+		p.withExactObjectives(&e.rep)
+	}
 	e.quantiles = quantiles
 	return e
 }

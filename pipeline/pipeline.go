@@ -302,8 +302,11 @@ func (t *target) accumulateGood(slos []slo.SLO, intervals []history.Interval, sp
 	}
 	for _, iv := range intervals {
 		rep := slo.Evaluate(iv.Warm, slos, nil, slo.Options{})
-		for _, r := range rep.SLOs {
+		for k, r := range rep.SLOs {
 			for obj, good := range r.GoodRequests {
+				if obj != string(slo.ITL) && settlesObjectives(spans, slos[k], iv) {
+					continue // added when the interval settles
+				}
 				t.addGood(iv.Model, r.Name, obj, good.Estimate)
 			}
 		}

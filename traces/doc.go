@@ -4,7 +4,10 @@
 // A Store holds, per target and model, one compact record per finished
 // request (its latencies, token counts, adapter, finish reason and end time),
 // sorted by end time and kept for the longest window plus a grace period,
-// measured back from now on the store's clock.
+// measured back from now on the store's clock. Once the ledger has read a
+// scrape interval's spans (Interval), the interval's records are sealed:
+// kept as sorted columns and counts, from which EvaluateWindow evaluates a
+// window without reading its requests (sealed.go).
 // Evaluate selects the records of one history window, reconciles their count
 // with vLLM's finished-request counter over the same scrapes (the coverage),
 // and, only when every finished request is there, produces exact numbers

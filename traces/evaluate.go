@@ -108,17 +108,37 @@ type AttainmentError struct {
 // is Inconsistent, not Covered, and carries no exact numbers, only the
 // calibration that says which bounds failed.
 func Evaluate(sel Selection, w slo.Window, hist slo.WindowReport, slos []slo.SLO, quantiles []float64) Result {
-	res := Result{Nominal: w.Nominal, Spans: len(sel.All), FinishReasons: sel.FinishReasons}
+	res, ok := reconcile(len(sel.All), sel.FinishReasons, w, hist)
+	if !ok {
+		return res
+	}
+	secs := w.Seconds()
+	exact := slo.EvaluateMeasured(sel.All, secs, slos, quantiles)
+	names := slices.Sorted(maps.Keys(sel.Adapters))
+	return res.judged(exact, hist, slos, names, func(name string) (slo.MeasuredReport, float64) {
+		return slo.EvaluateMeasured(sel.Adapters[name], secs, slos, quantiles), float64(len(sel.Adapters[name])) / float64(len(sel.All))
+	})
+}
+
+// reconcile starts the result of a window whose spans number spans: ok is
+// true when they number exactly vLLM's finished requests (see Evaluate),
+// so that the window is evaluated.
+func reconcile(spans int, reasons map[string]int, w slo.Window, hist slo.WindowReport) (res Result, ok bool) {
+	res = Result{Nominal: w.Nominal, Spans: spans, FinishReasons: reasons}
 	if w.HasRequestSuccess && finite(w.RequestSuccess) {
 		res.Finished, res.HasFinished = math.Max(0, w.RequestSuccess), true
 	} else if n, ok := hist.Requests[slo.E2E]; ok {
 		res.Finished, res.HasFinished = n, true
 	}
-	if !res.HasFinished || res.Finished != float64(res.Spans) || !(w.Seconds() > 0) {
-		return res
-	}
-	secs := w.Seconds()
-	exact := slo.EvaluateMeasured(sel.All, secs, slos, quantiles)
+	ok = res.HasFinished && res.Finished == float64(res.Spans) && w.Seconds() > 0
+	return res, ok
+}
+
+// judged completes a reconciled result with the exact evaluation of the
+// window's spans: the abandoned requests put in, the calibration, and, when
+// it holds, the exact numbers and those of each adapter (names, sorted;
+// adapter evaluates one and gives its share of the spans).
+func (res Result) judged(exact slo.MeasuredReport, hist slo.WindowReport, slos []slo.SLO, names []string, adapter func(name string) (slo.MeasuredReport, float64)) Result {
 	judgeAbandoned(exact.SLOs, hist.SLOs, slos, 1)
 	res.Calibration = calibrate(hist, exact)
 	if !res.Calibration.Held() {
@@ -126,17 +146,15 @@ func Evaluate(sel Selection, w slo.Window, hist slo.WindowReport, slos []slo.SLO
 		return res
 	}
 	res.Covered, res.Exact = true, exact
-	if len(sel.Adapters) == 1 {
+	if len(names) == 1 {
 		// One adapter (most often the base model alone) holds every
 		// request: its evaluation is the window's, share 1 included.
-		for name := range sel.Adapters {
-			res.Adapters = []AdapterResult{{Name: name, Report: exact}}
-		}
+		res.Adapters = []AdapterResult{{Name: names[0], Report: exact}}
 		return res
 	}
-	for _, name := range slices.Sorted(maps.Keys(sel.Adapters)) {
-		rep := slo.EvaluateMeasured(sel.Adapters[name], secs, slos, quantiles)
-		judgeAbandoned(rep.SLOs, hist.SLOs, slos, float64(len(sel.Adapters[name]))/float64(len(sel.All)))
+	for _, name := range names {
+		rep, share := adapter(name)
+		judgeAbandoned(rep.SLOs, hist.SLOs, slos, share)
 		res.Adapters = append(res.Adapters, AdapterResult{Name: name, Report: rep})
 	}
 	return res

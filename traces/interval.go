@@ -2,6 +2,7 @@ package traces
 
 import (
 	"math"
+	"slices"
 	"sort"
 	"time"
 
@@ -14,27 +15,52 @@ import (
 // when they number exactly finished, vLLM's count of the interval's
 // finished requests, it returns per SLO the requests meeting every
 // per-request objective and their generation tokens (slo.JudgeMeasured),
-// and ok. Otherwise (spans missing, sampled, still in flight, or more of
-// them) ok is false, found after two binary searches per model, so an
-// interval without its spans costs no evaluation.
-func (s *Store) Interval(target, model string, unnamed bool, start, end time.Time, finished int, slos []slo.SLO) (good, tokens []slo.Bounded, ok bool) {
+// and those meeting each per-request objective alone (ledger.PerRequest
+// order), and ok. Otherwise (spans missing, sampled, still in flight, or
+// more of them) ok is false, found after two binary searches per model, so
+// an interval without its spans costs no evaluation.
+func (s *Store) Interval(target, model string, unnamed bool, start, end time.Time, finished int, slos []slo.SLO) (ledger.SpanCounts, bool) {
 	n, untokened := s.count(target, model, unnamed, start.UnixNano(), end.UnixNano())
 	if n != finished {
-		return nil, nil, false
+		return ledger.SpanCounts{}, false
 	}
 	sel := s.Select(target, model, unnamed, start, end)
 	if len(sel.All) != finished {
-		return nil, nil, false
+		return ledger.SpanCounts{}, false
 	}
-	good, tokens = slo.JudgeMeasured(sel.All, slos)
+	var c ledger.SpanCounts
+	c.Good, c.Tokens = slo.JudgeMeasured(sel.All, slos)
 	if untokened > 0 {
 		// A span without its completion tokens counts 0 of them: the
 		// spans then bound the tokens from below only.
-		for i := range tokens {
-			tokens[i].Upper = math.Inf(1)
+		for i := range c.Tokens {
+			c.Tokens[i].Upper = math.Inf(1)
 		}
 	}
-	return good, tokens, true
+	c.Objectives = objectiveCounts(sel.All, slos)
+	// The ledger has read the interval: its records are sealed.
+	s.sealInterval(target, model, unnamed, start, end, slos)
+	return c, true
+}
+
+// objectiveCounts counts, per SLO and per-request objective, the requests
+// meeting that objective alone: JudgeMeasured of one single-objective SLO
+// per objective, so that the comparison (and the bounds of a request
+// lacking the metric) is EvaluateMeasured's.
+func objectiveCounts(reqs []slo.Measured, slos []slo.SLO) [][]slo.Bounded {
+	var single []slo.SLO
+	for _, s := range slos {
+		for _, o := range ledger.PerRequest(s) {
+			single = append(single, slo.SLO{Name: s.Name, Goal: s.Goal, Objectives: []slo.Objective{o}})
+		}
+	}
+	good, _ := slo.JudgeMeasured(reqs, single)
+	out := make([][]slo.Bounded, len(slos))
+	for i, s := range slos {
+		n := len(ledger.PerRequest(s))
+		out[i], good = good[:n:n], good[n:]
+	}
+	return out
 }
 
 // count is how many records of the model (and of the unnamed one) ended in
@@ -70,27 +96,40 @@ func (s *Store) count(target, model string, unnamed bool, from, to int64) (n, un
 }
 
 // SettledGood is the good requests of one SLO in one scrape interval that
-// settled: the spans' count where they covered it, the histograms'
-// estimate otherwise (what a running total of good requests adds).
+// settled, of "all" or of one per-request objective (by its metric): the
+// spans' count where they covered it, the histograms' estimate otherwise
+// (what a running total of good requests adds).
 type SettledGood struct {
-	SLO  string
-	Good float64
+	SLO, Objective string
+	Good           float64
 }
 
 // Settle offers a model's ledger the spans of its scrape intervals that
 // ended at or before ready (ledger.Ledger.Settle), waiting up to lateness
 // more for an interval whose spans are incomplete, and returns the settled
 // intervals' good requests of every SLO with a per-request objective whose
-// objectives were judged.
+// objectives were judged: of "all", and of each per-request objective (an
+// SLO naming a metric twice, of its last objective on it, as
+// slo.Evaluate keys them).
 func (s *Store) Settle(target, model string, unnamed bool, l *ledger.Ledger, slos []slo.SLO, ready time.Time, lateness time.Duration) []SettledGood {
-	spans := func(start, end time.Time, finished int) ([]slo.Bounded, []slo.Bounded, bool) {
+	spans := func(start, end time.Time, finished int) (ledger.SpanCounts, bool) {
 		return s.Interval(target, model, unnamed, start, end, finished, slos)
 	}
 	var out []SettledGood
 	for _, st := range l.Settle(ready, ready.Add(-lateness), spans) {
 		for i, def := range slos {
-			if slo.HasPerRequestObjective(def) && st.Known[i] {
-				out = append(out, SettledGood{SLO: def.Name, Good: st.Good[i]})
+			if !slo.HasPerRequestObjective(def) || !st.Known[i] {
+				continue
+			}
+			out = append(out, SettledGood{SLO: def.Name, Objective: slo.AllKey, Good: st.Good[i]})
+			objs := ledger.PerRequest(def)
+			if len(st.Objectives[i]) != len(objs) {
+				continue
+			}
+			for k, o := range objs {
+				if !slices.ContainsFunc(objs[k+1:], func(x slo.Objective) bool { return x.Metric == o.Metric }) {
+					out = append(out, SettledGood{SLO: def.Name, Objective: string(o.Metric), Good: st.Objectives[i][k]})
+				}
 			}
 		}
 	}

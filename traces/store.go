@@ -127,6 +127,10 @@ type series struct {
 	// front counts the dropped records still before recs[0] in its array.
 	front    int
 	adapters []string
+	// sealed holds the sealed scrape intervals, oldest first, disjoint
+	// (sealed.go), nSealed their records.
+	sealed  []sealed
+	nSealed int
 }
 
 // targetSeries is the series of one target, by model, and their total size.
@@ -238,7 +242,7 @@ func (s *Store) add(sp *Span, now, shift int64) addResult {
 	}
 	r := record{
 		end: end, id: maphash.String(s.seed, sp.RequestID),
-		ttft: sp.TTFT, e2e: sp.E2E, queue: sp.Queue, prefill: sp.Prefill, decode: sp.Decode, inference: sp.Inference,
+		ttft: unsigned(sp.TTFT), e2e: unsigned(sp.E2E), queue: unsigned(sp.Queue), prefill: unsigned(sp.Prefill), decode: unsigned(sp.Decode), inference: unsigned(sp.Inference),
 		prompt: clampTokens(sp.PromptTokens), completion: clampTokens(sp.CompletionTokens),
 		adapter: adapter, reason: s.reasonIndex(sp.FinishReason),
 	}
@@ -248,14 +252,12 @@ func (s *Store) add(sp *Span, now, shift int64) addResult {
 	ts.records++
 	if m := s.limits.MaxRecords; m > 0 {
 		for ser.len() > m {
-			ser.dropOldest()
-			ts.records--
+			ts.records -= ser.dropOldest()
 		}
 	}
 	if m := s.limits.MaxTargetRecords; m > 0 {
 		for ts.records > m {
-			ts.largest().dropOldest()
-			ts.records--
+			ts.records -= ts.largest().dropOldest()
 		}
 	}
 	return added
@@ -310,11 +312,14 @@ func (s *Store) expire(now int64) {
 	}
 }
 
-func (ser *series) len() int { return len(ser.recs) + len(ser.tail) }
+func (ser *series) len() int { return len(ser.recs) + len(ser.tail) + ser.nSealed }
 
 // insert places r by its end time; false when it is a duplicate of a kept
 // record (same end time and request id).
 func (ser *series) insert(r record) bool {
+	if len(ser.sealed) > 0 && r.end <= ser.sealed[len(ser.sealed)-1].end && ser.sealedHolds(recKey{r.end, r.id}) {
+		return false
+	}
 	n := len(ser.recs)
 	if n == 0 || r.end >= ser.recs[n-1].end {
 		// In order, the common case. The tail holds only records that
@@ -374,11 +379,21 @@ func (ser *series) merge() {
 
 // dropOldest drops the series' oldest record, which is recs' first unless
 // the tail holds an older one (then found by a scan of the tail, at most
-// tailMax records).
-func (ser *series) dropOldest() {
+// tailMax records), and returns how many it dropped: the oldest sealed
+// block whole when it is older than both (its records are no longer rows).
+func (ser *series) dropOldest() int {
+	if len(ser.sealed) > 0 {
+		b := &ser.sealed[0]
+		if first := b.keys[0].end; (len(ser.recs) == 0 || first <= ser.recs[0].end) && (len(ser.tail) == 0 || first <= ser.tailMin) {
+			n := len(b.keys)
+			ser.sealed = slices.Delete(ser.sealed, 0, 1)
+			ser.nSealed -= n
+			return n
+		}
+	}
 	if len(ser.tail) == 0 || (len(ser.recs) > 0 && ser.recs[0].end <= ser.tailMin) {
 		ser.dropFront(1)
-		return
+		return 1
 	}
 	oldest := 0
 	for i, r := range ser.tail {
@@ -387,11 +402,12 @@ func (ser *series) dropOldest() {
 		}
 	}
 	ser.removeTail(func(i int, _ record) bool { return i == oldest })
+	return 1
 }
 
 // expire drops the records that ended before cutoff and returns how many.
 func (ser *series) expire(cutoff int64) int {
-	dropped := 0
+	dropped := ser.expireSealed(cutoff)
 	if len(ser.recs) > 0 && ser.recs[0].end < cutoff {
 		drop := sort.Search(len(ser.recs), func(i int) bool { return ser.recs[i].end >= cutoff })
 		ser.dropFront(drop)
@@ -449,7 +465,7 @@ func (ser *series) dropFront(n int) {
 
 // bytes is the size of the series' arrays.
 func (ser *series) bytes() int {
-	return (ser.front+cap(ser.recs)+cap(ser.tail))*RecordBytes + len(ser.tailKeys)*int(unsafe.Sizeof(recKey{}))
+	return (ser.front+cap(ser.recs)+cap(ser.tail))*RecordBytes + len(ser.tailKeys)*int(unsafe.Sizeof(recKey{})) + ser.sealedBytes()
 }
 
 func (ser *series) adapterIndex(name string, maxAdapters int) (uint16, bool) {
@@ -476,6 +492,16 @@ func (s *Store) reasonIndex(reason string) uint8 {
 	return uint8(len(s.reasons) - 1)
 }
 
+// unsigned keeps a latency of −0 as 0: the same number, and one zero, so
+// that which of two equal values a quantile picks cannot show in its sign
+// (the sealed and the row evaluation pick differently among equals).
+func unsigned(v float64) float64 {
+	if v == 0 {
+		return 0
+	}
+	return v
+}
+
 func clampTokens(n int) int32 {
 	if n < 0 {
 		return -1
@@ -496,7 +522,9 @@ type Selection struct {
 }
 
 // Select returns the records of a target whose end time is in (start, end],
-// of the model and, when unnamed is true, also of spans that named no model.
+// of the model and, when unnamed is true, also of spans that named no model:
+// the records still rows, not those of sealed scrape intervals (sealed.go),
+// which EvaluateWindow reads.
 func (s *Store) Select(target, model string, unnamed bool, start, end time.Time) Selection {
 	s.mu.Lock()
 	defer s.mu.Unlock()

@@ -181,6 +181,18 @@ type Evidence struct {
 	// objective the window holds an attainment for (the alert's evidence
 	// annotation names them).
 	BadShares map[string]float64
+	// FirstTokens is the window's first tokens (the TTFT histogram's
+	// observations, abandoned streams' included), the population of the
+	// TTFT bad share; 0 without a TTFT histogram.
+	FirstTokens float64
+	// Abandoned is the window's abandoned streams at the estimate Unserved
+	// counts them at under `abandoned: bad` (abandonedEstimate, or the
+	// ledger's lower bound without the gauge; under `excluded` not part of
+	// Unserved), and Ledger the ledger's bracket of the
+	// abandoned requests (SLOResult.Abandoned), which clamps the running
+	// gauge into bounds PromQL cannot follow: the annotation gives both.
+	Abandoned float64
+	Ledger    slo.Bounded
 }
 
 // describe writes what the observed burn rate rests on: the objectives' bad
@@ -190,7 +202,9 @@ func (e Evidence) describe() string {
 	for _, m := range slices.Sorted(maps.Keys(e.BadShares)) {
 		parts = append(parts, m+" "+shortNumber(100*e.BadShares[m])+"%")
 	}
-	return fmt.Sprintf("bad %s; unserved %s", strings.Join(parts, ", "), shortNumber(e.Unserved))
+	return fmt.Sprintf("bad %s of %s first tokens; unserved %s, abandoned %s (ledger %s [%s, %s])", strings.Join(parts, ", "),
+		shortNumber(e.FirstTokens), shortNumber(e.Unserved), shortNumber(e.Abandoned),
+		shortNumber(e.Ledger.Estimate), shortNumber(e.Ledger.Lower), shortNumber(e.Ledger.Upper))
 }
 
 // Burn is the evidence that the window burns its budget: the larger of the
@@ -226,7 +240,11 @@ func objectiveEvidence(r slo.SLOResult, s slo.SLO, w slo.Window) Evidence {
 		}
 	}
 	bad := 1 - good
-	ev.Unserved = unservedBad(r, s, w)
+	if ttft, ok := w.Latency[slo.TTFT]; ok && ttft.Valid() {
+		ev.FirstTokens = ttft.Total()
+	}
+	ev.Ledger = r.Abandoned
+	ev.Unserved, ev.Abandoned = unservedBad(r, s, w)
 	n := r.Requests
 	if joint[0] == slo.ITL || !(n+ev.Unserved > 0) {
 		// ITL's share is over token gaps, not requests: no population to
@@ -239,25 +257,30 @@ func objectiveEvidence(r slo.SLOResult, s slo.SLO, w slo.Window) Evidence {
 }
 
 // unservedBad is how many requests the SLO's population counts bad although
-// they reached no finish observation: the requests abandoned after their
+// they reached no finish observation, and the abandoned streams' estimate
+// whichever the policy: the requests abandoned after their
 // first token under `abandoned: bad` (none under `excluded`), at
 // abandonedEstimate, plus those rejected at admission (SLOResult.Rejected,
 // exact) under `rejected: bad`. The abandoned ones count only when the
 // ledger judged the window (SLOResult.HasAbandoned); where the running
 // gauge is unknown they fall back to the ledger's lower bound, which never
 // counts a request that may not exist.
-func unservedBad(r slo.SLOResult, s slo.SLO, w slo.Window) float64 {
+func unservedBad(r slo.SLOResult, s slo.SLO, w slo.Window) (unserved, abandoned float64) {
 	rejected := 0.0
 	if r.HasRejected && s.Rejected == slo.RejectedBad {
 		rejected = r.Rejected // exact: the server's own count
 	}
-	if !r.HasAbandoned || s.Abandoned != slo.AbandonedBad {
-		return rejected
+	if !r.HasAbandoned {
+		return rejected, 0
 	}
-	if a, ok := abandonedEstimate(w, r.Requests); ok {
-		return rejected + a
+	a, ok := abandonedEstimate(w, r.Requests)
+	if !ok {
+		a = math.Max(0, r.Abandoned.Lower)
 	}
-	return rejected + math.Max(0, r.Abandoned.Lower)
+	if s.Abandoned != slo.AbandonedBad {
+		return rejected, a
+	}
+	return rejected + a, a
 }
 
 // abandonedEstimate estimates the requests abandoned after their first

@@ -156,9 +156,9 @@ type BurnCheck struct {
 // again, by N/F, as a TTFT-bad finisher. Clients abandon slow streams more
 // often than fast ones, so this reads high: toward a false page, never a
 // missed one. The other extreme, the slow first tokens charged to the
-// abandoned streams first (TTFT's good share G/(F − A), at most 1: the
-// largest overlap the counts allow), reads low wherever a slow stream
-// finishes. Over the alert-quality library, both policies, it is nearer
+// abandoned streams first (TTFT's good share G/(F − A), at most 1, with G
+// the TTFT-good first tokens and A the abandoned: the largest overlap the
+// counts allow), reads low wherever a slow stream finishes. Over the alert-quality library, both policies, it is nearer
 // the truth (mean absolute error 0.36x against 0.51x), yet falls under the
 // factor with the truth above it in 51 windows against 37 and fires later
 // (1:45 in all after the truth, against 0:30 before it), with the same
@@ -166,9 +166,11 @@ type BurnCheck struct {
 // stays. The abandoned estimate itself is off by the prompts in prefill at
 // the window's edges, which the running gauge counts before their first
 // token: one at the start counts one too many, one at the end one too few,
-// the two equal in the mean. No series vLLM exposes tells them apart at a
-// scrape (the waiting gauge holds neither; the prefill histogram is
-// observed at the finish), and the ledger's clamp reads the same count.
+// the two equal in the mean (on the simulator the estimate is exactly the
+// truth plus that difference, which in the cancellation scenario is not 0
+// in half the windows, up to 5 requests). No series vLLM exposes tells them
+// apart at a scrape (the waiting gauge holds neither; the prefill histogram
+// is observed at the finish), and the ledger's clamp reads the same count.
 // So where the truth lies within a request of the factor (over 1m at
 // about 5 req/s a request is 0.3x) any evidence from these counters can
 // page or miss; the one false page the harness records is such a step

@@ -29,7 +29,7 @@ func TestAbandonedEstimateErrsByPrefill(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		first := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC).Add(sc.Lead)
+		first := simEpoch().Add(sc.Lead)
 		windows, off, worst := 0, 0, 0
 		for _, k := range run.Keys {
 			for j, s := range run.Scrapes {

@@ -241,7 +241,7 @@ func evidenceError(runs []*Run) string {
 		}
 		bad := run.Config.SLOs[0].AbandonedPopulation() == slo.AbandonedBad
 		l := newTrueLedger(run.Requests, daemon.PipelineSpec(run.Config).SLOs[0])
-		first := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC).Add(run.Scenario.Lead)
+		first := simEpoch().Add(run.Scenario.Lead)
 		for _, k := range run.Keys {
 			for j, c := range run.Checks[k] {
 				if !c.Known {

@@ -158,11 +158,12 @@ type BurnCheck struct {
 // missed one. The other extreme, the slow first tokens charged to the
 // abandoned streams first (TTFT's good share G/(F − A), at most 1, with G
 // the TTFT-good first tokens and A the abandoned: the largest overlap the
-// counts allow), reads low wherever a slow stream finishes. Over the alert-quality library, both policies, it is nearer
-// the truth (mean absolute error 0.36x against 0.51x), yet falls under the
-// factor with the truth above it in 51 windows against 37 and fires later
-// (1:45 in all after the truth, against 0:30 before it), with the same
-// pages: 1 false, 0 missed. A miss costs more than a page, so the product
+// counts allow), reads low wherever a slow stream finishes. Over the
+// alert-quality library, both policies, it is nearer the truth (mean
+// absolute error 0.36x against 0.51x), yet falls under the factor with the
+// truth above it in 51 windows against 37 and fires later (1:45 in all
+// after the truth, against 0:30 before it), with the same pages: 1 false,
+// 0 missed. A miss costs more than a page, so the product
 // stays. The abandoned estimate itself is off by the prompts in prefill at
 // the window's edges, which the running gauge counts before their first
 // token: one at the start counts one too many, one at the end one too few,
@@ -215,9 +216,9 @@ type Evidence struct {
 	// Abandoned is the window's abandoned streams at the estimate Unserved
 	// counts them at under `abandoned: bad` (abandonedEstimate, or the
 	// ledger's lower bound without the gauge; under `excluded` not part of
-	// Unserved), and Ledger the ledger's bracket of the
-	// abandoned requests (SLOResult.Abandoned), which clamps the running
-	// gauge into bounds PromQL cannot follow: the annotation gives both.
+	// Unserved), and Ledger the ledger's bracket of them
+	// (SLOResult.Abandoned), which clamps the running gauge into bounds
+	// PromQL cannot follow: the annotation gives both.
 	Abandoned float64
 	Ledger    slo.Bounded
 }

@@ -27,7 +27,26 @@ func candidates(abandonedBad bool) []Policy {
 	for _, v := range evidenceVariants(abandonedBad)[2:] { // the first two are above
 		ps = append(ps, evidenceGate(v.Name, v.Observed))
 	}
-	return ps
+	return append(ps, oneRequestMargin())
+}
+
+// oneRequestMargin is the chosen gate with its evidence required to exceed
+// the factor by one request's share of the window's population, 1 / (N + U)
+// / (1 − goal), the size of the abandoned estimate's smallest edge error: a
+// margin against that noise, which moves the ambiguity to the breaches
+// within a request above the factor.
+func oneRequestMargin() Policy {
+	above := func(e pipeline.Evidence, b slo.Bounded, f float64) bool {
+		margin := 0.0
+		if n := e.Requests + e.Unserved; n > 0 {
+			margin = 1 / n / (1 - harnessGoal)
+		}
+		return e.Burn(b) > f+margin
+	}
+	return Policy{"upper and evidence a request above the factor (a margin, for scale)", func(c pipeline.BurnCheck) bool {
+		f := c.Alert.Factor
+		return c.Long.Upper > f && c.Short.Upper > f && above(c.LongEvidence, c.Long, f) && above(c.ShortEvidence, c.Short, f)
+	}}
 }
 
 // evidenceVariant is one way to read the observed burn rate from a window's

@@ -62,6 +62,7 @@ func TestAlertQuality(t *testing.T) {
 		t.Log("generated rules not evaluated: -short, or prometheus/promtool not installed")
 	}
 	var table, policies strings.Builder
+	totals := map[string]*Score{}
 	table.WriteString("| scenario | what happens | alert | truth fires | daemon fires | rules fire | false / missed | delay / resolve |\n|---|---|---|---|---|---|---|---|\n")
 	for _, run := range runs {
 		for _, k := range run.Keys {
@@ -78,13 +79,15 @@ func TestAlertQuality(t *testing.T) {
 					run.Scenario.Name, run.Scenario.What, k, describe(want), describe(run.Daemon[k]), rulesCell,
 					ds.False, ds.Missed, rs.False, rs.Missed, delays(ds), delays(rs))
 			}
-			comparePolicies(&policies, run, k)
+			comparePolicies(&policies, totals, run, k)
 		}
 		if len(run.TargetDown) > 0 {
 			fmt.Fprintf(&table, "| %s | %s | target down | | %s | | | |\n", run.Scenario.Name, run.Scenario.What, describe(run.TargetDown))
 		}
 	}
 	t.Log("\n" + table.String() + "\nCandidate daemon policies (false/missed per alert):\n" + policies.String() +
+		"\nCandidate daemon policies over these runs:\n" + policyTotals(totals) +
+		"\nThe evidence against the true burn rate:\n" + evidenceError(runs) +
 		"\nPages by policy (steps of 15 s):\n" + pageTable(runs, withRules))
 }
 

@@ -125,6 +125,10 @@ func LoadConfig(sc Scenario) (*config.Config, error) {
 	return cfg, nil
 }
 
+// simEpoch is when every scenario's simulated server starts; its first
+// scrape is Scenario.Lead later.
+func simEpoch() time.Time { return time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC) }
+
 // errDown is the failure the exporter records while vLLM is down.
 var errDown = errors.New("connection refused")
 
@@ -144,7 +148,7 @@ func play(sc Scenario, exact bool) (*Run, error) {
 		return nil, fmt.Errorf("scenario %s: %w", sc.Name, err)
 	}
 	sp := daemon.PipelineSpec(cfg)
-	simStart := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	simStart := simEpoch()
 	simCfg := sc.Sim(simStart)
 	if exact {
 		clock := simStart

@@ -140,8 +140,10 @@ func cancel15(abandoned, period string) Scenario {
 var cancel15Known = map[string]map[string]Known{
 	"bad-1d": {"page 5m/1m": {False: 1, Why: "at 32:15, for one evaluation: the true burn over 1m reads 14.83x at 32:00 and 14.38x " +
 		"at 32:15 (44 abandoned and no bad finished request among 306), the evidence 15.12x and 14.94x, on both paths: 45 " +
-		"abandoned from the running gauge, which counted a prompt in prefill at 31:15, and 0.87 TTFT-bad finishers from the " +
-		"window's TTFT share, whose one TTFT-bad first token was an abandoned stream's; one request at the factor"}},
+		"abandoned from the running gauge, which counted a prompt in prefill at 31:15, and 0.86 TTFT-bad finishers from the " +
+		"window's TTFT share, whose one TTFT-bad first token was an abandoned stream's; one request at the factor. Charging the slow " +
+		"first token to the abandoned streams reads 14.66x, the ledger's clamped count is 45 as well: no evidence from these counters " +
+		"settles it (pipeline.BurnCheck.Active)"}},
 }
 
 // jointOnlyLongPrompts is the share of long-context prompts of the joint-only

@@ -93,6 +93,30 @@ func TestObservedBurnFollowsThePopulation(t *testing.T) {
 	}
 }
 
+// TestEvidenceCarriesItsCounts: the evidence carries the window's first
+// tokens and its abandoned streams, at the estimate the observed burn counts
+// them at, under either policy (under `abandoned: excluded` they are in no
+// unserved count), beside the ledger's bracket of them.
+func TestEvidenceCarriesItsCounts(t *testing.T) {
+	fifteen := slo.Bounded{Lower: 2, Estimate: 14, Upper: 38}
+	for _, c := range []struct {
+		p                          slo.Population
+		w                          slo.Window
+		first, abandoned, unserved float64
+	}{
+		{slo.AbandonedBad, seen(100, 7, 7), 100, 15, 15},
+		{slo.AbandonedExcluded, seen(100, 7, 7), 100, 15, 0},
+		{slo.AbandonedBad, seen(100, 9, 4), 100, 20, 20},
+		{slo.AbandonedBad, slo.Window{}, 0, 2, 2},
+	} {
+		ev := objectiveEvidence(gateResult(85, 1, 1, &fifteen), gateSLO(c.p), c.w)
+		if ev.FirstTokens != c.first || ev.Abandoned != c.abandoned || ev.Unserved != c.unserved || ev.Ledger != fifteen {
+			t.Errorf("policy %v, window %+v: first tokens %v, abandoned %v, unserved %v, ledger %+v; want %v, %v, %v, %+v",
+				c.p, c.w.Running, ev.FirstTokens, ev.Abandoned, ev.Unserved, ev.Ledger, c.first, c.abandoned, c.unserved, fifteen)
+		}
+	}
+}
+
 // TestGateNeedsEvidence: the page needs the upper bound and the evidence
 // (the larger of the lower bound and the observed burn) above the factor in
 // both windows; a vacuous upper bound with nothing seen bad never pages,
@@ -122,15 +146,17 @@ func TestGateNeedsEvidence(t *testing.T) {
 }
 
 // TestEvidenceAnnotationSaysWhatItRestsOn: the page's evidence annotation
-// names, for each window, the objectives' bad shares and the unserved
-// requests that its observed burn rate comes from.
+// names, for each window, the objectives' bad shares and the first tokens
+// TTFT's is over, the unserved requests that its observed burn rate comes
+// from, and the abandoned ones among them beside the ledger's bracket.
 func TestEvidenceAnnotationSaysWhatItRestsOn(t *testing.T) {
-	ev := Evidence{Requests: 262, Coverage: 1, Observed: 14.94, Unserved: 45, BadShares: map[string]float64{"ttft": 0.0033, "tpot": 0}}
+	ev := Evidence{Requests: 262, Coverage: 1, Observed: 14.94, Unserved: 45, BadShares: map[string]float64{"ttft": 0.0033, "tpot": 0},
+		FirstTokens: 306, Abandoned: 45, Ledger: slo.Bounded{Lower: 29, Estimate: 45, Upper: 60}}
 	c := BurnCheck{Alert: BurnAlert{SLO: "interactive", Severity: "page", Long: 5 * time.Minute, Short: time.Minute, Factor: 14.4},
 		Known: true, Long: slo.Bounded{Lower: 10, Estimate: 15, Upper: 19}, Short: slo.Bounded{Lower: 10, Estimate: 15, Upper: 19},
 		LongEvidence: ev, ShortEvidence: ev}
 	got := burnCondition(map[string]string{"target": "sim"}, "m", c).annotations["evidence"]
-	want := "observed 14.94 (bad tpot 0%, ttft 0.33%; unserved 45)"
+	want := "observed 14.94 (bad tpot 0%, ttft 0.33% of 306 first tokens; unserved 45, abandoned 45 (ledger 45 [29, 60]))"
 	if !strings.Contains(got, want) {
 		t.Errorf("evidence annotation %q, want it to contain %q", got, want)
 	}

@@ -51,6 +51,8 @@ func adoptTightened(t *testing.T, got *ModelReport, want ModelReport) {
 	for i := range got.Burns {
 		within("long burn", &got.Burns[i].Long, want.Burns[i].Long)
 		within("short burn", &got.Burns[i].Short, want.Burns[i].Short)
+		within("long evidence's abandoned", &got.Burns[i].LongEvidence.Ledger, want.Burns[i].LongEvidence.Ledger)
+		within("short evidence's abandoned", &got.Burns[i].ShortEvidence.Ledger, want.Burns[i].ShortEvidence.Ledger)
 	}
 }
 

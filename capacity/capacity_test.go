@@ -323,7 +323,7 @@ func checkInvariants(t *testing.T, run int, e Estimate) {
 	r, h := e.Requests, e.Headroom
 	switch e.Kind {
 	case Unknown:
-		if e.Reason == "" {
+		if e.Reason == "" || e.Method != "" {
 			t.Fatalf("run %d: unknown without a reason", run)
 		}
 		return
@@ -331,9 +331,12 @@ func checkInvariants(t *testing.T, run int, e Estimate) {
 		if !(0 <= r.Lower && r.Lower <= r.Estimate && r.Estimate <= r.Upper) || math.IsInf(r.Upper, 1) {
 			t.Fatalf("run %d: bounded %+v", run, r)
 		}
+		if e.Method != Isotonic && e.Method != Gumbel {
+			t.Fatalf("run %d: bounded by method %q", run, e.Method)
+		}
 	case LowerOnly:
-		if !(r.Lower == r.Estimate && r.Lower >= 0) || !math.IsInf(r.Upper, 1) || e.HasBreach {
-			t.Fatalf("run %d: lower_only %+v breach %v", run, r, e.HasBreach)
+		if !(r.Lower == r.Estimate && r.Lower >= 0) || !math.IsInf(r.Upper, 1) || e.HasBreach || e.Method != "" {
+			t.Fatalf("run %d: lower_only %+v breach %v method %q", run, r, e.HasBreach, e.Method)
 		}
 	default:
 		t.Fatalf("run %d: kind %q", run, e.Kind)

@@ -57,60 +57,50 @@ func (l gumbelCurve) crossing(goal float64) float64 {
 // maxNewton steps at a steep finite one, whose crossing lies between the
 // two groups.
 func fitGumbel(bs []bin, from float64, start gumbelCurve) (l gumbelCurve, ok bool) {
-	var sw, sg, mx, k float64
+	ps := make([]point, 0, len(bs))
+	var sw, sg, mx float64
 	for _, b := range bs {
 		if b.load >= from && b.n > 0 {
-			sw, sg, mx, k = sw+b.n, sg+b.good, mx+b.n*b.load, k+1
+			ps = append(ps, point{load: b.load, n: b.n, good: b.good})
+			sw, sg, mx = sw+b.n, sg+b.good, mx+b.n*b.load
 		}
 	}
-	if k < 3 {
+	if len(ps) < 3 {
 		return gumbelCurve{}, false
 	}
 	mx /= sw
 	var v float64
-	for _, b := range bs {
-		if b.load >= from && b.n > 0 {
-			v += b.n * (b.load - mx) * (b.load - mx)
-		}
+	for _, p := range ps {
+		v += p.n * (p.load - mx) * (p.load - mx)
 	}
 	sx := math.Sqrt(v / sw)
 	if !(sx > 0) {
 		return gumbelCurve{}, false
 	}
-	// In standardised load u = (x − mx)/sx the curve's η is A + B·u,
-	// started flat at the pooled attainment (kept off 0 and 1).
+	for i := range ps {
+		ps[i].load = (ps[i].load - mx) / sx
+	}
+	// In standardised load u the curve's η is A + B·u, started flat at
+	// the pooled attainment (kept off 0 and 1).
 	A, B := math.Log(-math.Log(min(max(sg/sw, 1e-9), 1-1e-9))), 0.0
 	if start.b != 0 {
 		A, B = start.a+start.b*mx, start.b*sx
 	}
-	ll := func(A, B float64) float64 {
-		s := 0.0
-		for _, b := range bs {
-			if b.load >= from && b.n > 0 {
-				lam := math.Exp(A + B*(b.load-mx)/sx)
-				s += -b.good*lam + (b.n-b.good)*math.Log(-math.Expm1(-lam))
-			}
-		}
-		if math.IsNaN(s) {
-			return math.Inf(-1)
-		}
-		return s
-	}
-	cur := ll(A, B)
+	cur := scoreAt(ps, A, B)
 	for range maxNewton {
-		dA, dB, ok := scoringStep(bs, from, mx, sx, A, B)
+		dA, dB, ok := cur.step()
 		if !ok {
 			return gumbelCurve{}, false
 		}
 		t := 1.0
 		for range 30 {
-			if v := ll(A+t*dA, B+t*dB); v >= cur {
-				A, B, cur = A+t*dA, B+t*dB, v
+			if next := scoreAt(ps, A+t*dA, B+t*dB); next.ll >= cur.ll {
+				A, B, cur = A+t*dA, B+t*dB, next
 				break
 			}
 			t /= 2
 		}
-		if math.Abs(t*dA)+math.Abs(t*dB) < 1e-9 {
+		if math.Abs(t*dA)+math.Abs(t*dB) < 1e-7 {
 			break
 		}
 	}
@@ -121,28 +111,41 @@ func fitGumbel(bs []bin, from float64, start gumbelCurve) (l gumbelCurve, ok boo
 // takes a handful, and a separated one would take forever.
 const maxNewton = 40
 
-// scoringStep is the Fisher scoring step of the log-likelihood at (A, B):
-// with λ = e^η and p = e^−λ, the score in η of a bin is λ(np − good)/(1−p)
+// score is the log-likelihood at a point with its gradient and expected
+// information (Fisher's) in (A, B).
+type score struct {
+	ll, ga, gb, haa, hab, hbb float64
+}
+
+// scoreAt evaluates the log-likelihood of points (load standardised) at
+// (A, B) in one pass: with λ = e^η and p = e^−λ a bin adds
+// good·log p + (n − good)·log(1 − p), its score in η is λ(np − good)/(1−p)
 // and its expected information nλ²p/(1−p).
-func scoringStep(bs []bin, from, mx, sx, A, B float64) (dA, dB float64, ok bool) {
-	var ga, gb, haa, hab, hbb float64
-	for _, b := range bs {
-		if b.load < from || b.n <= 0 {
-			continue
-		}
-		u := (b.load - mx) / sx
-		lam := math.Exp(A + B*u)
-		p, q := math.Exp(-lam), -math.Expm1(-lam)
+func scoreAt(ps []point, A, B float64) score {
+	var s score
+	for _, p := range ps {
+		lam := math.Exp(A + B*p.load)
+		e, q := math.Exp(-lam), -math.Expm1(-lam)
+		s.ll += -p.good*lam + (p.n-p.good)*math.Log(q)
 		if !(q > 0) {
 			continue
 		}
-		r, w := lam*(b.n*p-b.good)/q, b.n*lam*lam*p/q
-		ga, gb = ga+r, gb+r*u
-		haa, hab, hbb = haa+w, hab+w*u, hbb+w*u*u
+		r, w := lam*(p.n*e-p.good)/q, p.n*lam*lam*e/q
+		s.ga, s.gb = s.ga+r, s.gb+r*p.load
+		s.haa, s.hab, s.hbb = s.haa+w, s.hab+w*p.load, s.hbb+w*p.load*p.load
 	}
-	det := haa*hbb - hab*hab
+	if math.IsNaN(s.ll) {
+		s.ll = math.Inf(-1)
+	}
+	return s
+}
+
+// step is the Fisher scoring step from s; ok is false when the
+// information is singular.
+func (s score) step() (dA, dB float64, ok bool) {
+	det := s.haa*s.hbb - s.hab*s.hab
 	if !(det > 0) {
 		return 0, 0, false
 	}
-	return (hbb*ga - hab*gb) / det, (haa*gb - hab*ga) / det, true
+	return (s.hbb*s.ga - s.hab*s.gb) / det, (s.haa*s.gb - s.hab*s.ga) / det, true
 }

@@ -152,15 +152,14 @@ func predictionInterval(ws []Window, cfg Config, k knee, sh shapeFit) (Range, re
 	return r, rep
 }
 
-// shapeInterval is the Gumbel shape's answer, given the isotonic one iso:
-// the central Level interval of the replicates' crossings widened by
-// Config.Transient on either side, cut to iso (the shape is trusted only
-// between the loads the isotonic fit already brackets the knee in, never
-// beyond them), around iso's estimate when it lies inside, else around the
-// crossing of the curve fitted to all the windows (sh.start). ok is false
-// when the shape is off or did not fit, when neither estimate lies inside
-// the cut interval, or when it is not narrower than iso: then the isotonic
-// answer stands.
+// shapeInterval is the Gumbel shape's answer, given the isotonic one iso
+// (its upper end finite): the central Level interval of the replicates'
+// crossings widened by Config.Transient on either side, cut to iso (the
+// shape is trusted only between the loads the isotonic fit already
+// brackets the knee in, never beyond them), around iso's estimate when it
+// lies inside, else around the crossing of the curve fitted to all the
+// windows (sh.start). ok is false when the shape is off or did not fit, or
+// when neither estimate lies inside the cut interval.
 func shapeInterval(cfg Config, sh shapeFit, rep replicates, iso Range) (Range, bool) {
 	if !sh.on || len(rep.shape) == 0 {
 		return Range{}, false
@@ -175,7 +174,7 @@ func shapeInterval(cfg Config, sh shapeFit, rep replicates, iso Range) (Range, b
 		// not, the shape's own crossing is the estimate.
 		r.Estimate = sh.start.crossing(cfg.Goal)
 	}
-	if !(r.Lower <= r.Estimate && r.Estimate <= r.Upper) || math.IsInf(r.Upper, 1) || !(r.Upper-r.Lower < iso.Upper-iso.Lower) {
+	if !(r.Lower <= r.Estimate && r.Estimate <= r.Upper) || math.IsInf(r.Upper, 1) {
 		return Range{}, false
 	}
 	return r, true
@@ -184,7 +183,9 @@ func shapeInterval(cfg Config, sh shapeFit, rep replicates, iso Range) (Range, b
 // boundedRange is the capacity's interval when the load crossed the
 // knee: the isotonic one (capped, when its upper end is infinite, where
 // even the windows' upper bounds miss the goal: o, the knee of their fit),
-// or the Gumbel shape's when that is narrower (shapeInterval).
+// or the Gumbel shape's when that is narrower (shapeInterval, cut to the
+// isotonic interval, or where that has no upper end to the first load bin
+// that misses the goal).
 func boundedRange(ws []Window, cfg Config, k, o knee) (Range, Method) {
 	sh := shapeFit{from: cfg.ShapeFrom * k.load}
 	if cfg.ShapeFrom > 0 {
@@ -197,7 +198,14 @@ func boundedRange(ws []Window, cfg Config, k, o knee) (Range, Method) {
 		// fall short of the goal.
 		r.Upper = math.Max(o.bad, k.bad) * (1 + cfg.Transient)
 	}
-	if s, ok := shapeInterval(cfg, sh, rep, r); ok {
+	cut := r
+	if math.IsInf(cut.Upper, 1) {
+		// Too many resamples saw no breach for an isotonic upper end,
+		// yet the windows did breach: the shape may bound the knee, up
+		// to the first load bin that misses the goal, never past it.
+		cut.Upper = k.bad * (1 + cfg.Transient)
+	}
+	if s, ok := shapeInterval(cfg, sh, rep, cut); ok && s.Upper-s.Lower < r.Upper-r.Lower {
 		return s, Gumbel
 	}
 	return r, Isotonic

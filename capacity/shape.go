@@ -61,7 +61,7 @@ func fitGumbel(bs []bin, from float64, start gumbelCurve) (l gumbelCurve, ok boo
 	var sw, sg, mx float64
 	for _, b := range bs {
 		if b.load >= from && b.n > 0 {
-			ps = append(ps, point{load: b.load, n: b.n, good: b.good})
+			ps = append(ps, point(b))
 			sw, sg, mx = sw+b.n, sg+b.good, mx+b.n*b.load
 		}
 	}

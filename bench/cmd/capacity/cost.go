@@ -23,21 +23,26 @@ import (
 )
 
 // costCase is one configuration measured: a number of targets, capacity
-// off, or on with a RefitEvery.
+// off, or on with a RefitEvery and a ShapeFrom.
 type costCase struct {
-	targets  int
-	capacity bool
-	refit    time.Duration
+	targets   int
+	capacity  bool
+	refit     time.Duration
+	shapeFrom float64
 }
 
 func (c costCase) String() string {
 	if !c.capacity {
 		return "off"
 	}
+	s := "on, refit every " + c.refit.String()
 	if c.refit <= 0 {
-		return "on, refit every window"
+		s = "on, refit every window"
 	}
-	return "on, refit every " + c.refit.String()
+	if c.shapeFrom <= 0 {
+		s += ", Gumbel curve off"
+	}
+	return s
 }
 
 // costRow is one measurement of a case.
@@ -77,8 +82,17 @@ func runCost(args []string) error {
 	workload := fs.String("workload", "steady", "steady (below the knee) or knee (through it, bounded answers)")
 	refitFlag := fs.String("refit", "30m", "comma-separated capacity.Config.RefitEvery values measured with capacity on (0: every window)")
 	runs := fs.Int("runs", 1, "runs of every case, alternating")
+	shapeFlag := fs.String("shape-from", strconv.FormatFloat(capacity.DefaultConfig(0).ShapeFrom, 'g', -1, 64), "comma-separated capacity.Config.ShapeFrom values measured with capacity on (0: the Gumbel curve off)")
 	if err := fs.Parse(args); err != nil {
 		return err
+	}
+	var shapes []float64
+	for _, f := range strings.Split(*shapeFlag, ",") {
+		v, err := strconv.ParseFloat(strings.TrimSpace(f), 64)
+		if err != nil || v < 0 {
+			return fmt.Errorf("shape-from %q: want numbers at least 0", f)
+		}
+		shapes = append(shapes, v)
 	}
 	if *workload != "steady" && *workload != "knee" {
 		return fmt.Errorf("workload %q: want steady or knee", *workload)
@@ -99,10 +113,12 @@ func runCost(args []string) error {
 		}
 		cases = append(cases, costCase{targets: n})
 		for _, r := range refits {
-			cases = append(cases, costCase{targets: n, capacity: true, refit: r})
+			for _, sf := range shapes {
+				cases = append(cases, costCase{targets: n, capacity: true, refit: r, shapeFrom: sf})
+			}
 		}
 	}
-	per := 1 + len(refits)
+	per := 1 + len(refits)*len(shapes)
 	rows := make([][]costRow, len(cases))
 	for run := range *runs {
 		for g := 0; g < len(cases); g += per {
@@ -200,7 +216,7 @@ func measureCost(c costCase, knee bool, after time.Duration) (costRow, error) {
 	spec := w.Spec(n)
 	learners := online.New(func(goal float64) capacity.Config {
 		cfg := capacity.DefaultConfig(goal)
-		cfg.RefitEvery = c.refit
+		cfg.RefitEvery, cfg.ShapeFrom = c.refit, c.shapeFrom
 		return cfg
 	})
 	tickets := online.NewHeadroomAlerts()

@@ -4,7 +4,7 @@
 //	go run ./bench/cmd/capacity knees  [-out capacity/days/testdata/knees.json]
 //	go run ./bench/cmd/capacity table  [-knees F] [-seeds 5] [-hours 6] [-transient 0.04] [-shape-from 0.7]
 //	go run ./bench/cmd/capacity converge [-knees F] [-seeds 5] [-hours 8]
-//	go run ./bench/cmd/capacity cost [-targets 1,100] [-hours 24] [-workload steady|knee] [-refit 30m,0] [-runs 1]
+//	go run ./bench/cmd/capacity cost [-targets 1,100] [-hours 24] [-workload steady|knee] [-refit 30m,0] [-shape-from 0.7,0] [-runs 1]
 package main
 
 import (

@@ -86,39 +86,13 @@ func runCost(args []string) error {
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	var shapes []float64
-	for _, f := range strings.Split(*shapeFlag, ",") {
-		v, err := strconv.ParseFloat(strings.TrimSpace(f), 64)
-		if err != nil || v < 0 {
-			return fmt.Errorf("shape-from %q: want numbers at least 0", f)
-		}
-		shapes = append(shapes, v)
-	}
 	if *workload != "steady" && *workload != "knee" {
 		return fmt.Errorf("workload %q: want steady or knee", *workload)
 	}
-	var refits []time.Duration
-	for _, f := range strings.Split(*refitFlag, ",") {
-		d, err := time.ParseDuration(strings.TrimSpace(f))
-		if err != nil {
-			return fmt.Errorf("refit %q: %w", f, err)
-		}
-		refits = append(refits, d)
+	cases, per, err := costCases(*targetsFlag, *refitFlag, *shapeFlag)
+	if err != nil {
+		return err
 	}
-	var cases []costCase
-	for _, f := range strings.Split(*targetsFlag, ",") {
-		n, err := strconv.Atoi(strings.TrimSpace(f))
-		if err != nil || n <= 0 {
-			return fmt.Errorf("targets %q: want positive integers", f)
-		}
-		cases = append(cases, costCase{targets: n})
-		for _, r := range refits {
-			for _, sf := range shapes {
-				cases = append(cases, costCase{targets: n, capacity: true, refit: r, shapeFrom: sf})
-			}
-		}
-	}
-	per := 1 + len(refits)*len(shapes)
 	rows := make([][]costRow, len(cases))
 	for run := range *runs {
 		for g := 0; g < len(cases); g += per {
@@ -151,6 +125,41 @@ func runCost(args []string) error {
 	}
 	fmt.Println()
 	return nil
+}
+
+// costCases builds the cases of the comma-separated flags: per target
+// count, capacity off, then on for every RefitEvery and ShapeFrom; per is
+// the number of cases per target count.
+func costCases(targetsFlag, refitFlag, shapeFlag string) (cases []costCase, per int, err error) {
+	var refits []time.Duration
+	for _, f := range strings.Split(refitFlag, ",") {
+		d, err := time.ParseDuration(strings.TrimSpace(f))
+		if err != nil {
+			return nil, 0, fmt.Errorf("refit %q: %w", f, err)
+		}
+		refits = append(refits, d)
+	}
+	var shapes []float64
+	for _, f := range strings.Split(shapeFlag, ",") {
+		v, err := strconv.ParseFloat(strings.TrimSpace(f), 64)
+		if err != nil || v < 0 {
+			return nil, 0, fmt.Errorf("shape-from %q: want numbers at least 0", f)
+		}
+		shapes = append(shapes, v)
+	}
+	for _, f := range strings.Split(targetsFlag, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil || n <= 0 {
+			return nil, 0, fmt.Errorf("targets %q: want positive integers", f)
+		}
+		cases = append(cases, costCase{targets: n})
+		for _, r := range refits {
+			for _, sf := range shapes {
+				cases = append(cases, costCase{targets: n, capacity: true, refit: r, shapeFrom: sf})
+			}
+		}
+	}
+	return cases, 1 + len(refits)*len(shapes), nil
 }
 
 // printRow prints one row of the table, prefixed by label when not empty.

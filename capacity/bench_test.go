@@ -1,6 +1,7 @@
 package capacity
 
 import (
+	"fmt"
 	"math/rand/v2"
 	"syscall"
 	"testing"
@@ -10,20 +11,26 @@ import (
 
 // BenchmarkFit is one estimate over a day of two-minute windows (720, the
 // default History), bootstrap included: the cost of a refit, which is
-// needed once per closed window.
+// needed once per closed window, with the Gumbel shape off and at its
+// default (fitted in every replicate too).
 func BenchmarkFit(b *testing.B) {
 	rng := rand.New(rand.NewPCG(1, 1))
 	loads := append(ramp(1, 7, 360), ramp(7, 1, 360)...)
 	ws := day(loads, 5, rng)
-	cfg := DefaultConfig(0.95)
 	now := ws[len(ws)-1].End
-	b.ReportAllocs()
-	cpu := cpuTime()
-	for b.Loop() {
-		Fit(ws, cfg, now, "")
+	for _, from := range []float64{0, DefaultConfig(0.95).ShapeFrom} {
+		b.Run(fmt.Sprintf("shape_from=%g", from), func(b *testing.B) {
+			cfg := DefaultConfig(0.95)
+			cfg.ShapeFrom = from
+			b.ReportAllocs()
+			cpu := cpuTime()
+			for b.Loop() {
+				Fit(ws, cfg, now, "")
+			}
+			b.ReportMetric(float64((cpuTime()-cpu).Microseconds())/1e3/float64(b.N), "cpu-ms/op")
+			b.ReportMetric(float64(unsafe.Sizeof(Window{})), "B/window")
+		})
 	}
-	b.ReportMetric(float64((cpuTime()-cpu).Microseconds())/1e3/float64(b.N), "cpu-ms/op")
-	b.ReportMetric(float64(unsafe.Sizeof(Window{})), "B/window")
 }
 
 // cpuTime is the process's user + system time so far: under a shared

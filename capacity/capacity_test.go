@@ -288,16 +288,17 @@ func TestIntervalCoverageOnASyntheticCurve(t *testing.T) {
 // TestFitInvariants fits random histories (loads, attainments, bounds,
 // queues, gaps) and checks what every estimate must satisfy whatever the
 // data: a known kind, Lower ≤ Estimate ≤ Upper, a finite upper end exactly
-// when bounded, headroom ordered the same way, and a time to breach only
-// on a bounded answer.
+// when bounded, a method exactly when bounded, headroom ordered the same
+// way, a time to breach only on a bounded answer, and a Gumbel interval
+// inside the isotonic one.
 func TestFitInvariants(t *testing.T) {
 	rng := rand.New(rand.NewPCG(9, 9))
 	cfg := DefaultConfig(0.95)
 	cfg.Resamples = 30
-	kinds := map[Kind]int{}
+	kinds, methods := map[Kind]int{}, map[Method]int{}
 	defer func() {
-		if kinds[Bounded] == 0 || kinds[LowerOnly] == 0 || kinds[Unknown] == 0 {
-			t.Errorf("kinds seen %v: the random histories must reach every kind", kinds)
+		if kinds[Bounded] == 0 || kinds[LowerOnly] == 0 || kinds[Unknown] == 0 || methods[Isotonic] == 0 || methods[Gumbel] == 0 {
+			t.Errorf("kinds seen %v, methods %v: the random histories must reach every kind and method", kinds, methods)
 		}
 	}()
 	for run := range 300 {
@@ -313,7 +314,34 @@ func TestFitInvariants(t *testing.T) {
 		}
 		e := Fit(ws, cfg, t0.Add(3*time.Hour), "")
 		kinds[e.Kind]++
+		methods[e.Method]++
 		checkInvariants(t, run, e)
+		checkShapeInsideIsotonic(t, run, ws, cfg, e)
+	}
+}
+
+// checkShapeInsideIsotonic fails unless an interval the Gumbel shape
+// placed lies inside the isotonic one on the same windows, and is the
+// narrower, or bounds an answer the isotonic fit left one-sided.
+func checkShapeInsideIsotonic(t *testing.T, run int, ws []Window, cfg Config, e Estimate) {
+	t.Helper()
+	if e.Method != Gumbel {
+		return
+	}
+	cfg.ShapeFrom = 0
+	iso := Fit(ws, cfg, t0.Add(3*time.Hour), "")
+	r, i := e.Requests, iso.Requests
+	switch iso.Kind {
+	case Bounded:
+		if !(i.Lower <= r.Lower && r.Upper <= i.Upper && r.Upper-r.Lower < i.Upper-i.Lower) {
+			t.Fatalf("run %d: the shape's interval %+v is not inside and narrower than the isotonic %+v", run, r, i)
+		}
+	case LowerOnly:
+		if !(i.Lower <= r.Lower) || math.IsInf(r.Upper, 1) {
+			t.Fatalf("run %d: the shape's interval %+v against the isotonic one-sided %+v", run, r, i)
+		}
+	default:
+		t.Fatalf("run %d: the shape answered where the isotonic fit is %s", run, iso.Kind)
 	}
 }
 
@@ -323,7 +351,7 @@ func checkInvariants(t *testing.T, run int, e Estimate) {
 	r, h := e.Requests, e.Headroom
 	switch e.Kind {
 	case Unknown:
-		if e.Reason == "" {
+		if e.Reason == "" || e.Method != "" {
 			t.Fatalf("run %d: unknown without a reason", run)
 		}
 		return
@@ -331,9 +359,12 @@ func checkInvariants(t *testing.T, run int, e Estimate) {
 		if !(0 <= r.Lower && r.Lower <= r.Estimate && r.Estimate <= r.Upper) || math.IsInf(r.Upper, 1) {
 			t.Fatalf("run %d: bounded %+v", run, r)
 		}
+		if e.Method != Isotonic && e.Method != Gumbel {
+			t.Fatalf("run %d: bounded by method %q", run, e.Method)
+		}
 	case LowerOnly:
-		if !(r.Lower == r.Estimate && r.Lower >= 0) || !math.IsInf(r.Upper, 1) || e.HasBreach {
-			t.Fatalf("run %d: lower_only %+v breach %v", run, r, e.HasBreach)
+		if !(r.Lower == r.Estimate && r.Lower >= 0) || !math.IsInf(r.Upper, 1) || e.HasBreach || e.Method != "" {
+			t.Fatalf("run %d: lower_only %+v breach %v method %q", run, r, e.HasBreach, e.Method)
 		}
 	default:
 		t.Fatalf("run %d: kind %q", run, e.Kind)

@@ -44,6 +44,18 @@
 // curves fitted to the lower and upper bounds give the Conservative and
 // Optimistic knees, reported beside the estimate.
 //
+// Where the day leaves a gap in load around the crossing (a burst that
+// jumps past the knee leaves no windows between), the isotonic interval
+// spans the gap: it assumes no shape between observed loads. A shape
+// bridges it: a Gumbel curve, attainment = exp(−exp(a + b·load)), fitted by
+// binomial maximum likelihood to the bins from Config.ShapeFrom of the
+// isotonic knee up, and refitted in every bootstrap replicate on the same
+// resampled bins. Its interval (the replicates' crossings, their central
+// Level share, widened by Config.Transient) is cut to the isotonic one, so
+// it never reaches beyond the loads that bracket the crossing, and is
+// published where it is the narrower; the estimate stays the isotonic
+// crossing where it lies inside. Estimate.Method says which answered.
+//
 // The capacity in tokens per second is the capacity times the mix's mean
 // output length, and the concurrency at the knee (Little's law) the
 // non-decreasing fit of the windows' mean running + waiting against load,
@@ -70,6 +82,11 @@
 //     `all` good count over its finished count), whatever the SLO's
 //     `abandoned` setting: the windows' abandoned counts are too loose at
 //     the scale of two minutes to judge them;
+//   - where Estimate.Method is Gumbel, the curve's shape near the knee:
+//     log(−log attainment), about the log of the share missing the SLO,
+//     rises linearly in load between the loads seen (a queue's tail grows
+//     about exponentially in load near its knee); far below the knee, where
+//     the misses come from the mix, it is not fitted;
 //   - the load varies slowly beside the queue's relaxation: the curve a day
 //     traces lags the constant-rate one (on the simulator's days its knee
 //     lay up to 3% above the sweep's, and a one-sided answer an hour after

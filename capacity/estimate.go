@@ -35,6 +35,9 @@ type Estimate struct {
 	// Reason says why the kind is not bounded, or why learning started
 	// over (a mix change), empty otherwise.
 	Reason string
+	// Method says which fit placed the knee and its interval (bounded
+	// answers only; empty otherwise).
+	Method Method
 	// Since is the start of the windows learned from; Windows their number.
 	Since   time.Time
 	Windows int
@@ -111,17 +114,11 @@ func Fit(all []Window, cfg Config, now time.Time, reason string) Estimate {
 		e.Requests = Range{Estimate: lo, Lower: lo, Upper: math.Inf(1)}
 	default:
 		e.Kind = Bounded
-		e.Requests = predictionInterval(ws, cfg, k)
-		if math.IsInf(e.Requests.Upper, 1) && !o.below && !o.above {
-			// The resamples that missed the breach do not undo it: at
-			// o.bad even the upper bounds on the windows' good requests
-			// fall short of the goal.
-			e.Requests.Upper = math.Max(o.bad, k.bad) * (1 + cfg.Transient)
-		}
+		e.Requests, e.Method = boundedRange(ws, cfg, k, o)
 		if math.IsInf(e.Requests.Upper, 1) {
 			// Too many resamples never saw the SLO break: the history
 			// supports a lower bound only, and that is the answer.
-			e.Kind = LowerOnly
+			e.Kind, e.Method = LowerOnly, ""
 			e.Requests.Estimate = e.Requests.Lower
 			e.Reason = join(reason, "the load crossed the knee too briefly to bound it from above")
 		}
@@ -136,22 +133,82 @@ func Fit(all []Window, cfg Config, now time.Time, reason string) Estimate {
 // Replicates that find the SLO met at every load they drew count at the
 // top of the range (the knee is above their highest load), those that miss
 // it everywhere at the bottom: either keeps the interval honest instead of
-// dropping the awkward resamples.
-func predictionInterval(ws []Window, cfg Config, k knee) Range {
+// dropping the awkward resamples. The replicates are returned for the
+// shape's interval (shapeInterval).
+func predictionInterval(ws []Window, cfg Config, k knee, sh shapeFit) (Range, replicates) {
 	est := k.load
-	knees, below, above := bootstrap(ws, cfg)
-	all := make([]float64, 0, len(knees)+below+above)
-	for range below {
+	rep := bootstrap(ws, cfg, sh)
+	all := make([]float64, 0, len(rep.knees)+rep.below+rep.above)
+	for range rep.below {
 		all = append(all, math.Inf(-1))
 	}
-	all = append(all, knees...)
-	for range above {
+	all = append(all, rep.knees...)
+	for range rep.above {
 		all = append(all, math.Inf(1))
 	}
 	r := Range{Estimate: est, Lower: quantile(all, (1-cfg.Level)/2), Upper: quantile(all, (1+cfg.Level)/2)}
 	r.Lower = math.Max(0, math.Min(r.Lower, k.good)*(1-cfg.Transient))
 	r.Upper = math.Max(r.Upper, k.bad) * (1 + cfg.Transient)
-	return r
+	return r, rep
+}
+
+// shapeInterval is the Gumbel shape's answer, given the isotonic one iso
+// (its upper end finite): the central Level interval of the replicates'
+// crossings widened by Config.Transient on either side, cut to iso (the
+// shape is trusted only between the loads the isotonic fit already
+// brackets the knee in, never beyond them), around iso's estimate when it
+// lies inside, else around the crossing of the curve fitted to all the
+// windows (sh.start). ok is false when the shape is off or did not fit, or
+// when neither estimate lies inside the cut interval.
+func shapeInterval(cfg Config, sh shapeFit, rep replicates, iso Range) (Range, bool) {
+	if !sh.on || len(rep.shape) == 0 {
+		return Range{}, false
+	}
+	r := Range{Estimate: iso.Estimate,
+		Lower: quantile(rep.shape, (1-cfg.Level)/2) * (1 - cfg.Transient),
+		Upper: quantile(rep.shape, (1+cfg.Level)/2) * (1 + cfg.Transient)}
+	r.Lower, r.Upper = math.Max(r.Lower, iso.Lower), math.Min(r.Upper, iso.Upper)
+	if !(r.Lower <= r.Estimate && r.Estimate <= r.Upper) {
+		// The isotonic crossing assumes less (a line between two bins)
+		// and stands where the shape's interval holds it; where it does
+		// not, the shape's own crossing is the estimate.
+		r.Estimate = sh.start.crossing(cfg.Goal)
+	}
+	if !(r.Lower <= r.Estimate && r.Estimate <= r.Upper) || math.IsInf(r.Upper, 1) {
+		return Range{}, false
+	}
+	return r, true
+}
+
+// boundedRange is the capacity's interval when the load crossed the
+// knee: the isotonic one (capped, when its upper end is infinite, where
+// even the windows' upper bounds miss the goal: o, the knee of their fit),
+// or the Gumbel shape's when that is narrower (shapeInterval, cut to the
+// isotonic interval, or where that has no upper end to the first load bin
+// that misses the goal).
+func boundedRange(ws []Window, cfg Config, k, o knee) (Range, Method) {
+	sh := shapeFit{from: cfg.ShapeFrom * k.load}
+	if cfg.ShapeFrom > 0 {
+		sh.start, sh.on = fitGumbel(binned(sortedPoints(ws, estimateOf), cfg.BinWidth), sh.from, gumbelCurve{})
+	}
+	r, rep := predictionInterval(ws, cfg, k, sh)
+	if math.IsInf(r.Upper, 1) && !o.below && !o.above {
+		// The resamples that missed the breach do not undo it: at
+		// o.bad even the upper bounds on the windows' good requests
+		// fall short of the goal.
+		r.Upper = math.Max(o.bad, k.bad) * (1 + cfg.Transient)
+	}
+	cut := r
+	if math.IsInf(cut.Upper, 1) {
+		// Too many resamples saw no breach for an isotonic upper end,
+		// yet the windows did breach: the shape may bound the knee, up
+		// to the first load bin that misses the goal, never past it.
+		cut.Upper = k.bad * (1 + cfg.Transient)
+	}
+	if s, ok := shapeInterval(cfg, sh, rep, cut); ok && s.Upper-s.Lower < r.Upper-r.Lower {
+		return s, Gumbel
+	}
+	return r, Isotonic
 }
 
 // fill derives tokens, concurrency, headroom and time to breach from the

@@ -79,7 +79,11 @@ type knee struct {
 }
 
 func kneeOf(ps []point, width, goal float64) knee {
-	bs := binned(ps, width)
+	return kneeOfBins(binned(ps, width), goal)
+}
+
+// kneeOfBins is kneeOf of points already binned.
+func kneeOfBins(bs []bin, goal float64) knee {
 	if len(bs) == 0 {
 		return knee{below: true}
 	}
@@ -116,17 +120,36 @@ func cmpFloat(a, b float64) int {
 	return 0
 }
 
+// replicates is what a bootstrap's resamples found: the isotonic knees of
+// those that found one, sorted, how many found none below or above, and
+// when a shape is fitted, every resample's Gumbel crossing, sorted (+Inf
+// where the fit failed or does not fall with load).
+type replicates struct {
+	knees        []float64
+	below, above int
+	shape        []float64
+}
+
+// shapeFit says whether and how the bootstrap fits the Gumbel shape:
+// from the bins at load from up, starting each resample at start, the fit
+// of all the windows (on is false when it failed or the shape is off).
+type shapeFit struct {
+	on    bool
+	from  float64
+	start gumbelCurve
+}
+
 // bootstrap refits the knee on resamples of whole blocks of consecutive
 // windows (a moving-block bootstrap: windows close in time share a queue
-// and are not independent) and returns the knees of the replicates that
-// found one, sorted, and how many replicates found none below or above.
+// and are not independent); with sh.on it fits the Gumbel shape to the
+// same resampled bins.
 //
 // The windows are sorted by load once: a replicate only counts how often
 // it drew each window (the last block cut at len(ws) draws, as a sample of
 // len(ws) windows would be), and a window drawn c times enters its bin
 // with c times its judged and good requests, which is what c copies of it
 // would add; so no replicate sorts or copies windows.
-func bootstrap(ws []Window, cfg Config) (knees []float64, below, above int) {
+func bootstrap(ws []Window, cfg Config, sh shapeFit) replicates {
 	rng := rand.New(rand.NewPCG(cfg.Seed, uint64(len(ws))))
 	block := max(1, min(cfg.Block, len(ws)))
 	starts := len(ws) - block + 1
@@ -138,6 +161,7 @@ func bootstrap(ws []Window, cfg Config) (knees []float64, below, above int) {
 	slices.SortStableFunc(order, func(a, b int) int { return cmpFloat(loads[a], loads[b]) })
 	counts := make([]float64, len(ws))
 	ps := make([]point, 0, len(ws))
+	var rep replicates
 	for range cfg.Resamples {
 		clear(counts)
 		for drawn := 0; drawn < len(ws); {
@@ -153,18 +177,27 @@ func bootstrap(ws []Window, cfg Config) (knees []float64, below, above int) {
 				ps = append(ps, point{load: loads[i], n: c * ws[i].Finished, good: c * estimateOf(ws[i])})
 			}
 		}
-		k := kneeOf(ps, cfg.BinWidth, cfg.Goal)
+		bs := binned(ps, cfg.BinWidth)
+		k := kneeOfBins(bs, cfg.Goal)
 		switch {
 		case k.below:
-			below++
+			rep.below++
 		case k.above:
-			above++
+			rep.above++
 		default:
-			knees = append(knees, k.load)
+			rep.knees = append(rep.knees, k.load)
+		}
+		if sh.on {
+			x := math.Inf(1)
+			if l, ok := fitGumbel(bs, sh.from, sh.start); ok {
+				x = l.crossing(cfg.Goal)
+			}
+			rep.shape = append(rep.shape, x)
 		}
 	}
-	slices.Sort(knees)
-	return knees, below, above
+	slices.Sort(rep.knees)
+	slices.Sort(rep.shape)
+	return rep
 }
 
 // quantile is the q-quantile of sorted xs (linear between order statistics).

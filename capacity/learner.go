@@ -152,6 +152,11 @@ type Config struct {
 	// one-sided lower end up to 3% above the new knee (BENCHMARKS.md); a
 	// load that swings faster needs more.
 	Transient float64
+	// ShapeFrom turns on the Gumbel shape (Method Gumbel) when
+	// positive: the curve is fitted to the windows whose load is at
+	// least ShapeFrom times the isotonic knee (0.7), and its interval
+	// replaces the isotonic one where it is narrower.
+	ShapeFrom float64
 	// Seed seeds the bootstrap, so that the same windows give the same answer.
 	Seed uint64
 	// RefitEvery is how often a learner that keeps learning is fitted
@@ -168,7 +173,7 @@ func DefaultConfig(goal float64) Config {
 		Goal: goal, Window: 2 * time.Minute, History: 24 * time.Hour,
 		MinWindows: 15, MinFinished: 20, BinWidth: 0.04, Level: 0.9,
 		Resamples: 200, Block: 5, MixSpan: 20 * time.Minute, MixTolerance: 0.2,
-		LoadSpan: 10 * time.Minute, TrendSpan: 30 * time.Minute, Memory: 5 * time.Minute, Transient: 0.04, Seed: 1,
+		LoadSpan: 10 * time.Minute, TrendSpan: 30 * time.Minute, Memory: 5 * time.Minute, Transient: 0.04, ShapeFrom: 0.7, Seed: 1,
 		RefitEvery: 30 * time.Minute,
 	}
 }

@@ -39,6 +39,7 @@ func (c *CapacityCollector) Describe(chan<- *prometheus.Desc) {}
 type capacityDescs struct {
 	requests, tokens, concurrency, headroom predictionDescs
 	breach, breachEarliest, load, since     *prometheus.Desc
+	method                                  *prometheus.Desc
 }
 
 // predictionDescs describe an estimate and the ends of its prediction interval.
@@ -74,6 +75,8 @@ func newCapacityDescs(extra []string) *capacityDescs {
 		breachEarliest: desc("capacity_time_to_breach_earliest_seconds", "When the load, growing at its trend, reaches the lower end of the capacity's prediction interval."),
 		load:           desc("capacity_load_requests_per_second", "Arrival rate over the last 10 minutes, the load the headroom is taken at."),
 		since:          desc("capacity_learning_since_timestamp_seconds", "Start of the history the capacity is learned from: a change of the workload mix or of the SLO starts it over."),
+		method: prometheus.NewDesc(Namespace+"_capacity_method_info", "Which fit placed a bounded capacity's interval, always 1: method=isotonic (a monotone fit, no shape assumed between observed loads) or gumbel (a Gumbel curve of attainment against load bridging a gap in the loads seen, cut to the isotonic interval).",
+			append(slices.Clone(labels), "method"), nil),
 	}
 }
 
@@ -135,6 +138,11 @@ func renderCapacity(ch chan<- prometheus.Metric, d *capacityDescs, e capacity.Es
 		gauge(p.ds.lower, p.r.Lower)
 		if e.Kind == capacity.Bounded {
 			gauge(p.ds.upper, p.r.Upper)
+		}
+	}
+	if e.Kind == capacity.Bounded && e.Method != "" {
+		if m, err := prometheus.NewConstMetric(d.method, prometheus.GaugeValue, 1, append(slices.Clone(values), string(e.Method))...); err == nil {
+			ch <- m
 		}
 	}
 	if e.HasBreach {

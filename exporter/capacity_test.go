@@ -13,13 +13,13 @@ import (
 )
 
 // TestCapacitySeries renders a bounded, a one-sided and an unknown
-// estimate: every value of a bounded answer, no upper end of a one-sided
-// one, only the load and learning start of an unknown one, and a time to
-// breach only where the trend points there; the output passes promtool's
-// lint.
+// estimate: every value of a bounded answer and the method that placed
+// its interval, no upper end of a one-sided one, only the load and
+// learning start of an unknown one, and a time to breach only where the
+// trend points there; the output passes promtool's lint.
 func TestCapacitySeries(t *testing.T) {
 	since := time.Unix(1_700_000_000, 0)
-	bounded := capacity.Estimate{Kind: capacity.Bounded, Since: since, Load: 3,
+	bounded := capacity.Estimate{Kind: capacity.Bounded, Method: capacity.Gumbel, Since: since, Load: 3,
 		Requests:    capacity.Range{Estimate: 6, Lower: 5.5, Upper: 6.5},
 		Tokens:      capacity.Range{Estimate: 1200, Lower: 1100, Upper: 1300},
 		Concurrency: capacity.Range{Estimate: 40, Lower: 35, Upper: 45},
@@ -53,8 +53,8 @@ func TestCapacitySeries(t *testing.T) {
 				switch l.GetName() {
 				case "target":
 					target = l.GetValue()
-				case "kind":
-					kind = l.GetValue()
+				case "kind", "method":
+					kind += l.GetValue()
 				}
 			}
 			got[mf.GetName()+"{"+target+","+kind+"}"] = m.GetGauge().GetValue()
@@ -71,6 +71,7 @@ func TestCapacitySeries(t *testing.T) {
 		"vllm_slo_capacity_time_to_breach_seconds{a,bounded}":           5400,
 		"vllm_slo_capacity_time_to_breach_earliest_seconds{a,bounded}":  3600,
 		"vllm_slo_capacity_learning_since_timestamp_seconds{a,bounded}": 1.7e9,
+		"vllm_slo_capacity_method_info{a,boundedgumbel}":                1,
 		"vllm_slo_capacity_requests_per_second{b,lower_only}":           3,
 		"vllm_slo_capacity_lower_requests_per_second{b,lower_only}":     3,
 		"vllm_slo_capacity_headroom_ratio{b,lower_only}":                1.0 / 3,
@@ -87,6 +88,8 @@ func TestCapacitySeries(t *testing.T) {
 			t.Errorf("%s: an upper end of an answer that has none", k)
 		case strings.Contains(k, "{c,") && !strings.Contains(k, "load_") && !strings.Contains(k, "learning_since"):
 			t.Errorf("%s: a capacity series for an unknown answer", k)
+		case strings.Contains(k, "method") && !strings.Contains(k, "{a,"):
+			t.Errorf("%s: a method for an answer that is not bounded", k)
 		case strings.Contains(k, "breach") && !strings.Contains(k, "{a,"):
 			t.Errorf("%s: a time to breach without a trend", k)
 		}

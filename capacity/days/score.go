@@ -67,8 +67,8 @@ type Score struct {
 	Day  string
 	Seed uint64
 	Knee float64
-	// Kind, Estimate, Lower and Upper are the published capacity.
-	Kind                   string
+	// Kind, Method, Estimate, Lower and Upper are the published capacity.
+	Kind, Method           string
 	Estimate, Lower, Upper float64
 	// Inside is true when the knee lies in [Lower, Upper] (for a one-sided
 	// answer: Lower ≤ knee).
@@ -89,7 +89,7 @@ type Score struct {
 func ScoreOf(r Result, k Knees) Score {
 	knee := r.Day.Knee(k)
 	e := r.Final
-	s := Score{Day: r.Day.Name, Seed: r.Seed, Knee: knee, Kind: string(e.Kind),
+	s := Score{Day: r.Day.Name, Seed: r.Seed, Knee: knee, Kind: string(e.Kind), Method: string(e.Method),
 		Estimate: e.Requests.Estimate, Lower: e.Requests.Lower, Upper: e.Requests.Upper,
 		Error: math.NaN(), Width: math.NaN(), Baseline: r.Baseline.Requests}
 	s.Inside = e.Requests.Lower <= knee && knee <= e.Requests.Upper
@@ -109,7 +109,8 @@ func ScoreOf(r Result, k Knees) Score {
 
 // Table writes the scores as a markdown table, one row per day with the
 // seeds' figures pooled: cases inside, mean error and width of the bounded
-// answers, the baseline's mean error.
+// answers, the baseline's mean error. A bounded answer whose interval the
+// Gumbel shape placed is marked "(g)".
 func Table(w io.Writer, scores []Score) {
 	fmt.Fprintln(w, "| day | true knee (req/s) | ours: estimate [interval] per seed | inside | within ±15% | error | width | baseline (req/s) | baseline error |")
 	fmt.Fprintln(w, "|---|---|---|---|---|---|---|---|---|")
@@ -126,7 +127,7 @@ func Table(w io.Writer, scores []Score) {
 		var ests, bases []string
 		inside, within, errs, widths, berr := 0, 0, meanOf{}, meanOf{}, meanOf{}
 		for _, s := range ss {
-			ests = append(ests, fmt.Sprintf("%.2f [%.2f, %s]%s", s.Estimate, s.Lower, upper(s.Upper), kindMark(s.Kind)))
+			ests = append(ests, fmt.Sprintf("%.2f [%.2f, %s]%s", s.Estimate, s.Lower, upper(s.Upper), kindMark(s.Kind, s.Method)))
 			bases = append(bases, fmt.Sprintf("%.2f", s.Baseline))
 			if s.Inside {
 				inside++
@@ -150,8 +151,11 @@ func upper(x float64) string {
 	return fmt.Sprintf("%.2f", x)
 }
 
-func kindMark(k string) string {
-	if k == "bounded" {
+func kindMark(k, method string) string {
+	switch {
+	case k == "bounded" && method == "gumbel":
+		return " (g)"
+	case k == "bounded":
 		return ""
 	}
 	return " " + k

@@ -23,21 +23,26 @@ import (
 )
 
 // costCase is one configuration measured: a number of targets, capacity
-// off, or on with a RefitEvery.
+// off, or on with a RefitEvery and a ShapeFrom.
 type costCase struct {
-	targets  int
-	capacity bool
-	refit    time.Duration
+	targets   int
+	capacity  bool
+	refit     time.Duration
+	shapeFrom float64
 }
 
 func (c costCase) String() string {
 	if !c.capacity {
 		return "off"
 	}
+	s := "on, refit every " + c.refit.String()
 	if c.refit <= 0 {
-		return "on, refit every window"
+		s = "on, refit every window"
 	}
-	return "on, refit every " + c.refit.String()
+	if c.shapeFrom <= 0 {
+		s += ", Gumbel curve off"
+	}
+	return s
 }
 
 // costRow is one measurement of a case.
@@ -77,32 +82,17 @@ func runCost(args []string) error {
 	workload := fs.String("workload", "steady", "steady (below the knee) or knee (through it, bounded answers)")
 	refitFlag := fs.String("refit", "30m", "comma-separated capacity.Config.RefitEvery values measured with capacity on (0: every window)")
 	runs := fs.Int("runs", 1, "runs of every case, alternating")
+	shapeFlag := fs.String("shape-from", strconv.FormatFloat(capacity.DefaultConfig(0).ShapeFrom, 'g', -1, 64), "comma-separated capacity.Config.ShapeFrom values measured with capacity on (0: the Gumbel curve off)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
 	if *workload != "steady" && *workload != "knee" {
 		return fmt.Errorf("workload %q: want steady or knee", *workload)
 	}
-	var refits []time.Duration
-	for _, f := range strings.Split(*refitFlag, ",") {
-		d, err := time.ParseDuration(strings.TrimSpace(f))
-		if err != nil {
-			return fmt.Errorf("refit %q: %w", f, err)
-		}
-		refits = append(refits, d)
+	cases, per, err := costCases(*targetsFlag, *refitFlag, *shapeFlag)
+	if err != nil {
+		return err
 	}
-	var cases []costCase
-	for _, f := range strings.Split(*targetsFlag, ",") {
-		n, err := strconv.Atoi(strings.TrimSpace(f))
-		if err != nil || n <= 0 {
-			return fmt.Errorf("targets %q: want positive integers", f)
-		}
-		cases = append(cases, costCase{targets: n})
-		for _, r := range refits {
-			cases = append(cases, costCase{targets: n, capacity: true, refit: r})
-		}
-	}
-	per := 1 + len(refits)
 	rows := make([][]costRow, len(cases))
 	for run := range *runs {
 		for g := 0; g < len(cases); g += per {
@@ -135,6 +125,41 @@ func runCost(args []string) error {
 	}
 	fmt.Println()
 	return nil
+}
+
+// costCases builds the cases of the comma-separated flags: per target
+// count, capacity off, then on for every RefitEvery and ShapeFrom; per is
+// the number of cases per target count.
+func costCases(targetsFlag, refitFlag, shapeFlag string) (cases []costCase, per int, err error) {
+	var refits []time.Duration
+	for _, f := range strings.Split(refitFlag, ",") {
+		d, err := time.ParseDuration(strings.TrimSpace(f))
+		if err != nil {
+			return nil, 0, fmt.Errorf("refit %q: %w", f, err)
+		}
+		refits = append(refits, d)
+	}
+	var shapes []float64
+	for _, f := range strings.Split(shapeFlag, ",") {
+		v, err := strconv.ParseFloat(strings.TrimSpace(f), 64)
+		if err != nil || v < 0 {
+			return nil, 0, fmt.Errorf("shape-from %q: want numbers at least 0", f)
+		}
+		shapes = append(shapes, v)
+	}
+	for _, f := range strings.Split(targetsFlag, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil || n <= 0 {
+			return nil, 0, fmt.Errorf("targets %q: want positive integers", f)
+		}
+		cases = append(cases, costCase{targets: n})
+		for _, r := range refits {
+			for _, sf := range shapes {
+				cases = append(cases, costCase{targets: n, capacity: true, refit: r, shapeFrom: sf})
+			}
+		}
+	}
+	return cases, 1 + len(refits)*len(shapes), nil
 }
 
 // printRow prints one row of the table, prefixed by label when not empty.
@@ -200,7 +225,7 @@ func measureCost(c costCase, knee bool, after time.Duration) (costRow, error) {
 	spec := w.Spec(n)
 	learners := online.New(func(goal float64) capacity.Config {
 		cfg := capacity.DefaultConfig(goal)
-		cfg.RefitEvery = c.refit
+		cfg.RefitEvery, cfg.ShapeFrom = c.refit, c.shapeFrom
 		return cfg
 	})
 	tickets := online.NewHeadroomAlerts()

@@ -2,9 +2,9 @@
 // truth and prints the tables of BENCHMARKS.md:
 //
 //	go run ./bench/cmd/capacity knees  [-out capacity/days/testdata/knees.json]
-//	go run ./bench/cmd/capacity table  [-knees F] [-seeds 5] [-hours 6] [-transient 0.04]
+//	go run ./bench/cmd/capacity table  [-knees F] [-seeds 5] [-hours 6] [-transient 0.04] [-shape-from 0.7]
 //	go run ./bench/cmd/capacity converge [-knees F] [-seeds 5] [-hours 8]
-//	go run ./bench/cmd/capacity cost [-targets 1,100] [-hours 24] [-workload steady|knee] [-refit 30m,0] [-runs 1]
+//	go run ./bench/cmd/capacity cost [-targets 1,100] [-hours 24] [-workload steady|knee] [-refit 30m,0] [-shape-from 0.7,0] [-runs 1]
 package main
 
 import (
@@ -71,6 +71,7 @@ func runTable(args []string) error {
 	seeds := fs.Int("seeds", 5, "seeds per day")
 	hours := fs.Float64("hours", 6, "simulated hours per day")
 	transient := fs.Float64("transient", capacity.DefaultConfig(0).Transient, "the interval's transient margin (capacity.Config.Transient)")
+	shapeFrom := fs.Float64("shape-from", capacity.DefaultConfig(0).ShapeFrom, "where the Gumbel shape's fit starts, relative to the isotonic knee; 0 turns it off (capacity.Config.ShapeFrom)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -82,7 +83,7 @@ func runTable(args []string) error {
 	for _, d := range days.Suite(k, time.Duration(*hours*float64(time.Hour))) {
 		for s := 1; s <= *seeds; s++ {
 			cfg := capacity.DefaultConfig(days.SLO.Goal)
-			cfg.Transient = *transient
+			cfg.Transient, cfg.ShapeFrom = *transient, *shapeFrom
 			r, err := days.Run(d, uint64(s), cfg)
 			if err != nil {
 				return err
@@ -91,16 +92,19 @@ func runTable(args []string) error {
 		}
 	}
 	days.Table(os.Stdout, scores)
-	inside, oneSidedAbove := 0, 0
+	inside, oneSidedAbove, gumbel := 0, 0, 0
 	for _, s := range scores {
 		if s.Inside {
 			inside++
+		}
+		if s.Method == string(capacity.Gumbel) {
+			gumbel++
 		}
 		if s.Kind == "lower_only" && s.Lower > s.Knee {
 			oneSidedAbove++
 		}
 	}
-	fmt.Printf("\ninside: %d of %d (%.0f%%); one-sided answers above the knee: %d\n", inside, len(scores), 100*float64(inside)/float64(len(scores)), oneSidedAbove)
+	fmt.Printf("\ninside: %d of %d (%.0f%%); one-sided answers above the knee: %d; intervals placed by the Gumbel shape: %d\n", inside, len(scores), 100*float64(inside)/float64(len(scores)), oneSidedAbove, gumbel)
 	return nil
 }
 

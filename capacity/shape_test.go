@@ -1,0 +1,129 @@
+package capacity
+
+import (
+	"math"
+	"math/rand/v2"
+	"testing"
+)
+
+// gumbel is the curve exp(−exp(a + b·x)), the shape fitGumbel assumes.
+func gumbel(a, b, x float64) float64 { return math.Exp(-math.Exp(a + b*x)) }
+
+// TestFitGumbelRecoversTheCurve fits bins whose good requests lie
+// exactly on a known curve: the fit must return its parameters and its
+// crossing of the goal, ignore the bins below from (given values off the
+// curve on purpose), and converge from a warm start as from a cold one.
+func TestFitGumbelRecoversTheCurve(t *testing.T) {
+	for _, c := range []struct {
+		name       string
+		a, b, from float64
+		loads      []float64
+	}{
+		{"steep, knee at 5", -2.97 - 2.7*5, 2.7, 3, ramp(3, 7, 12)},
+		{"shallow", -6, 0.8, 0, ramp(1, 9, 9)},
+		{"three bins", -4, 1, 2, []float64{1, 2, 3, 4}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			var bs []bin
+			for _, x := range c.loads {
+				n := 1000.0
+				good := n * gumbel(c.a, c.b, x)
+				if x < c.from {
+					good = 0 // off the curve: must not count
+				}
+				bs = append(bs, bin{load: x, n: n, good: good})
+			}
+			l, ok := fitGumbel(bs, c.from, gumbelCurve{})
+			if !ok || math.Abs(l.a-c.a) > 1e-6*math.Abs(c.a) || math.Abs(l.b-c.b) > 1e-6*c.b {
+				t.Fatalf("fit %+v ok %v, want a %v b %v", l, ok, c.a, c.b)
+			}
+			want := (math.Log(-math.Log(0.95)) - c.a) / c.b
+			if x := l.crossing(0.95); math.Abs(x-want) > 1e-6*want || math.Abs(gumbel(c.a, c.b, x)-0.95) > 1e-9 {
+				t.Fatalf("crossing %v, want %v", x, want)
+			}
+			warm, ok := fitGumbel(bs, c.from, gumbelCurve{a: c.a * 1.1, b: c.b * 0.9})
+			if !ok || math.Abs(warm.a-l.a) > 1e-6*math.Abs(c.a) || math.Abs(warm.b-l.b) > 1e-6*c.b {
+				t.Fatalf("warm fit %+v, cold %+v", warm, l)
+			}
+		})
+	}
+}
+
+// TestFitGumbelEdgeCases: too few bins or no spread of load gives no
+// fit; bins met below a load and missed above it (perfect separation)
+// give a finite crossing between the two; a curve that does not fall with
+// load never crosses.
+func TestFitGumbelEdgeCases(t *testing.T) {
+	two := []bin{{load: 1, n: 100, good: 99}, {load: 2, n: 100, good: 50}, {load: 0.5, n: 100, good: 100}}
+	if _, ok := fitGumbel(two, 0.9, gumbelCurve{}); ok {
+		t.Fatal("two bins above from gave a fit")
+	}
+	flat := []bin{{load: 2, n: 100, good: 99}, {load: 2, n: 50, good: 40}, {load: 2, n: 10, good: 9}}
+	if _, ok := fitGumbel(flat, 0, gumbelCurve{}); ok {
+		t.Fatal("three bins at one load gave a fit")
+	}
+	sep := []bin{{load: 1, n: 100, good: 100}, {load: 2, n: 100, good: 100}, {load: 3, n: 100, good: 0}, {load: 4, n: 100, good: 0}}
+	l, ok := fitGumbel(sep, 0, gumbelCurve{})
+	if x := l.crossing(0.95); !ok || !(x > 2 && x < 3) {
+		t.Fatalf("separated bins: fit %+v ok %v crossing %v, want one between 2 and 3", l, ok, x)
+	}
+	for _, l := range []gumbelCurve{{a: -3, b: 0}, {a: -3, b: -1}} {
+		if x := l.crossing(0.95); !math.IsInf(x, 1) {
+			t.Fatalf("%+v crosses at %v, want +Inf", l, x)
+		}
+	}
+}
+
+// gap returns windows with binomial noise on the gumbel curve whose
+// crossing of 0.95 is at 5: a day up to 85% of it and a burst at 130%,
+// with nothing between (where the isotonic fit can only span the gap).
+func gap(rng *rand.Rand) []Window {
+	const b = 2.7
+	a := math.Log(-math.Log(0.95)) - b*5
+	loads := append(append(ramp(1, 4.25, 70), 6.5, 6.5, 6.5, 6.5, 6.5), ramp(4.25, 1, 70)...)
+	ws := make([]Window, len(loads))
+	for k, x := range loads {
+		n := math.Round(x * 120)
+		good := 0.0
+		for range int(n) {
+			if rng.Float64() < gumbel(a, b, x) {
+				good++
+			}
+		}
+		ws[k] = window(k, x, good/n, n, 0.01)
+	}
+	return ws
+}
+
+// TestShapeBridgesAGap: where the curve has the assumed shape and the day
+// leaves a gap around the knee, the Gumbel shape answers, its interval
+// narrower than the isotonic one on the same windows, and it holds the
+// true knee in at least 90% of the days.
+func TestShapeBridgesAGap(t *testing.T) {
+	const runs, knee = 20, 5.0
+	cfg := DefaultConfig(0.95)
+	cfg.Resamples = 100
+	iso := cfg
+	iso.ShapeFrom = 0
+	inside, shaped := 0, 0
+	var wShape, wIso float64
+	for r := range runs {
+		ws := gap(rand.New(rand.NewPCG(uint64(r), 11)))
+		e, e0 := Fit(ws, cfg, ws[len(ws)-1].End, ""), Fit(ws, iso, ws[len(ws)-1].End, "")
+		if e0.Method != Isotonic {
+			t.Fatalf("day %d: with the shape off the method is %q", r, e0.Method)
+		}
+		if e.Method == Gumbel {
+			shaped++
+		}
+		if e.Requests.Lower <= knee && knee <= e.Requests.Upper {
+			inside++
+		}
+		wShape += e.Requests.Upper - e.Requests.Lower
+		wIso += e0.Requests.Upper - e0.Requests.Lower
+	}
+	t.Logf("shape answered %d of %d, held the knee in %d; mean width %.2f against the isotonic %.2f req/s", shaped, runs, inside, wShape/runs, wIso/runs)
+	if shaped < runs*9/10 || inside < runs*9/10 || !(wShape < 0.8*wIso) {
+		t.Fatalf("shape answered %d of %d days, held the knee in %d, mean width %.2f against %.2f: want 90%%, 90%% and a fifth narrower", shaped, runs, inside, wShape/runs, wIso/runs)
+	}
+}

@@ -91,7 +91,11 @@ func (sr *series) window(end time.Time, length time.Duration, opts Options, tier
 		Nominal: length,
 		Latency: map[slo.Metric]slo.Histogram{},
 	}
-	sr.increases(pieces).fill(&w)
+	if len(pieces) == 1 {
+		sr.fillOnePiece(pieces[0], &w)
+	} else {
+		sr.increases(pieces).fill(&w)
+	}
 	w.Restarts = len(pieces) - 1
 	// Every piece but the last ends at the last point of a segment that a
 	// restart closed: the requests in flight there were aborted.
@@ -141,31 +145,41 @@ func (sr *series) walk(i0, i1 int) ([]piece, [numGauges]float64) {
 // fill sets the window's histograms and counters from the increases.
 func (inc increases) fill(w *slo.Window) {
 	for k, v := range inc.hists {
-		switch k.fam {
-		case scrape.PromptTokensHist:
-			w.PromptTokens = v
-		case scrape.GenerationTokensHist:
-			w.GenerationTokens = v
-		case scrape.PreemptionsHist:
-			w.PreemptionsPerRequest = v
-		default:
-			if isLatency(k.fam) {
-				w.Latency[slo.Metric(k.fam)] = v
-			}
+		setHistogram(w, k.fam, v)
+	}
+	fillCounters(w, inc.counters)
+}
+
+// setHistogram sets the window's histogram of family f to v.
+func setHistogram(w *slo.Window, f scrape.Family, v slo.Histogram) {
+	switch f {
+	case scrape.PromptTokensHist:
+		w.PromptTokens = v
+	case scrape.GenerationTokensHist:
+		w.GenerationTokens = v
+	case scrape.PreemptionsHist:
+		w.PreemptionsPerRequest = v
+	default:
+		if isLatency(f) {
+			w.Latency[slo.Metric(f)] = v
 		}
 	}
-	prompt, okP := inc.counters[scrape.PromptTokens]
-	gen, okG := inc.counters[scrape.GenerationTokens]
+}
+
+// fillCounters sets the window's counters from their increases.
+func fillCounters(w *slo.Window, counters map[scrape.Family]float64) {
+	prompt, okP := counters[scrape.PromptTokens]
+	gen, okG := counters[scrape.GenerationTokens]
 	if okP && okG {
 		w.PromptTokensTotal, w.GenerationTokensTotal, w.HasTokenCounters = prompt, gen, true
 	}
-	w.RequestSuccess, w.HasRequestSuccess = inc.counters[scrape.RequestSuccess]
-	w.RequestAborted, w.HasRequestAborted = inc.counters[scrape.RequestAborted]
-	w.RequestRejected, w.HasRequestRejected = inc.counters[scrape.RequestRejected]
-	w.Preemptions, w.HasPreemptions = inc.counters[scrape.Preemptions]
-	computed, okC := inc.counters[scrape.PromptTokensComputed]
-	cached, okH := inc.counters[scrape.PromptTokensCached]
-	external, okE := inc.counters[scrape.PromptTokensExternal]
+	w.RequestSuccess, w.HasRequestSuccess = counters[scrape.RequestSuccess]
+	w.RequestAborted, w.HasRequestAborted = counters[scrape.RequestAborted]
+	w.RequestRejected, w.HasRequestRejected = counters[scrape.RequestRejected]
+	w.Preemptions, w.HasPreemptions = counters[scrape.Preemptions]
+	computed, okC := counters[scrape.PromptTokensComputed]
+	cached, okH := counters[scrape.PromptTokensCached]
+	external, okE := counters[scrape.PromptTokensExternal]
 	if okC && okH && okE {
 		w.PromptTokensComputed, w.PromptTokensCached, w.PromptTokensExternal, w.HasPromptSources = computed, cached, external, true
 	}
@@ -320,6 +334,65 @@ func (s *series) increases(pieces []piece) increases {
 		out.hists[k] = mergeParts(ps)
 	}
 	return out
+}
+
+// fillOnePiece sets the window's histograms and counters from a window of
+// one piece (no restart and no layout change inside it, the usual window):
+// the same numbers, to the bit, as increases followed by fill, without the
+// per-family maps of parts and layouts that merging several segments needs.
+//
+// Why they are the same. With one piece there is no earlier piece, so no
+// baseline (it subtracts nothing, and a counter's "− 0" keeps its bits);
+// every map entry of increases starts at zero and receives exactly one
+// addition, provided no two entries of the segment share a key; and
+// mergeParts of one part returns that part's counts and sum each added to
+// zero, which is what is computed here (a −0 becomes +0 both ways), on a
+// copy of the layout's edges. The keys are unique: a segment's entries are
+// only made by segment.add, which grow calls for keys the segment does not
+// hold yet (lookup is nil), each key once (they come from the keys of the
+// sample's histogram and counter maps, one kind each), and which
+// decodeSegment calls only after refusing a key the state file lists twice
+// ("family listed twice"). TestOnePieceIsTheMergedSum compares both ways.
+//
+// The window's histograms share one array for their edges and counts, each
+// slice capped at its own length, so an append to one cannot reach another.
+func (s *series) fillOnePiece(pc piece, w *slo.Window) {
+	to := s.at(pc.to).values()
+	var from []float64
+	if pc.from >= 0 {
+		from = s.at(pc.from).values()
+	}
+	n := 0
+	for i := range pc.seg.entries {
+		if e := &pc.seg.entries[i]; e.end() <= len(to) && e.kind != scrape.KindCounter {
+			n += 2 * len(e.edges)
+		}
+	}
+	buf := make([]float64, n)
+	counters := map[scrape.Family]float64{}
+	empty := pc.from == pc.to
+	for i := range pc.seg.entries {
+		e := &pc.seg.entries[i]
+		if e.end() > len(to) {
+			break // entries are in offset order: the rest came later
+		}
+		if e.kind == scrape.KindCounter {
+			counters[e.fam] += delta(to, from, e.off)
+			continue
+		}
+		k := len(e.edges)
+		h := slo.Histogram{Edges: buf[:k:k], Counts: buf[k : 2*k : 2*k]}
+		buf = buf[2*k:]
+		copy(h.Edges, e.edges)
+		if !empty {
+			for j := range h.Counts {
+				h.Counts[j] = 0 + delta(to, from, e.off+j)
+			}
+			h.Sum = 0 + delta(to, from, e.off+k)
+		}
+		setHistogram(w, e.fam, h)
+	}
+	fillCounters(w, counters)
 }
 
 // baseline is the last point of the segment that a continuing segment

@@ -2,6 +2,7 @@ package history
 
 import (
 	"math"
+	"slices"
 	"time"
 
 	"github.com/vllm-slo-exporter/vllm-slo-exporter/scrape"
@@ -488,9 +489,12 @@ func mergeParts(ps []part) slo.Histogram {
 	return out
 }
 
-// commonEdges returns the edges present in both ascending lists.
+// commonEdges returns the edges present in both ascending lists: a itself
+// when both hold the same edges (every segment keeps its own copy of a
+// layout, so a window over many restarts compares equal lists, not the same
+// array), which is what the merge below would build from a's values.
 func commonEdges(a, b []float64) []float64 {
-	if len(a) == len(b) && &a[0] == &b[0] {
+	if slices.Equal(a, b) {
 		return a
 	}
 	var out []float64

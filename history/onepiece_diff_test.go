@@ -2,8 +2,10 @@ package history
 
 import (
 	"fmt"
+	"maps"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"testing"
 	"time"
 
@@ -120,16 +122,15 @@ func (g *randomSamples) next(r *rand.Rand, at time.Time) *scrape.ModelSample {
 	switch r.IntN(40) {
 	case 0:
 		g.restart(r, at)
-	case 1: // a new layout, cumulative counts kept on no edge: a restart or a layout change
-		for f := range g.hists {
-			h := randomLayout(r)
-			old := g.hists[f]
+	case 1: // one family's new layout, every count the old total: no count decreases, so a layout change that continues the segment
+		if fams := slices.Sorted(maps.Keys(g.hists)); len(fams) > 0 {
+			f := fams[r.IntN(len(fams))]
+			h, old := randomLayout(r), g.hists[f]
 			for i := range h.Counts {
 				h.Counts[i] = old.Total()
 			}
 			h.Sum = old.Sum
 			g.hists[f] = h
-			break
 		}
 	case 2, 3: // a family joins
 		f := randomHistFamilies[r.IntN(len(randomHistFamilies))]
@@ -142,7 +143,8 @@ func (g *randomSamples) next(r *rand.Rand, at time.Time) *scrape.ModelSample {
 		}
 	}
 	ms := &scrape.ModelSample{Histograms: map[scrape.Family]slo.Histogram{}, Counters: map[scrape.Family]float64{}, Gauges: map[scrape.Family]float64{}, Created: g.created}
-	for f, h := range g.hists {
+	for _, f := range slices.Sorted(maps.Keys(g.hists)) { // in order: the draws repeat
+		h := g.hists[f]
 		if r.IntN(3) > 0 {
 			counts := append([]float64(nil), h.Counts...)
 			b := r.IntN(len(counts))
@@ -155,7 +157,8 @@ func (g *randomSamples) next(r *rand.Rand, at time.Time) *scrape.ModelSample {
 		}
 		ms.Histograms[f] = h
 	}
-	for f, v := range g.counters {
+	for _, f := range slices.Sorted(maps.Keys(g.counters)) {
+		v := g.counters[f]
 		if r.IntN(2) > 0 {
 			v += float64(r.IntN(50)) * r.Float64()
 			g.counters[f] = v

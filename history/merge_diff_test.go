@@ -9,8 +9,9 @@ import (
 	"github.com/vllm-slo-exporter/vllm-slo-exporter/slo"
 )
 
-// mergePartsPlain is mergeParts as first written, every case summed into
-// fresh counts: the reference the one-part shortcut must match to the bit.
+// mergePartsPlain sums histogram increases on the edges they all share,
+// every part at the end into fresh counts (the parts' sum as first
+// written): the reference the running sum of merged must match to the bit.
 func mergePartsPlain(ps []part) slo.Histogram {
 	edges := ps[0].edges
 	for _, p := range ps[1:] {
@@ -30,10 +31,11 @@ func mergePartsPlain(ps []part) slo.Histogram {
 	return out
 }
 
-// TestMergePartsIsThePlainSum compares mergeParts with its plain form on
+// TestMergedIsThePlainSum compares merged, fed the parts one by one, with
+// mergePartsPlain on
 // random parts (one or several, layouts differing, counts with −0, NaN and
 // infinities), asserting equal bits of every edge, count and sum.
-func TestMergePartsIsThePlainSum(t *testing.T) {
+func TestMergedIsThePlainSum(t *testing.T) {
 	r := rand.New(rand.NewPCG(41, 43))
 	all := []float64{0.1, 0.5, 1, 2, 5, 10, math.Inf(1)}
 	odd := []float64{math.Copysign(0, -1), 0, math.NaN(), math.Inf(1), math.Inf(-1), 1e-310}
@@ -67,7 +69,11 @@ func TestMergePartsIsThePlainSum(t *testing.T) {
 			plain[n] = part{edges: p.edges, counts: slices.Clone(p.counts), sum: p.sum}
 		}
 		want := mergePartsPlain(plain)
-		got := mergeParts(ps)
+		var m merged
+		for _, p := range ps {
+			m.add(p)
+		}
+		got := m.histogram()
 		if !bits(got.Edges, want.Edges) || !bits(got.Counts, want.Counts) || math.Float64bits(got.Sum) != math.Float64bits(want.Sum) {
 			t.Fatalf("trial %d: %+v, the plain sum gives %+v", trial, got, want)
 		}

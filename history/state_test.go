@@ -166,6 +166,10 @@ func TestStateRejects(t *testing.T) {
 		{"duplicate model", mutated(func(st *stateFile) { st.Models[1].Name = st.Models[0].Name }), "listed twice"},
 		{"point after state time", mutated(func(st *stateFile) { st.Now = 0 }), "after the state's time"},
 		{"gauge integral", mutated(func(st *stateFile) { st.Models[0].Points[2].Gauges[0][1] = math.Inf(1) }), "gauge running aggregates"},
+		{"family listed twice in a segment", mutated(func(st *stateFile) {
+			sg := &st.Models[0].Segments[0]
+			sg.Kinds, sg.Families, sg.Edges = append(sg.Kinds, sg.Kinds[0]), append(sg.Families, sg.Families[0]), append(sg.Edges, sg.Edges[0])
+		}), "segment 0: family"},
 		{"bad edges", mutated(func(st *stateFile) { st.Models[0].Segments[0].Edges[0] = []float64{1, 0} }), "invalid edges"},
 	}
 	for _, tc := range cases {

@@ -2,6 +2,7 @@ package history
 
 import (
 	"math"
+	"slices"
 	"time"
 
 	"github.com/vllm-slo-exporter/vllm-slo-exporter/scrape"
@@ -91,7 +92,11 @@ func (sr *series) window(end time.Time, length time.Duration, opts Options, tier
 		Nominal: length,
 		Latency: map[slo.Metric]slo.Histogram{},
 	}
-	sr.increases(pieces).fill(&w)
+	if len(pieces) == 1 {
+		sr.fillOnePiece(pieces[0], &w)
+	} else {
+		sr.increases(pieces).fill(&w)
+	}
 	w.Restarts = len(pieces) - 1
 	// Every piece but the last ends at the last point of a segment that a
 	// restart closed: the requests in flight there were aborted.
@@ -141,31 +146,41 @@ func (sr *series) walk(i0, i1 int) ([]piece, [numGauges]float64) {
 // fill sets the window's histograms and counters from the increases.
 func (inc increases) fill(w *slo.Window) {
 	for k, v := range inc.hists {
-		switch k.fam {
-		case scrape.PromptTokensHist:
-			w.PromptTokens = v
-		case scrape.GenerationTokensHist:
-			w.GenerationTokens = v
-		case scrape.PreemptionsHist:
-			w.PreemptionsPerRequest = v
-		default:
-			if isLatency(k.fam) {
-				w.Latency[slo.Metric(k.fam)] = v
-			}
+		setHistogram(w, k.fam, v)
+	}
+	fillCounters(w, inc.counters)
+}
+
+// setHistogram sets the window's histogram of family f to v.
+func setHistogram(w *slo.Window, f scrape.Family, v slo.Histogram) {
+	switch f {
+	case scrape.PromptTokensHist:
+		w.PromptTokens = v
+	case scrape.GenerationTokensHist:
+		w.GenerationTokens = v
+	case scrape.PreemptionsHist:
+		w.PreemptionsPerRequest = v
+	default:
+		if isLatency(f) {
+			w.Latency[slo.Metric(f)] = v
 		}
 	}
-	prompt, okP := inc.counters[scrape.PromptTokens]
-	gen, okG := inc.counters[scrape.GenerationTokens]
+}
+
+// fillCounters sets the window's counters from their increases.
+func fillCounters(w *slo.Window, counters map[scrape.Family]float64) {
+	prompt, okP := counters[scrape.PromptTokens]
+	gen, okG := counters[scrape.GenerationTokens]
 	if okP && okG {
 		w.PromptTokensTotal, w.GenerationTokensTotal, w.HasTokenCounters = prompt, gen, true
 	}
-	w.RequestSuccess, w.HasRequestSuccess = inc.counters[scrape.RequestSuccess]
-	w.RequestAborted, w.HasRequestAborted = inc.counters[scrape.RequestAborted]
-	w.RequestRejected, w.HasRequestRejected = inc.counters[scrape.RequestRejected]
-	w.Preemptions, w.HasPreemptions = inc.counters[scrape.Preemptions]
-	computed, okC := inc.counters[scrape.PromptTokensComputed]
-	cached, okH := inc.counters[scrape.PromptTokensCached]
-	external, okE := inc.counters[scrape.PromptTokensExternal]
+	w.RequestSuccess, w.HasRequestSuccess = counters[scrape.RequestSuccess]
+	w.RequestAborted, w.HasRequestAborted = counters[scrape.RequestAborted]
+	w.RequestRejected, w.HasRequestRejected = counters[scrape.RequestRejected]
+	w.Preemptions, w.HasPreemptions = counters[scrape.Preemptions]
+	computed, okC := counters[scrape.PromptTokensComputed]
+	cached, okH := counters[scrape.PromptTokensCached]
+	external, okE := counters[scrape.PromptTokensExternal]
 	if okC && okH && okE {
 		w.PromptTokensComputed, w.PromptTokensCached, w.PromptTokensExternal, w.HasPromptSources = computed, cached, external, true
 	}
@@ -274,10 +289,13 @@ type part struct {
 // but still makes its families present (with its layout, when no piece adds
 // anything to them). A piece of a segment that continues the previous one
 // after a layout change counts from the previous piece's last point, on the
-// edges both layouts share, instead of from zero.
+// edges both layouts share, instead of from zero. Each family's parts are
+// summed as they come (merged), so a window over many restarts keeps one
+// running sum per family rather than a part per segment.
 func (s *series) increases(pieces []piece) increases {
-	parts := map[key][]part{}
+	sums := map[key]*merged{}
 	layouts := map[key][]float64{}
+	var scratch []float64 // a part's counts, read by merged.add and not kept
 	out := increases{hists: map[key]slo.Histogram{}, counters: map[scrape.Family]float64{}}
 	for n, pc := range pieces {
 		to := s.at(pc.to).values()
@@ -304,22 +322,142 @@ func (s *series) increases(pieces []piece) increases {
 			if empty {
 				continue
 			}
-			p := part{edges: e.edges, counts: make([]float64, len(e.edges))}
+			scratch = slices.Grow(scratch[:0], len(e.edges))[:len(e.edges)]
+			p := part{edges: e.edges, counts: scratch}
 			for j := range p.counts {
 				p.counts[j] = delta(to, from, e.off+j)
 			}
 			p.sum = delta(to, from, e.off+len(e.edges))
-			parts[e.key] = append(parts[e.key], base.subtract(e.key, p))
+			m := sums[e.key]
+			if m == nil {
+				m = &merged{}
+				sums[e.key] = m
+			}
+			m.add(base.subtract(e.key, p))
 		}
 	}
 	for k, edges := range layouts {
-		ps := parts[k]
-		if len(ps) == 0 {
-			ps = []part{{edges: edges, counts: make([]float64, len(edges))}}
+		if m := sums[k]; m != nil {
+			out.hists[k] = m.histogram()
+		} else {
+			out.hists[k] = slo.Histogram{Edges: slices.Clone(edges), Counts: make([]float64, len(edges))}
 		}
-		out.hists[k] = mergeParts(ps)
 	}
 	return out
+}
+
+// merged is one family's increase over a window, its parts (one per piece
+// that adds to it) summed as they come: on the edges every part so far
+// shares, each count is the sum of the parts' counts there in part order,
+// starting from zero, and so is the sum. Every shared edge is an edge of
+// each part, so each part's cumulative count there is exact; +Inf is
+// always shared. Summing all parts at the end on the edges they all share
+// makes the same additions in the same order on each edge it keeps, so
+// gives the same floats: an edge a
+// later part lacks drops out of both with its sum, and a kept edge's
+// running sum is not touched by dropping another. TestIncreasesIsThePlainMerge
+// and TestMergedIsThePlainSum compare both to the bit.
+type merged struct {
+	edges  []float64 // a part's edges (a layout's) until narrowed; copied by histogram
+	counts []float64
+	sum    float64
+	parts  int
+}
+
+// add adds one part; its counts are read, not kept.
+func (m *merged) add(p part) {
+	if m.parts == 0 {
+		m.edges, m.counts = p.edges, make([]float64, len(p.edges))
+	} else if !slices.Equal(m.edges, p.edges) {
+		m.narrow(commonEdges(m.edges, p.edges))
+	}
+	m.parts++
+	j := 0
+	for i, e := range m.edges {
+		for p.edges[j] != e {
+			j++
+		}
+		m.counts[i] += p.counts[j]
+	}
+	m.sum += p.sum
+}
+
+// narrow keeps the running counts of the given edges, a subset of m's.
+func (m *merged) narrow(edges []float64) {
+	counts := make([]float64, len(edges))
+	j := 0
+	for i, e := range edges {
+		for m.edges[j] != e {
+			j++
+		}
+		counts[i] = m.counts[j]
+	}
+	m.edges, m.counts = edges, counts
+}
+
+// histogram is the merged increase, on its own copy of the edges.
+func (m *merged) histogram() slo.Histogram {
+	return slo.Histogram{Edges: slices.Clone(m.edges), Counts: m.counts, Sum: m.sum}
+}
+
+// fillOnePiece sets the window's histograms and counters from a window of
+// one piece (no restart and no layout change inside it, the usual window):
+// the same numbers, to the bit, as increases followed by fill, without the
+// per-family maps of running sums and layouts that merging several
+// segments needs.
+//
+// Why they are the same. With one piece there is no earlier piece, so no
+// baseline (it subtracts nothing, and a counter's "− 0" keeps its bits);
+// every map entry of increases starts at zero and receives exactly one
+// addition, provided no two entries of the segment share a key; and
+// merged, given one part, holds that part's counts and sum each added to
+// zero, which is what is computed here (a −0 becomes +0 both ways), on a
+// copy of the layout's edges. The keys are unique: a segment's entries are
+// only made by segment.add, which grow calls for keys the segment does not
+// hold yet (lookup is nil), each key once (they come from the keys of the
+// sample's histogram and counter maps, one kind each), and which
+// decodeSegment calls only after refusing a key the state file lists twice
+// ("family listed twice"). TestOnePieceIsTheMergedSum compares both ways.
+//
+// The window's histograms share one array for their edges and counts, each
+// slice capped at its own length, so an append to one cannot reach another.
+func (s *series) fillOnePiece(pc piece, w *slo.Window) {
+	to := s.at(pc.to).values()
+	var from []float64
+	if pc.from >= 0 {
+		from = s.at(pc.from).values()
+	}
+	n := 0
+	for i := range pc.seg.entries {
+		if e := &pc.seg.entries[i]; e.end() <= len(to) && e.kind != scrape.KindCounter {
+			n += 2 * len(e.edges)
+		}
+	}
+	buf := make([]float64, n)
+	counters := map[scrape.Family]float64{}
+	empty := pc.from == pc.to
+	for i := range pc.seg.entries {
+		e := &pc.seg.entries[i]
+		if e.end() > len(to) {
+			break // entries are in offset order: the rest came later
+		}
+		if e.kind == scrape.KindCounter {
+			counters[e.fam] += delta(to, from, e.off)
+			continue
+		}
+		k := len(e.edges)
+		h := slo.Histogram{Edges: buf[:k:k], Counts: buf[k : 2*k : 2*k]}
+		buf = buf[2*k:]
+		copy(h.Edges, e.edges)
+		if !empty {
+			for j := range h.Counts {
+				h.Counts[j] = 0 + delta(to, from, e.off+j)
+			}
+			h.Sum = 0 + delta(to, from, e.off+k)
+		}
+		setHistogram(w, e.fam, h)
+	}
+	fillCounters(w, counters)
 }
 
 // baseline is the last point of the segment that a continuing segment
@@ -380,44 +518,12 @@ func delta(to, from []float64, i int) float64 {
 	return to[i]
 }
 
-// mergeParts sums histogram increases on the edges they all share. Every
-// shared edge is an edge of each part, so each part's cumulative count there
-// is exact; +Inf is always shared.
-func mergeParts(ps []part) slo.Histogram {
-	edges := ps[0].edges
-	for _, p := range ps[1:] {
-		edges = commonEdges(edges, p.edges)
-	}
-	if len(ps) == 1 {
-		// One part on its own edges: its counts (made for this window by
-		// increases) become the window's, each added to zero as the sum
-		// below would add it (so a −0 still becomes +0).
-		p := ps[0]
-		for i := range p.counts {
-			p.counts[i] = 0 + p.counts[i]
-		}
-		return slo.Histogram{Edges: append([]float64(nil), edges...), Counts: p.counts, Sum: 0 + p.sum}
-	}
-	n := len(edges)
-	buf := make([]float64, 2*n) // the edges and counts in one array
-	out := slo.Histogram{Edges: buf[:n:n], Counts: buf[n:]}
-	copy(out.Edges, edges)
-	for _, p := range ps {
-		j := 0
-		for i, e := range out.Edges {
-			for p.edges[j] != e {
-				j++
-			}
-			out.Counts[i] += p.counts[j]
-		}
-		out.Sum += p.sum
-	}
-	return out
-}
-
-// commonEdges returns the edges present in both ascending lists.
+// commonEdges returns the edges present in both ascending lists: a itself
+// when both hold the same edges (every segment keeps its own copy of a
+// layout, so a window over many restarts compares equal lists, not the same
+// array), which is what the merge below would build from a's values.
 func commonEdges(a, b []float64) []float64 {
-	if len(a) == len(b) && &a[0] == &b[0] {
+	if slices.Equal(a, b) {
 		return a
 	}
 	var out []float64

@@ -74,10 +74,29 @@ const maxTilt = 60
 // tiltMean is the mean of the density ∝ exp(−θy) on [0, 1]:
 // 1/θ − 1/(e^θ − 1), decreasing in θ from 1 to 0, and ½ at θ = 0.
 func tiltMean(theta float64) float64 {
+	m, _ := tiltMeanExpm1(theta)
+	return m
+}
+
+// tiltMeanExpm1 is tiltMean(theta), the same expression to the bit, with the
+// expm1(theta) it took (NaN where |theta| < 1e-4 took none), from which
+// tiltSlope gets the derivative without another exponential.
+func tiltMeanExpm1(theta float64) (m, e float64) {
 	if math.Abs(theta) < 1e-4 {
-		return 0.5 - theta/12
+		return 0.5 - theta/12, math.NaN()
 	}
-	return 1/theta - 1/math.Expm1(theta)
+	e = math.Expm1(theta)
+	return 1/theta - 1/e, e
+}
+
+// tiltSlope is the derivative of tiltMean at theta, −1/θ² + e^θ/(e^θ − 1)²,
+// given e = expm1(theta) (NaN near 0, where it is −1/12): only a guide for
+// where the mean fit evaluates next, never part of a result.
+func tiltSlope(theta, e float64) float64 {
+	if math.IsNaN(e) {
+		return -1.0 / 12
+	}
+	return -1/(theta*theta) + (e+1)/(e*e)
 }
 
 // tiltAt is the inverse CDF of the density ∝ exp(−θy) on [0, 1].

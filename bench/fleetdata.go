@@ -43,6 +43,51 @@ type Fleet struct {
 	// carries every level series of every ledger series, the sums the
 	// rules would have recorded; none for the flat rules.
 	Levels []time.Duration
+	// Full, when positive and shorter than History, is how much of the
+	// history (ending at End) holds every series. Before it the history
+	// holds only what the rules read that far back (Sparse): the levels of
+	// a day and longer and the servers' running and waiting gauges, each
+	// within Band after the instants the rules read them at. The level
+	// values are still those of the whole history (every step is drawn).
+	Full time.Duration
+	// Band is how long after End the measured evaluations run: the sparse
+	// part holds its series within Band after each instant read.
+	Band time.Duration
+}
+
+// Sparse are the offsets before an evaluation at which the rules with the
+// default hierarchy (rules.DefaultOptions) read series older than a day:
+// the week level's terms (the day level at every day up to six days back),
+// the 3-day and 30-day windows' terms (the day level at 1, 2, 28 and 29
+// days, the week level at 1, 2 and 3 weeks), and the running and waiting
+// gauges at the starts of those two windows (3 and 30 days). A history of
+// Full days' every series plus these, each within Band after End − offset,
+// is what evaluations within Band after End read of a 30-day history.
+var Sparse = func() []time.Duration {
+	var ds []time.Duration
+	for _, d := range []int{1, 2, 3, 4, 5, 6, 7, 14, 21, 28, 29, 30} {
+		ds = append(ds, time.Duration(d)*24*time.Hour)
+	}
+	return ds
+}()
+
+// keep reports whether the sample of step k at ms belongs to the history:
+// every series within Full of End, and before that the sparse series
+// within Band after End − each Sparse offset.
+func (f Fleet) keep(ms int64) (all, sparse bool) {
+	if f.Full <= 0 || f.Full >= f.History {
+		return true, false
+	}
+	end := f.End.UnixMilli()
+	if ms > end-f.Full.Milliseconds() {
+		return true, false
+	}
+	for _, d := range Sparse {
+		if from := end - d.Milliseconds(); ms >= from && ms <= from+f.Band.Milliseconds() {
+			return false, true
+		}
+	}
+	return false, false
 }
 
 // FleetSLO is the SLO the fleet's rules evaluate: the example
@@ -244,8 +289,18 @@ func (f Fleet) Walk(emit func(FleetSample) error) error {
 	levels := newLevelSums(f.Levels, len(ledger))
 	lambda := f.Rate * Interval.Seconds()
 	start := f.Start()
+	// longLevel is the index of the first level of a day or longer: the
+	// sparse part holds it and those above.
+	longLevel := len(f.Levels)
+	for k, l := range f.Levels {
+		if l >= 24*time.Hour {
+			longLevel = k
+			break
+		}
+	}
 	for k := range f.Steps() {
 		ms := start.Add(time.Duration(k) * Interval).UnixMilli()
+		all, sparse := f.keep(ms)
 		clear(ledger)
 		for t := range f.Targets {
 			n := poisson(rng, lambda)
@@ -253,28 +308,16 @@ func (f Fleet) Walk(emit func(FleetSample) error) error {
 				n = 0 // the first scrape: counters as the history begins
 			}
 			row := cum[t*perTarget : (t+1)*perTarget]
-			i := 0
-			good := [3]float64{}
-			for fi, ff := range fams {
-				for ei := range ff.edges {
-					d := math.Round(n * ff.cdf[ei])
-					row[i] += d
-					if ff.edges[ei] == 0.5 && fi == 0 || ff.edges[ei] == 0.05 && fi == 1 {
-						good[fi] = d
-					}
-					i++
-				}
-				row[i] += n   // +Inf
-				row[i+1] += n // count
-				row[i+2] += n * ff.mean
-				i += 3
+			good, gauges := drawScrape(rng, fams, row, n, f.Rate)
+			from := len(row)
+			switch {
+			case all:
+				from = 0
+			case sparse:
+				from = gauges
 			}
-			running := poisson(rng, f.Rate*3)
-			row[i], row[i+1] = running, math.Max(0, running-f.Rate*3)
-			for j, v := range row {
-				if err := emit(FleetSample{Series: t*perTarget + j, T: ms, V: v}); err != nil {
-					return err
-				}
+			if err := emitFrom(emit, t*perTarget, ms, row, from); err != nil {
+				return err
 			}
 			l := ledger[(t%max(f.Models, 1))*len(LedgerSeries):]
 			for j, v := range []float64{n, n, good[0], good[0], n, good[1], good[1], good[1], good[1],
@@ -282,10 +325,51 @@ func (f Fleet) Walk(emit func(FleetSample) error) error {
 				l[j] += v
 			}
 		}
-		for j, v := range append(slices.Clone(ledger), levels.add(ledger)...) {
-			if err := emit(FleetSample{Series: f.Targets*perTarget + j, T: ms, V: v}); err != nil {
-				return err
+		values := append(slices.Clone(ledger), levels.add(ledger)...)
+		from := len(values)
+		switch {
+		case all:
+			from = 0
+		case sparse:
+			from = len(ledger) * (1 + longLevel)
+		}
+		if err := emitFrom(emit, f.Targets*perTarget, ms, values, from); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// drawScrape adds one scrape's n requests to a server's cumulative row
+// (each histogram's buckets, +Inf, count and sum, then the running and
+// waiting gauges, drawn afresh) and returns the TTFT-good and TPOT-good
+// counts among them and the index of the gauges in row.
+func drawScrape(rng *rand.Rand, fams []fleetFamily, row []float64, n, rate float64) (good [3]float64, gauges int) {
+	i := 0
+	for fi, ff := range fams {
+		for ei := range ff.edges {
+			d := math.Round(n * ff.cdf[ei])
+			row[i] += d
+			if ff.edges[ei] == 0.5 && fi == 0 || ff.edges[ei] == 0.05 && fi == 1 {
+				good[fi] = d
 			}
+			i++
+		}
+		row[i] += n   // +Inf
+		row[i+1] += n // count
+		row[i+2] += n * ff.mean
+		i += 3
+	}
+	running := poisson(rng, rate*3)
+	row[i], row[i+1] = running, math.Max(0, running-rate*3)
+	return good, i
+}
+
+// emitFrom emits values[from:] at ms, values[j] being series base + j.
+func emitFrom(emit func(FleetSample) error, base int, ms int64, values []float64, from int) error {
+	for j := from; j < len(values); j++ {
+		if err := emit(FleetSample{Series: base + j, T: ms, V: values[j]}); err != nil {
+			return err
 		}
 	}
 	return nil

@@ -161,3 +161,66 @@ func TestFleetLevels(t *testing.T) {
 		t.Fatal("every level value is 0: nothing was checked")
 	}
 }
+
+// TestFleetSparseHistory checks the 30-day shape: within Full of End every
+// series has every scrape; before it only the gauges and the day and week
+// levels have samples, and only within Band after End − each Sparse
+// offset; the level values equal those of the full history's walk.
+func TestFleetSparseHistory(t *testing.T) {
+	levels := rules.DefaultOptions().Levels
+	full := Fleet{Targets: 2, Models: 1, History: 31 * 24 * time.Hour, End: Epoch.Add(40 * 24 * time.Hour), Rate: 0.2, Seed: 1, Levels: levels}
+	sparse := full
+	sparse.Full, sparse.Band = 24*time.Hour, 10*time.Minute
+	series := full.Series()
+	end := full.End.UnixMilli()
+	inBand := func(ms int64) bool {
+		for _, d := range Sparse {
+			if from := end - d.Milliseconds(); ms >= from && ms <= from+sparse.Band.Milliseconds() {
+				return true
+			}
+		}
+		return false
+	}
+	// The full history's samples the sparse one may hold: the bands and
+	// the last step.
+	want := map[[2]int64]float64{}
+	if err := full.Walk(func(s FleetSample) error {
+		if inBand(s.T) || s.T == end {
+			want[[2]int64{int64(s.Series), s.T}] = s.V
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	counts := map[string]int{}
+	err := sparse.Walk(func(s FleetSample) error {
+		ls := series[s.Series]
+		name := ls.Get("__name__")
+		if v, ok := want[[2]int64{int64(s.Series), s.T}]; (ok || s.T == end) && v != s.V {
+			t.Fatalf("%s at %d: %v, the full history has %v (%v)", ls, s.T, s.V, v, ok)
+		}
+		if s.T > end-sparse.Full.Milliseconds() {
+			counts["full"]++
+			return nil
+		}
+		if _, ok := want[[2]int64{int64(s.Series), s.T}]; !ok {
+			t.Fatalf("%s at %d: a sample the full history's bands lack", ls, s.T)
+		}
+		long := strings.HasSuffix(name, "_sum1d") || strings.HasSuffix(name, "_sum1w")
+		if !(isGauge(name) || long) || !inBand(s.T) {
+			t.Fatalf("%s at %d: a sample the sparse part does not hold", ls, s.T)
+		}
+		counts["sparse"]++
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	perStep := len(series)
+	if counts["full"] != perStep*int(sparse.Full/Interval) {
+		t.Errorf("%d samples in the last day, want %d", counts["full"], perStep*int(sparse.Full/Interval))
+	}
+	if counts["sparse"] == 0 {
+		t.Error("no sample before the last day")
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/common/model"
 	"github.com/prometheus/prometheus/model/labels"
 
 	"github.com/vllm-slo-exporter/vllm-slo-exporter/rules"
@@ -163,29 +164,38 @@ func TestFleetLevels(t *testing.T) {
 }
 
 // TestFleetSparseHistory checks the 30-day shape: within Full of End every
-// series has every scrape; before it only the gauges and the day and week
-// levels have samples, and only within Band after End − each Sparse
-// offset; the level values equal those of the full history's walk.
+// series has every scrape; before it only the gauges and the level series
+// that a SparseRead names have samples, and only within its lookback and
+// Band around End − its offset; every value equals the full history's.
 func TestFleetSparseHistory(t *testing.T) {
 	levels := rules.DefaultOptions().Levels
-	full := Fleet{Targets: 2, Models: 1, History: 31 * 24 * time.Hour, End: Epoch.Add(40 * 24 * time.Hour), Rate: 0.2, Seed: 1, Levels: levels}
+	full := Fleet{Targets: 1, Models: 1, History: 31 * 24 * time.Hour, End: Epoch.Add(40 * 24 * time.Hour), Rate: 0.2, Seed: 1, Levels: levels}
 	sparse := full
-	sparse.Full, sparse.Band = 24*time.Hour, 10*time.Minute
+	sparse.Full, sparse.Band = 75*time.Minute, 10*time.Minute
 	series := full.Series()
 	end := full.End.UnixMilli()
-	inBand := func(ms int64) bool {
-		for _, d := range Sparse {
-			if from := end - d.Milliseconds(); ms >= from && ms <= from+sparse.Band.Milliseconds() {
+	// read reports whether a SparseRead of level (0: the gauges) covers ms.
+	read := func(level time.Duration, ms int64) bool {
+		for _, r := range SparseReads {
+			at := end - r.Offset.Milliseconds()
+			if r.Level == level && ms >= at-sparseLookback.Milliseconds() && ms <= at+sparse.Band.Milliseconds() {
 				return true
 			}
 		}
 		return false
 	}
-	// The full history's samples the sparse one may hold: the bands and
-	// the last step.
+	anyRead := func(ms int64) bool {
+		for _, l := range append([]time.Duration{0}, levels...) {
+			if read(l, ms) {
+				return true
+			}
+		}
+		return false
+	}
+	// The full history's samples the sparse one may hold before Full.
 	want := map[[2]int64]float64{}
 	if err := full.Walk(func(s FleetSample) error {
-		if inBand(s.T) || s.T == end {
+		if s.T <= end-sparse.Full.Milliseconds() && anyRead(s.T) {
 			want[[2]int64{int64(s.Series), s.T}] = s.V
 		}
 		return nil
@@ -195,32 +205,42 @@ func TestFleetSparseHistory(t *testing.T) {
 	counts := map[string]int{}
 	err := sparse.Walk(func(s FleetSample) error {
 		ls := series[s.Series]
-		name := ls.Get("__name__")
-		if v, ok := want[[2]int64{int64(s.Series), s.T}]; (ok || s.T == end) && v != s.V {
-			t.Fatalf("%s at %d: %v, the full history has %v (%v)", ls, s.T, s.V, v, ok)
-		}
 		if s.T > end-sparse.Full.Milliseconds() {
 			counts["full"]++
 			return nil
 		}
-		if _, ok := want[[2]int64{int64(s.Series), s.T}]; !ok {
-			t.Fatalf("%s at %d: a sample the full history's bands lack", ls, s.T)
+		name := ls.Get("__name__")
+		var level time.Duration = -1
+		if isGauge(name) {
+			level = 0
 		}
-		long := strings.HasSuffix(name, "_sum1d") || strings.HasSuffix(name, "_sum1w")
-		if !(isGauge(name) || long) || !inBand(s.T) {
-			t.Fatalf("%s at %d: a sample the sparse part does not hold", ls, s.T)
+		for _, l := range levels {
+			if strings.HasSuffix(name, "_sum"+model.Duration(l).String()) {
+				level = l
+			}
 		}
-		counts["sparse"]++
+		if level < 0 || !read(level, s.T) {
+			t.Fatalf("%s at %d: a sample no sparse read covers", ls, s.T)
+		}
+		if v, ok := want[[2]int64{int64(s.Series), s.T}]; !ok || v != s.V {
+			t.Fatalf("%s at %d: %v, the full history has %v (%v)", ls, s.T, s.V, v, ok)
+		}
+		counts[name]++
 		return nil
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	perStep := len(series)
-	if counts["full"] != perStep*int(sparse.Full/Interval) {
-		t.Errorf("%d samples in the last day, want %d", counts["full"], perStep*int(sparse.Full/Interval))
+	if want := len(series) * int(sparse.Full/Interval); counts["full"] != want {
+		t.Errorf("%d samples in the full part, want %d", counts["full"], want)
 	}
-	if counts["sparse"] == 0 {
-		t.Error("no sample before the last day")
+	for _, name := range []string{"vllm:num_requests_running", LedgerSeries[0].Name + "_sum1h", LedgerSeries[0].Name + "_sum6h",
+		LedgerSeries[0].Name + "_sum1d", LedgerSeries[0].Name + "_sum1w"} {
+		if counts[name] == 0 {
+			t.Errorf("no sample of %s before the full part", name)
+		}
+	}
+	if n := counts["vllm:e2e_request_latency_seconds_count"] + counts[LedgerSeries[0].Name] + counts[LedgerSeries[0].Name+"_sum5m"]; n != 0 {
+		t.Errorf("%d samples of series no rule reads there", n)
 	}
 }

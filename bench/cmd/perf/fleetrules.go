@@ -37,7 +37,7 @@ func runFleetRules(args []string) error {
 	engines := fl.String("engines", "prometheus,victoriametrics", "engines to measure")
 	header := fl.Bool("header", true, "print the table header")
 	flat := fl.Bool("flat", false, "the flat rules: every window sums the per-interval series (no hierarchy)")
-	fullDays := fl.Float64("full-days", 0, "days of the history (ending now) that hold every series; before them only what the rules read there (bench.Fleet.Full; 0: all)")
+	full := fl.Duration("full", 0, "how much of the history (ending now) holds every series; before it only what the rules read there (bench.Fleet.Full; 0: all)")
 	if err := fl.Parse(args); err != nil {
 		return err
 	}
@@ -50,7 +50,7 @@ func runFleetRules(args []string) error {
 	}
 	f := bench.Fleet{Targets: *targets, Models: *models, History: time.Duration(*days * 24 * float64(time.Hour)),
 		End: time.Now().Truncate(bench.Interval), Rate: 2, Seed: 1, Levels: opts.Levels,
-		Full: time.Duration(*fullDays * 24 * float64(time.Hour)), Band: sparseBand}
+		Full: *full, Band: sparseBand}
 	cfg, err := config.Parse([]byte(f.Config()), "fleet.yaml")
 	if err != nil {
 		return err
@@ -81,7 +81,7 @@ func runFleetRules(args []string) error {
 	}
 	size := fmt.Sprintf("%d × %gd", *targets, *days)
 	if f.Full > 0 && f.Full < f.History {
-		size += fmt.Sprintf(" (every series %gd, sparse before)", *fullDays)
+		size += fmt.Sprintf(" (every series over the last %s, before it what the rules read)", *full)
 	}
 	if *flat {
 		size += ", flat"
@@ -123,7 +123,7 @@ func measureEngine(e string, f bench.Fleet, rf *rules.RuleFile, ruleFile, dir st
 // sparseBand is how long after the history's end the sparse part of a
 // history holds its series (bench.Fleet.Band): both engines' backfill and
 // evaluations must end within it.
-const sparseBand = 3 * time.Hour
+const sparseBand = time.Hour
 
 // groupRow is one engine's measurement of one rule group.
 type groupRow struct {

@@ -43,6 +43,88 @@ type Fleet struct {
 	// carries every level series of every ledger series, the sums the
 	// rules would have recorded; none for the flat rules.
 	Levels []time.Duration
+	// Full, when positive and shorter than History, is how much of the
+	// history (ending at End) holds every series. Before it the history
+	// holds only what the rules read that far back (SparseReads), each
+	// within lookback before and Band after the instant it is read at.
+	// The level values are still those of the whole history (every step is
+	// drawn).
+	Full time.Duration
+	// Band is how long after End the measured evaluations run.
+	Band time.Duration
+}
+
+// SparseRead is one read that the rules, with the default hierarchy
+// (rules.DefaultOptions) and alert policy (windows 5m, 30m, 1h, 6h, 3d and
+// the 30-day period), make of a series more than an hour before an
+// evaluation.
+type SparseRead struct {
+	Offset time.Duration
+	// Level is the span of the level series read there (every ledger
+	// series' level of that span); 0: the servers' running and waiting
+	// gauges.
+	Level time.Duration
+}
+
+// SparseReads are those reads: the 6h level's terms (the 1h level at 1 to
+// 5 hours), the 1d level's (the 6h level at 6, 12 and 18 hours), the 1w
+// level's (the 1d level at 1 to 6 days), the 3-day and 30-day windows'
+// terms (the 1d level at 1, 2, 28 and 29 days, the 1w level at 1, 2 and 3
+// weeks) and the gauges at the starts of the 6h, 3d and 30d windows. A
+// history of every series over the last 75 minutes plus these is what
+// evaluations within Band after End read of a 30-day history.
+var SparseReads = func() []SparseRead {
+	const day = 24 * time.Hour
+	var rs []SparseRead
+	for h := 1; h <= 5; h++ {
+		rs = append(rs, SparseRead{time.Duration(h) * time.Hour, time.Hour})
+	}
+	for _, h := range []int{6, 12, 18} {
+		rs = append(rs, SparseRead{time.Duration(h) * time.Hour, 6 * time.Hour})
+	}
+	for _, d := range []int{1, 2, 3, 4, 5, 6, 28, 29} {
+		rs = append(rs, SparseRead{time.Duration(d) * day, day})
+	}
+	for _, w := range []int{1, 2, 3} {
+		rs = append(rs, SparseRead{time.Duration(w) * 7 * day, 7 * day})
+	}
+	for _, d := range []time.Duration{6 * time.Hour, 3 * day, 30 * day} {
+		rs = append(rs, SparseRead{d, 0})
+	}
+	return rs
+}()
+
+// sparseLookback is how far before an instant the rules' reads there
+// reach (the gauges' 5-minute lookback; the levels' terms read 15 s).
+const sparseLookback = 5 * time.Minute
+
+// keep says which of step ms's samples belong to the history: every
+// series within Full of End; before that the gauges (gauges) and the
+// levels whose index in f.Levels is set in levels, where a SparseRead
+// reads them.
+func (f Fleet) keep(ms int64) (all, gauges bool, levels uint64) {
+	if f.Full <= 0 || f.Full >= f.History {
+		return true, false, 0
+	}
+	end := f.End.UnixMilli()
+	if ms > end-f.Full.Milliseconds() {
+		return true, false, 0
+	}
+	for _, r := range SparseReads {
+		at := end - r.Offset.Milliseconds()
+		if ms < at-sparseLookback.Milliseconds() || ms > at+f.Band.Milliseconds() {
+			continue
+		}
+		if r.Level == 0 {
+			gauges = true
+		}
+		for k, l := range f.Levels {
+			if r.Level != 0 && l == r.Level {
+				levels |= 1 << k
+			}
+		}
+	}
+	return false, gauges, levels
 }
 
 // FleetSLO is the SLO the fleet's rules evaluate: the example
@@ -241,11 +323,12 @@ func (f Fleet) Walk(emit func(FleetSample) error) error {
 	cum := make([]float64, f.Targets*perTarget)
 	rng := rand.New(rand.NewPCG(f.Seed, 0x5eed))
 	ledger := make([]float64, f.Models*len(LedgerSeries))
-	levels := newLevelSums(f.Levels, len(ledger))
+	sums := newLevelSums(f.Levels, len(ledger))
 	lambda := f.Rate * Interval.Seconds()
 	start := f.Start()
 	for k := range f.Steps() {
 		ms := start.Add(time.Duration(k) * Interval).UnixMilli()
+		all, gauges, levels := f.keep(ms)
 		clear(ledger)
 		for t := range f.Targets {
 			n := poisson(rng, lambda)
@@ -253,28 +336,16 @@ func (f Fleet) Walk(emit func(FleetSample) error) error {
 				n = 0 // the first scrape: counters as the history begins
 			}
 			row := cum[t*perTarget : (t+1)*perTarget]
-			i := 0
-			good := [3]float64{}
-			for fi, ff := range fams {
-				for ei := range ff.edges {
-					d := math.Round(n * ff.cdf[ei])
-					row[i] += d
-					if ff.edges[ei] == 0.5 && fi == 0 || ff.edges[ei] == 0.05 && fi == 1 {
-						good[fi] = d
-					}
-					i++
-				}
-				row[i] += n   // +Inf
-				row[i+1] += n // count
-				row[i+2] += n * ff.mean
-				i += 3
+			good, at := drawScrape(rng, fams, row, n, f.Rate)
+			var err error
+			switch {
+			case all:
+				err = emitRange(emit, t*perTarget, ms, row, 0, len(row))
+			case gauges:
+				err = emitRange(emit, t*perTarget, ms, row, at, len(row))
 			}
-			running := poisson(rng, f.Rate*3)
-			row[i], row[i+1] = running, math.Max(0, running-f.Rate*3)
-			for j, v := range row {
-				if err := emit(FleetSample{Series: t*perTarget + j, T: ms, V: v}); err != nil {
-					return err
-				}
+			if err != nil {
+				return err
 			}
 			l := ledger[(t%max(f.Models, 1))*len(LedgerSeries):]
 			for j, v := range []float64{n, n, good[0], good[0], n, good[1], good[1], good[1], good[1],
@@ -282,10 +353,55 @@ func (f Fleet) Walk(emit func(FleetSample) error) error {
 				l[j] += v
 			}
 		}
-		for j, v := range append(slices.Clone(ledger), levels.add(ledger)...) {
-			if err := emit(FleetSample{Series: f.Targets*perTarget + j, T: ms, V: v}); err != nil {
+		values := append(slices.Clone(ledger), sums.add(ledger)...)
+		if all {
+			levels = 1<<len(f.Levels) - 1
+			if err := emitRange(emit, f.Targets*perTarget, ms, values, 0, len(ledger)); err != nil {
 				return err
 			}
+		}
+		for k := range f.Levels {
+			if levels&(1<<k) == 0 {
+				continue
+			}
+			if err := emitRange(emit, f.Targets*perTarget, ms, values, (k+1)*len(ledger), (k+2)*len(ledger)); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// drawScrape adds one scrape's n requests to a server's cumulative row
+// (each histogram's buckets, +Inf, count and sum, then the running and
+// waiting gauges, drawn afresh) and returns the TTFT-good and TPOT-good
+// counts among them and the index of the gauges in row.
+func drawScrape(rng *rand.Rand, fams []fleetFamily, row []float64, n, rate float64) (good [3]float64, gauges int) {
+	i := 0
+	for fi, ff := range fams {
+		for ei := range ff.edges {
+			d := math.Round(n * ff.cdf[ei])
+			row[i] += d
+			if ff.edges[ei] == 0.5 && fi == 0 || ff.edges[ei] == 0.05 && fi == 1 {
+				good[fi] = d
+			}
+			i++
+		}
+		row[i] += n   // +Inf
+		row[i+1] += n // count
+		row[i+2] += n * ff.mean
+		i += 3
+	}
+	running := poisson(rng, rate*3)
+	row[i], row[i+1] = running, math.Max(0, running-rate*3)
+	return good, i
+}
+
+// emitRange emits values[from:to] at ms, values[j] being series base + j.
+func emitRange(emit func(FleetSample) error, base int, ms int64, values []float64, from, to int) error {
+	for j := from; j < to; j++ {
+		if err := emit(FleetSample{Series: base + j, T: ms, V: values[j]}); err != nil {
+			return err
 		}
 	}
 	return nil

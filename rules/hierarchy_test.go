@@ -19,7 +19,7 @@ func TestLevelSpans(t *testing.T) {
 		interval time.Duration
 		want     []int
 	}{
-		{"default at 15s", DefaultOptions().Levels, 15 * time.Second, []int{20, 240, 5760, 40320}},
+		{"default at 15s", DefaultOptions().Levels, 15 * time.Second, []int{20, 240, 1440, 5760, 40320}},
 		{"rounded down to multiples", []time.Duration{5 * time.Minute, time.Hour}, 7 * time.Second, []int{42, 504}},
 		{"a level no longer than the one below is dropped", []time.Duration{time.Minute, 70 * time.Second, 5 * time.Minute}, 15 * time.Second, []int{4, 20}},
 		{"a level under one interval is dropped", []time.Duration{10 * time.Second, time.Minute}, 15 * time.Second, []int{4}},
@@ -76,7 +76,11 @@ func TestWindowSumTiles(t *testing.T) {
 					t.Fatalf("evaluation %d of %d covered %d times", k, n, c)
 				}
 			}
-			bound := n/lp.spans[len(lp.spans)-1] + 6 + 23 + 11 + 19
+			// windowSum's bound: n/s_L + Σ (s_{k+1}/s_k − 1) + s_1 − 1.
+			bound := n/lp.spans[len(lp.spans)-1] + lp.spans[0] - 1
+			for k := 1; k < len(lp.spans); k++ {
+				bound += lp.spans[k]/lp.spans[k-1] - 1
+			}
 			if len(terms) > bound {
 				t.Errorf("%d terms, more than the bound %d", len(terms), bound)
 			}

@@ -17,6 +17,57 @@ const recIntNewInFlight = "model_name:vllm_slo_new_series_in_flight:interval"
 // abandoned requests' estimate.
 const recIntNewRunning = "model_name:vllm_slo_new_series_running:interval"
 
+// Names of the in-flight bounds the ledger's rules share, each recorded once
+// per evaluation (or once per window) and read by every rule that needs it:
+// written out in each rule, the same per-target gauge reads were evaluated
+// up to sixteen times per window (minOf repeats both of its operands), and
+// at 100 targets the window rules took 332 of the SLO group's 553 ms on
+// Prometheus 2.42 (BENCHMARKS.md §12).
+const (
+	// recInFlightNow is running + waiting now, per model (a window's end).
+	recInFlightNow = "model_name:vllm_slo_in_flight_requests:sum"
+	// recRunningNow is running alone now, for the abandoned estimate.
+	recRunningNow = "model_name:vllm_slo_running_requests:sum"
+	// recIntInFlightBefore is running + waiting one interval ago, the
+	// interval's own joint bound reads it.
+	recIntInFlightBefore = "model_name:vllm_slo_in_flight_requests_before:interval"
+	// recInFlightAtStart and recRunningAtStart (the window appended) are
+	// inFlightAtStart and runningAtStart of a window.
+	recInFlightAtStart = "model_name:vllm_slo_in_flight_requests_at_start:sum"
+	recRunningAtStart  = "model_name:vllm_slo_running_requests_at_start:sum"
+)
+
+// sharedInFlightRules record the in-flight bounds at the evaluation's own
+// scrapes once per evaluation: running + waiting now and one interval ago,
+// and running now. Each is exactly the expression its readers wrote out
+// before, evaluated at the same instant, so every bound built on it is the
+// same number.
+func (lp ledgerPlan) sharedInFlightRules() []Rule {
+	return []Rule{
+		{Record: recInFlightNow, Labels: lp.labels(""), Expr: lp.inFlight(0),
+			Comment: "Running + waiting now, per model, and the same one interval ago, and running alone now: recorded\n" +
+				"once per evaluation for every rule that bounds the requests in flight at an interval's or a window's edges."},
+		{Record: recIntInFlightBefore, Labels: lp.labels(""), Expr: lp.inFlight(lp.interval)},
+		{Record: recRunningNow, Labels: lp.labels(""), Expr: gaugeEstimate(lp.running, 0)},
+	}
+}
+
+// windowStartRules record, for one window, the bound on the requests in
+// flight at its start (inFlightAtStart) and the running ones for the
+// estimate (runningAtStart), once, before the window's rules that read
+// them.
+func (lp ledgerPlan) windowStartRules(w model.Duration, first bool) []Rule {
+	rs := []Rule{
+		{Record: windowed(recInFlightAtStart, w), Labels: lp.windowLabels("", w), Expr: lp.inFlightAtStart(w)},
+		{Record: windowed(recRunningAtStart, w), Labels: lp.windowLabels("", w), Expr: lp.runningAtStart(w)},
+	}
+	if first {
+		rs[0].Comment = "Running + waiting at the window's start (for a series that began inside the window, at its first\n" +
+			"sample), and running alone there: recorded once per window for the window's rules."
+	}
+	return rs
+}
+
 // newInFlightRules record, every interval, running + waiting and running
 // alone at their first sample for the gauge series that began in the
 // interval (their latest sample within lookback is there, none an interval

@@ -346,13 +346,14 @@ func (lp ledgerPlan) intervalRules() []Rule {
 		)
 	}
 	rs = append(rs, lp.newInFlightRules()...)
+	rs = append(rs, lp.sharedInFlightRules()...)
 	if len(lp.rejected) > 0 {
 		rs = append(rs, Rule{Record: recIntRejected, Expr: intervalDelta(lp.rejected, "", "", i), Labels: lp.labels(""),
 			Comment: "Requests turned away at admission in the interval (HTTP 503 when the queue is full), every reason:\n" +
 				"the server's own counter, exact; absent on servers without admission control."})
 	}
 	finLo, finHi := lp.finishJoint()
-	prev := lp.inFlight(i)
+	prev := lp.sel(recIntInFlightBefore, "")
 	if lp.ttftPlan == nil {
 		return append(rs,
 			Rule{Record: recIntJointLo, Expr: finLo, Labels: lp.labels(allObjective)},
@@ -439,7 +440,7 @@ func (lp ledgerPlan) sumOver(name, objective string, w model.Duration) string {
 //     lies in [good.lo / (N + U.hi), good.hi / (N + U.lo)], where U's bounds
 //     are A's (or 0) plus J (or 0), J being exact; at most 1.
 func (lp ledgerPlan) windowRules(w model.Duration, first bool) []Rule {
-	rStart, rEnd := lp.inFlightAtStart(w), lp.inFlight(0)
+	rStart, rEnd := lp.sel(windowed(recInFlightAtStart, w), ""), lp.sel(recInFlightNow, "")
 	n := lp.sumOver(recIntFinished, "", w)
 	f := lp.sumOver(recIntFirst, "", w)
 	sumLo := "sum without (objective) (" + lp.sumOver(recIntJointLo, allObjective, w) + ")"
@@ -449,7 +450,8 @@ func (lp ledgerPlan) windowRules(w model.Duration, first bool) []Rule {
 	if winLo != "" {
 		lo, hi = maxOf(sumLo, winLo), minOf(sumHi, winHi, "")
 	}
-	rs := []Rule{
+	rs := lp.windowStartRules(w, first)
+	rs = append(rs, []Rule{
 		{Record: windowed(recFinished, w), Expr: n, Labels: lp.windowLabels("", w)},
 		{Record: windowed(recJointGoodLo, w), Expr: lo, Labels: lp.windowLabels(allObjective, w)},
 		{Record: windowed(recJointGoodHi, w), Expr: hi, Labels: lp.windowLabels(allObjective, w)},
@@ -457,22 +459,22 @@ func (lp ledgerPlan) windowRules(w model.Duration, first bool) []Rule {
 			Expr: fmt.Sprintf("clamp_min(%s - %s - on (model_name) group_left () %s, 0)", f, n, rEnd)},
 		{Record: windowed(recAbandonedHi, w), Labels: lp.windowLabels("", w),
 			Expr: fmt.Sprintf("clamp_min(%s - %s + on (model_name) group_left () %s, 0)", f, n, rStart)},
-	}
+	}...)
 	// The estimate, as the daemon's: Q at a scrape taken to be the running
 	// gauge there (at the window's start, when the series began inside the
 	// window, its value at its first sample: runningAtStart). It lies within the
 	// bounds without clamping: 0 <= running <= running + waiting at both
 	// edges.
 	rs = append(rs, Rule{Record: windowed(recAbandoned, w), Labels: lp.windowLabels("", w),
-		Expr: fmt.Sprintf("clamp_min(%s - %s + on (model_name) group_left () (%s - %s), 0)", f, n, lp.runningAtStart(w), gaugeEstimate(lp.running, 0))})
+		Expr: fmt.Sprintf("clamp_min(%s - %s + on (model_name) group_left () (%s - on (model_name) %s), 0)", f, n, lp.sel(windowed(recRunningAtStart, w), ""), lp.sel(recRunningNow, ""))})
 	rs = append(rs, lp.rejectedRule(w, first))
 	if first {
 		rs[len(rs)-2].Comment = "Their estimate: first tokens - finished + running at the window's start - running at its end\n" +
 			"(the requests past their first token in flight taken to be the running ones), within the bounds."
-		rs[1].Comment = "Requests of the window that met every objective: the per-interval bounds summed, intersected\n" +
+		rs[3].Comment = "Requests of the window that met every objective: the per-interval bounds summed, intersected\n" +
 			"with the whole window's (Frechet, at most TTFT-bad first tokens + running + waiting at the\n" +
 			"window's start of the finishers missed TTFT)."
-		rs[3].Comment = "Requests abandoned after their first token (no finish): first tokens - finished, give or\n" +
+		rs[5].Comment = "Requests abandoned after their first token (no finish): first tokens - finished, give or\n" +
 			"take the requests in flight at the window's edges (running + waiting)."
 	}
 	return append(rs, lp.attainmentRules(w, first)...)

@@ -37,6 +37,7 @@ func runFleetRules(args []string) error {
 	engines := fl.String("engines", "prometheus,victoriametrics", "engines to measure")
 	header := fl.Bool("header", true, "print the table header")
 	flat := fl.Bool("flat", false, "the flat rules: every window sums the per-interval series (no hierarchy)")
+	full := fl.Duration("full", 0, "how much of the history (ending now) holds every series; before it only what the rules read there (bench.Fleet.Full; 0: all)")
 	if err := fl.Parse(args); err != nil {
 		return err
 	}
@@ -48,7 +49,8 @@ func runFleetRules(args []string) error {
 		opts = rules.Options{}
 	}
 	f := bench.Fleet{Targets: *targets, Models: *models, History: time.Duration(*days * 24 * float64(time.Hour)),
-		End: time.Now().Truncate(bench.Interval), Rate: 2, Seed: 1, Levels: opts.Levels}
+		End: time.Now().Truncate(bench.Interval), Rate: 2, Seed: 1, Levels: opts.Levels,
+		Full: *full, Band: sparseBand}
 	cfg, err := config.Parse([]byte(f.Config()), "fleet.yaml")
 	if err != nil {
 		return err
@@ -78,19 +80,14 @@ func runFleetRules(args []string) error {
 		fmt.Println("|---|---|---|---|---|---|---|---|")
 	}
 	size := fmt.Sprintf("%d × %gd", *targets, *days)
+	if f.Full > 0 && f.Full < f.History {
+		size += fmt.Sprintf(" (every series over the last %s, before it what the rules read)", *full)
+	}
 	if *flat {
 		size += ", flat"
 	}
 	for _, e := range strings.Split(*engines, ",") {
-		var rows []groupRow
-		switch e {
-		case "prometheus":
-			rows, err = measurePrometheus(f, rf, ruleFile, filepath.Join(dir, "prometheus"), *evals)
-		case "victoriametrics":
-			rows, err = measureVictoria(f, rf, ruleFile, filepath.Join(dir, "victoriametrics"), *evals)
-		default:
-			err = fmt.Errorf("unknown engine %q", e)
-		}
+		rows, err := measureEngine(e, f, rf, ruleFile, dir, *evals)
 		if err != nil {
 			return fmt.Errorf("%s: %w", e, err)
 		}
@@ -101,6 +98,32 @@ func runFleetRules(args []string) error {
 	}
 	return nil
 }
+
+// measureEngine measures the rules on one engine (prometheus or
+// victoriametrics) over the fleet's history; with a sparse history, the
+// evaluations must end within its band.
+func measureEngine(e string, f bench.Fleet, rf *rules.RuleFile, ruleFile, dir string, evals int) ([]groupRow, error) {
+	var rows []groupRow
+	var err error
+	switch e {
+	case "prometheus":
+		rows, err = measurePrometheus(f, rf, ruleFile, filepath.Join(dir, "prometheus"), evals)
+	case "victoriametrics":
+		rows, err = measureVictoria(f, rf, ruleFile, filepath.Join(dir, "victoriametrics"), evals)
+	default:
+		err = fmt.Errorf("unknown engine %q", e)
+	}
+	if err == nil && f.Full > 0 && time.Since(f.End) > f.Band {
+		err = fmt.Errorf("the evaluations ran %s after the history's end, past the sparse part's band of %s: they read less than a full history would",
+			time.Since(f.End).Round(time.Second), f.Band)
+	}
+	return rows, err
+}
+
+// sparseBand is how long after the history's end the sparse part of a
+// history holds its series (bench.Fleet.Band): both engines' backfill and
+// evaluations must end within it.
+const sparseBand = time.Hour
 
 // groupRow is one engine's measurement of one rule group.
 type groupRow struct {
@@ -190,6 +213,11 @@ func measurePrometheus(f bench.Fleet, rf *rules.RuleFile, ruleFile, dir string, 
 	if err != nil {
 		return nil, err
 	}
+	rts, err := ruleTimes(base)
+	if err != nil {
+		return nil, err
+	}
+	printRuleTimes(os.Stderr, rts, 15)
 	m, err := scrapeMetrics(base + "/metrics")
 	if err != nil {
 		return nil, err

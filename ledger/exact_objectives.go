@@ -228,22 +228,16 @@ func settledObjectives(p pending, counts [][]slo.Bounded, covered bool) [][]floa
 	return out
 }
 
-// ObjectiveGood is one per-request objective's finishers over a window.
-type ObjectiveGood struct {
-	Objective slo.Objective
-	// Good bounds the window's finishers meeting the objective.
-	Good slo.Bounded
-}
-
 // Objectives bounds, for SLO i, the finishers of the window (start, end]
 // (as Window spans it) meeting each per-request objective, in PerRequest
 // order, by the per-interval sums with the covered intervals' bounds
 // replaced by the spans' counts (see the top of this file): exact when the
-// spans covered every interval. finished is the window's judged finishers,
-// the population of the counts. ok is false when no interval of the
+// spans covered every interval: what slo.Joint.Objectives carries into
+// the evaluation. finished is the window's judged finishers, the
+// population of the counts. ok is false when no interval of the
 // window was covered, an interval could not be judged, or the objective
 // sums do not count every judged finisher of the window.
-func (l *Ledger) Objectives(i int, start, end time.Time) (goods []ObjectiveGood, finished float64, ok bool) {
+func (l *Ledger) Objectives(i int, start, end time.Time) (goods []slo.ObjectiveGood, finished float64, ok bool) {
 	i1 := l.at(end)
 	i0 := max(l.at(start), 0)
 	if i1 < 1 || i0 >= i1 {
@@ -267,7 +261,7 @@ func (l *Ledger) Objectives(i int, start, end time.Time) (goods []ObjectiveGood,
 		}.NonNegative()
 		g.Upper = math.Min(g.Upper, finished)
 		g = g.NonNegative().WholeCounts()
-		goods = append(goods, ObjectiveGood{Objective: obj, Good: g})
+		goods = append(goods, slo.ObjectiveGood{Objective: obj, Good: g})
 	}
 	return goods, finished, true
 }

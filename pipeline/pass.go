@@ -73,21 +73,22 @@ func (p *pass) windowOf(k passKey, quantiles bool) *evaluated {
 		opts.Quantiles = p.spec.Quantiles
 	}
 	e.rep = slo.Evaluate(e.w, p.spec.SLOs, p.joints(e.w, k.histograms), opts)
-	if !k.histograms {
-		p.withExactObjectives(&e.rep)
-	}
 	e.quantiles = quantiles
 	return e
 }
 
 // joints are the ledger's joints of every SLO with a per-request objective
 // over the scrapes of w (nil entries where the ledger has none); from the
-// histograms alone when histograms is set. A model whose latest scrape
-// observes TTFT at the request's finish (scrape.ModelSample.TTFTAtFinish)
-// gets none: the ledger counts first tokens and abandoned streams from TTFT
-// observed at the first token, and on such a server it can bound "all"
-// away from the truth, so "all", goodput, the burn rate and the abandoned
-// requests are left unknown rather than wrong (docs/engines.md).
+// histograms alone when histograms is set. In exact mode, unless
+// histograms is set, each carries the ledger's per-objective sums of exact
+// and bounded intervals (ledger.Ledger.Objectives), which narrow the
+// window's per-objective counts (slo.Joint.Objectives). A model whose
+// latest scrape observes TTFT at the request's finish
+// (scrape.ModelSample.TTFTAtFinish) gets none: the ledger counts first
+// tokens and abandoned streams from TTFT observed at the first token, and
+// on such a server it can bound "all" away from the truth, so "all",
+// goodput, the burn rate and the abandoned requests are left unknown rather
+// than wrong (docs/engines.md), and the objectives are not narrowed.
 func (p *pass) joints(w slo.Window, histograms bool) []*slo.Joint {
 	out := make([]*slo.Joint, len(p.spec.SLOs))
 	l := p.t.ledgers[p.model]
@@ -101,9 +102,16 @@ func (p *pass) joints(w slo.Window, histograms bool) []*slo.Joint {
 		if !slo.HasPerRequestObjective(s) {
 			continue
 		}
-		if j, ok := l.WindowOf(i, w.Start, w.End, !histograms); ok {
-			out[i] = &j
+		j, ok := l.WindowOf(i, w.Start, w.End, !histograms)
+		if !ok {
+			continue
 		}
+		if !histograms && p.spec.Traces != nil {
+			if goods, n, ok := l.Objectives(i, w.Start, w.End); ok && n == j.Finished {
+				j.Objectives = goods
+			}
+		}
+		out[i] = &j
 	}
 	return out
 }

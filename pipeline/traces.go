@@ -2,12 +2,10 @@ package pipeline
 
 import (
 	"maps"
-	"math"
 	"slices"
 	"time"
 
 	"github.com/vllm-slo-exporter/vllm-slo-exporter/history"
-	"github.com/vllm-slo-exporter/vllm-slo-exporter/ledger"
 	"github.com/vllm-slo-exporter/vllm-slo-exporter/slo"
 	"github.com/vllm-slo-exporter/vllm-slo-exporter/traces"
 )
@@ -79,74 +77,6 @@ func (t *target) settleSpans(spec Spec, now time.Time) {
 // warm-up-free increase has all its finishers, as feedLedgers decides.
 func settlesObjectives(spans bool, s slo.SLO, iv history.Interval) bool {
 	return spans && slo.HasPerRequestObjective(s) && slo.FinishersOf(iv.Warm).N == slo.FinishersOf(iv.Window).N
-}
-
-// withExactObjectives narrows, in exact mode, each SLO's per-objective good
-// requests over the window rep evaluates by the ledger's sums of exact and
-// bounded scrape intervals (ledger.Ledger.Objectives: exact where the spans
-// covered every interval), and the attainment of each objective observed at
-// the finish with them. Both bound the same requests (the window's
-// finishers, checked by their count), so their intersection holds them.
-// TTFT's attainment is over the window's first tokens, which no span
-// describes (spans are finished requests): it keeps the histograms'. Its
-// good requests (over the finishers) are the ledger's alone: the whole
-// window's carried histogram bound can be one too high per stream
-// cancelled after a first token in the window (see slo.evaluateSLO),
-// while each interval's TTFT-good bound accounts for those streams, so the
-// two can exclude each other and only the ledger's holds. An SLO naming one
-// metric twice has one entry per metric, the last objective's (as
-// slo.Evaluate keeps it), so only that objective narrows it. A model whose
-// TTFT is observed at the finish gets no ledger joints (pass.joints), and
-// no narrowing either.
-func (p *pass) withExactObjectives(rep *slo.WindowReport) {
-	l := p.t.ledgers[p.model]
-	if p.spec.Traces == nil || l == nil {
-		return
-	}
-	if _, ms, ok := p.t.hist.Latest(p.model); ok && ms.TTFTAtFinish {
-		return
-	}
-	nB, ok := rep.Requests[slo.E2E]
-	if !ok {
-		return
-	}
-	for i, def := range p.spec.SLOs {
-		k := slices.IndexFunc(rep.SLOs, func(r slo.SLOResult) bool { return r.Name == def.Name })
-		if k < 0 {
-			continue
-		}
-		goods, finished, ok := l.Objectives(i, rep.Window.Start, rep.Window.End)
-		if !ok || finished != nB {
-			continue
-		}
-		narrowObjectives(&rep.SLOs[k], goods, rep.Requests)
-	}
-}
-
-// narrowObjectives intersects r's per-objective good requests with goods,
-// and the attainments of the objectives observed at the finish whose
-// histogram counts every finisher (requests) with the narrowed counts.
-func narrowObjectives(r *slo.SLOResult, goods []ledger.ObjectiveGood, requests map[slo.Metric]float64) {
-	for j, g := range goods {
-		m := g.Objective.Metric
-		if slices.ContainsFunc(goods[j+1:], func(o ledger.ObjectiveGood) bool { return o.Objective.Metric == m }) {
-			continue
-		}
-		key := string(m)
-		b, ok := r.GoodRequests[key]
-		if !ok {
-			continue
-		}
-		n := g.Good
-		if m.ObservedAtFinish() {
-			n = b.Intersect(g.Good)
-			n.Estimate = math.Min(math.Max(g.Good.Estimate, n.Lower), n.Upper)
-		}
-		r.GoodRequests[key] = n
-		if a, ok := r.Objectives[key]; ok && m.ObservedAtFinish() && requests[m] == requests[slo.E2E] && requests[m] > 0 {
-			r.Objectives[key] = a.Intersect(slo.Divide(n, requests[m]))
-		}
-	}
 }
 
 // cloneReport copies a window report deep enough that writing into its maps

@@ -2,6 +2,7 @@ package slo
 
 import (
 	"math"
+	"slices"
 	"time"
 )
 
@@ -27,6 +28,19 @@ type Joint struct {
 	Unknown []Metric
 	// FinishedTokens are the generation tokens of all finished requests.
 	FinishedTokens float64
+	// Objectives bounds, where spans made some of the joint's intervals
+	// exact, the Finished requests meeting each per-request objective, in
+	// the SLO's order with ITL left out (nil otherwise): sums of exact and
+	// bounded scrape intervals that narrow the window's own per-objective
+	// counts (narrowObjectives).
+	Objectives []ObjectiveGood
+}
+
+// ObjectiveGood is one per-request objective's good finishers over a joint.
+type ObjectiveGood struct {
+	Objective Objective
+	// Good bounds the joint's finishers meeting the objective.
+	Good Bounded
 }
 
 // HasPerRequestObjective reports whether s has an objective other than
@@ -58,6 +72,7 @@ func evaluateJoint(w Window, s SLO, nB, secs float64, e Estimator, j *Joint) SLO
 	if j == nil {
 		return res
 	}
+	narrowObjectives(&res, w, nB, j.Finished, j.Objectives)
 	if len(j.Unknown) > 0 {
 		res.Unknown = j.Unknown
 		return res
@@ -86,6 +101,53 @@ func evaluateJoint(w Window, s SLO, nB, secs float64, e Estimator, j *Joint) SLO
 	res.Objectives[AllKey] = all
 	res.BurnRate, res.HasBurnRate = BurnRate(all, s.Goal)
 	return res
+}
+
+// narrowObjectives narrows r's per-objective good requests by a ledger's
+// sums of exact and bounded scrape intervals over the same scrapes (goods,
+// of finished requests: Joint.Objectives), and the attainment of each
+// objective observed at the finish with them. Both bound the same requests,
+// the window's nB finishers, so goods narrow only when they count them
+// (finished == nB, nB the e2e histogram's count); their intersection then
+// holds them.
+//
+// TTFT's attainment is over the window's first tokens, which no span
+// describes (spans are finished requests): it keeps the histograms'. Its
+// good requests (over the finishers) are the ledger's alone: the whole
+// window's carried histogram bound can be one too high per stream
+// cancelled after a first token in the window (see evaluateSLO), while
+// each interval's TTFT-good bound accounts for those streams, so the two
+// can exclude each other and only the ledger's holds. An SLO naming one
+// metric twice has one entry per metric, the last objective's (as
+// evaluateObjectives keeps it), so only that objective narrows it. A
+// caller without a joint for the window (a server observing TTFT at the
+// finish gets none) narrows nothing.
+func narrowObjectives(r *SLOResult, w Window, nB, finished float64, goods []ObjectiveGood) {
+	if _, ok := observations(w.Latency[E2E]); !ok || finished != nB {
+		return
+	}
+	for j, g := range goods {
+		m := g.Objective.Metric
+		if slices.ContainsFunc(goods[j+1:], func(o ObjectiveGood) bool { return o.Objective.Metric == m }) {
+			continue
+		}
+		key := string(m)
+		b, ok := r.GoodRequests[key]
+		if !ok {
+			continue
+		}
+		n := g.Good
+		if m.ObservedAtFinish() {
+			n = b.Intersect(g.Good)
+			n.Estimate = math.Min(math.Max(g.Good.Estimate, n.Lower), n.Upper)
+		}
+		r.GoodRequests[key] = n
+		if a, ok := r.Objectives[key]; ok && m.ObservedAtFinish() {
+			if nm, valid := observations(w.Latency[m]); valid && nm == nB {
+				r.Objectives[key] = a.Intersect(Divide(n, nm))
+			}
+		}
+	}
 }
 
 // rejectedIn is the window's requests turned away at admission: 0 and

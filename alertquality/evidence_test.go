@@ -22,7 +22,7 @@ var evidenceScenarios = regexp.MustCompile(`^(cancel15-(bad|excluded)-1d|joint-o
 // rules in Prometheus and checks, at every evaluation where the daemon's
 // burn check is known and for both windows of every alert, that the rules'
 // observed burn rate (model_name:vllm_slo_burn_rate_observed:ratio_rate<w>)
-// is the daemon's Evidence.Observed: the same formula over the same counter
+// is the daemon's slo.Evidence.Observed: the same formula over the same counter
 // changes, so equal but for floating-point rounding (1e-9 relative). The
 // page's evidence is the larger of it and the lower bound on both paths, so
 // this is what makes the two paths page at the same steps.

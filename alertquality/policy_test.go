@@ -36,7 +36,7 @@ func candidates(abandonedBad bool) []Policy {
 // margin against that noise, which moves the ambiguity to the breaches
 // within a request above the factor.
 func oneRequestMargin() Policy {
-	above := func(e pipeline.Evidence, b slo.Bounded, f float64) bool {
+	above := func(e slo.Evidence, b slo.Bounded, f float64) bool {
 		margin := 0.0
 		if n := e.Requests + e.Unserved; n > 0 {
 			margin = 1 / n / (1 - harnessGoal)
@@ -53,7 +53,7 @@ func oneRequestMargin() Policy {
 // Evidence; the page gate takes the larger of it and the lower bound.
 type evidenceVariant struct {
 	Name     string
-	Observed func(pipeline.Evidence) float64
+	Observed func(slo.Evidence) float64
 }
 
 // evidenceVariants are the observed burn rates the chosen one (the first)
@@ -61,24 +61,24 @@ type evidenceVariant struct {
 // (abandonedBad) or not.
 func evidenceVariants(abandonedBad bool) []evidenceVariant {
 	return []evidenceVariant{
-		{"independence (chosen)", func(e pipeline.Evidence) float64 { return e.Observed }},
-		{"objectives summed (before)", func(e pipeline.Evidence) float64 { return observed(e, sum, true) }},
-		{"slow first tokens abandoned first", func(e pipeline.Evidence) float64 {
+		{"independence (chosen)", func(e slo.Evidence) float64 { return e.Observed }},
+		{"objectives summed (before)", func(e slo.Evidence) float64 { return observed(e, sum, true) }},
+		{"slow first tokens abandoned first", func(e slo.Evidence) float64 {
 			return observedOver(e, abandonedFirst(e), e.Unserved)
 		}},
-		{"slow first tokens abandoned first, abandoned: bad only", func(e pipeline.Evidence) float64 {
+		{"slow first tokens abandoned first, abandoned: bad only", func(e slo.Evidence) float64 {
 			if !abandonedBad {
 				return e.Observed
 			}
 			return observedOver(e, abandonedFirst(e), e.Unserved)
 		}},
-		{"abandoned at the ledger's estimate (daemon only)", func(e pipeline.Evidence) float64 {
+		{"abandoned at the ledger's estimate (daemon only)", func(e slo.Evidence) float64 {
 			return observedOver(e, e.BadShares, ledgerUnserved(e, abandonedBad))
 		}},
-		{"both (daemon only)", func(e pipeline.Evidence) float64 {
+		{"both (daemon only)", func(e slo.Evidence) float64 {
 			return observedOver(e, abandonedFirst(e), ledgerUnserved(e, abandonedBad))
 		}},
-		{"abandoned first, one abandoned fewer (a bias, for scale)", func(e pipeline.Evidence) float64 {
+		{"abandoned first, one abandoned fewer (a bias, for scale)", func(e slo.Evidence) float64 {
 			u := e.Unserved
 			if abandonedBad && e.Abandoned >= 1 {
 				u--
@@ -95,7 +95,7 @@ func evidenceVariants(abandonedBad bool) []evidenceVariant {
 // tokens. It is the largest overlap of abandonment with a slow first token
 // that the counts allow, where the independence product takes the overlap
 // the shares' product says.
-func abandonedFirst(e pipeline.Evidence) map[string]float64 {
+func abandonedFirst(e slo.Evidence) map[string]float64 {
 	out := maps.Clone(e.BadShares)
 	t, ok := out[string(slo.TTFT)]
 	f, a := e.FirstTokens, e.Abandoned
@@ -109,7 +109,7 @@ func abandonedFirst(e pipeline.Evidence) map[string]float64 {
 // ledgerUnserved is an Evidence's unserved requests with the abandoned ones
 // at the ledger's estimate (the running gauge clamped into the bounds the
 // ledger proves from the intervals before), which the rules cannot follow.
-func ledgerUnserved(e pipeline.Evidence, abandonedBad bool) float64 {
+func ledgerUnserved(e slo.Evidence, abandonedBad bool) float64 {
 	if !abandonedBad {
 		return e.Unserved
 	}
@@ -118,7 +118,7 @@ func ledgerUnserved(e pipeline.Evidence, abandonedBad bool) float64 {
 
 // observedOver is the observed burn rate (s·N + u) / (N + u) / (1 − goal)
 // with s the independence product of shares.
-func observedOver(e pipeline.Evidence, shares map[string]float64, u float64) float64 {
+func observedOver(e slo.Evidence, shares map[string]float64, u float64) float64 {
 	s, n := product(shares), e.Requests
 	if !(n+u > 0) {
 		return s / (1 - harnessGoal)
@@ -140,7 +140,7 @@ func product(shares map[string]float64) float64 {
 // taken as joint(BadShares), over the finished requests and, when
 // withUnserved, the unserved ones: (s·N + U) / (N + U) / (1 - goal). A
 // BurnCheck does not carry the goal; every scenario's is harnessGoal.
-func observed(e pipeline.Evidence, joint func(map[string]float64) float64, withUnserved bool) float64 {
+func observed(e slo.Evidence, joint func(map[string]float64) float64, withUnserved bool) float64 {
 	s, n, u := joint(e.BadShares), e.Requests, e.Unserved
 	if !withUnserved {
 		u = 0
@@ -164,7 +164,7 @@ func sum(shares map[string]float64) float64 {
 // evidenceGate is the page gate with the observed burn rate obs: the upper
 // bound and the larger of the lower bound and obs above the factor in both
 // windows.
-func evidenceGate(name string, obs func(pipeline.Evidence) float64) Policy {
+func evidenceGate(name string, obs func(slo.Evidence) float64) Policy {
 	return Policy{name, func(c pipeline.BurnCheck) bool {
 		f := c.Alert.Factor
 		return c.Long.Upper > f && c.Short.Upper > f &&
@@ -176,7 +176,7 @@ func evidenceGate(name string, obs func(pipeline.Evidence) float64) Policy {
 // independent objectives: the objectives' bad shares summed (counting a
 // request bad on two objectives twice), over the SLO's population.
 func summedShares() Policy {
-	return evidenceGate("upper and evidence, shares summed (before)", func(e pipeline.Evidence) float64 { return observed(e, sum, true) })
+	return evidenceGate("upper and evidence, shares summed (before)", func(e slo.Evidence) float64 { return observed(e, sum, true) })
 }
 
 // finishedOnly is the gate before it followed the SLO's population: the
@@ -185,7 +185,7 @@ func summedShares() Policy {
 // the factor in both windows.
 func finishedOnly() Policy {
 	f := func(c pipeline.BurnCheck) float64 { return c.Alert.Factor }
-	obs := func(e pipeline.Evidence) float64 { return observed(e, sum, false) }
+	obs := func(e slo.Evidence) float64 { return observed(e, sum, false) }
 	return Policy{"upper and finished-only observed (earlier)", func(c pipeline.BurnCheck) bool {
 		return c.Long.Upper > f(c) && c.Short.Upper > f(c) && obs(c.LongEvidence) > f(c) && obs(c.ShortEvidence) > f(c)
 	}}
@@ -269,7 +269,7 @@ func evidenceError(runs []*Run) string {
 				now := first.Add(run.Scrapes[j].Offset)
 				for _, w := range []struct {
 					length time.Duration
-					ev     pipeline.Evidence
+					ev     slo.Evidence
 					b      slo.Bounded
 				}{{k.Long, c.LongEvidence, c.Long}, {k.Short, c.ShortEvidence, c.Short}} {
 					truth, _, ok := l.burn(now.Add(-w.length), now)

@@ -173,7 +173,7 @@ func TestExactPeriodTracingOnAndOff(t *testing.T) {
 			}
 			for _, side := range []struct {
 				length time.Duration
-				ev     Evidence
+				ev     slo.Evidence
 			}{{bc.Alert.Long, bc.LongEvidence}, {bc.Alert.Short, bc.ShortEvidence}} {
 				w := interval{run, truth, maxTime(at.Add(-side.length), start.Add(scrapeStep)), at}
 				c.badShare(t, fmt.Sprintf("at %v evidence %s %v", at.Sub(start), def.Name, side.length), side.ev, w)
@@ -369,7 +369,7 @@ func (c *checks) objective(t *testing.T, where string, b slo.Bounded, want float
 // badShare checks that the TPOT bad share of an alert window's evidence
 // is at least the truth's (it is 1 − the attainment's lower bound), and is
 // the truth when every interval was covered.
-func (c *checks) badShare(t *testing.T, where string, ev Evidence, w interval) {
+func (c *checks) badShare(t *testing.T, where string, ev slo.Evidence, w interval) {
 	t.Helper()
 	tpot := periodSLO.Objectives[1]
 	share, ok := ev.BadShares[string(tpot.Metric)]

@@ -201,16 +201,13 @@ func (p *pass) burnCheck(a BurnAlert) BurnCheck {
 		return c
 	}
 	s := p.spec.SLOs[i]
-	burn := func(length time.Duration) (slo.Bounded, Evidence, bool) {
+	burn := func(length time.Duration) (slo.Bounded, slo.Evidence, bool) {
 		e := p.window(p.now, length, true, false)
 		r, ok := e.result(s.Name)
 		if !ok || !r.HasBurnRate {
-			return slo.Bounded{}, Evidence{}, false
+			return slo.Bounded{}, slo.Evidence{}, false
 		}
-		ev := objectiveEvidence(r, s, e.w)
-		ev.Requests = r.Requests
-		ev.Coverage, _ = e.w.Coverage()
-		return r.BurnRate, ev, true
+		return r.BurnRate, slo.EvidenceOf(r, s, e.w), true
 	}
 	var okLong, okShort bool
 	c.Long, c.LongEvidence, okLong = burn(a.Long)

@@ -437,7 +437,7 @@ func TestBurnCheckActiveNeedsEvidence(t *testing.T) {
 	}
 	for _, c := range cases {
 		check := BurnCheck{Alert: alert, Long: c.long, Short: c.short, Known: true,
-			LongEvidence: Evidence{Observed: c.observedL}, ShortEvidence: Evidence{Observed: c.observedS}}
+			LongEvidence: slo.Evidence{Observed: c.observedL}, ShortEvidence: slo.Evidence{Observed: c.observedS}}
 		if got := check.Active(); got != c.want {
 			t.Errorf("%s: Active() = %v, want %v", c.name, got, c.want)
 		}

@@ -319,7 +319,7 @@ func burnAlert(s config.SLO, a config.AlertPolicy, objs []config.Objective, ledg
 // evidenceRules record a window's observed burn rate and, with the ledger,
 // the burn rate's lower bound: the two numbers the page's evidence is the
 // larger of (pipeline.BurnCheck.Active argues the gate). The observed burn
-// rate is the daemon's Evidence.Observed: with b_i each joint objective's
+// rate is the daemon's slo.Evidence.Observed: with b_i each joint objective's
 // bad share (1 - its attainment, over its own histogram's population), s =
 // 1 - Π(1 - b_i) the joint's bad share taking the objectives as independent,
 // N the finished requests and U the unserved ones the SLO counts bad (the

@@ -2,7 +2,7 @@
 // over a window into the numbers operators act on: latency quantiles with the
 // bracket that certainly holds them, SLO attainment, joint attainment and
 // goodput with honest bounds, Little's-Law concurrency, burn rates, error budget
-// and cost.
+// and cost, and the evidence a burn-rate page rests on.
 //
 // It is pure: no I/O, no clock, no goroutines; time arrives inside the inputs.
 // It imports nothing of this module, so every other package may depend on it.
@@ -75,4 +75,8 @@
 // independence and the comonotone minimum); per scrape interval, where the
 // time-dependence is already in each count, the shares multiply. Goodput
 // tokens assume bad requests are of average length.
+//
+// The alert evidence ([EvidenceOf]) is neither an estimate nor a bound: it
+// is the burn rate of what a window has seen bad, computed as the generated
+// Prometheus rules compute it, so that both page on the same number.
 package slo

@@ -34,7 +34,7 @@ func (p *pass) regular(length time.Duration) (wr slo.WindowReport, exact *traces
 			if res.Covered {
 				// The pass shares le's evaluation with the alerts' windows:
 				// the exact numbers go into a copy of its own.
-				wr, at = cloneReport(le.rep), lagged
+				wr, at = le.rep.Clone(), lagged
 				res.Apply(&wr)
 			}
 		}
@@ -77,16 +77,4 @@ func (t *target) settleSpans(spec Spec, now time.Time) {
 // warm-up-free increase has all its finishers, as feedLedgers decides.
 func settlesObjectives(spans bool, s slo.SLO, iv history.Interval) bool {
 	return spans && slo.HasPerRequestObjective(s) && slo.FinishersOf(iv.Warm).N == slo.FinishersOf(iv.Window).N
-}
-
-// cloneReport copies a window report deep enough that writing into its maps
-// and SLO results leaves r alone.
-func cloneReport(r slo.WindowReport) slo.WindowReport {
-	r.Requests, r.Quantiles, r.Concurrency = maps.Clone(r.Requests), maps.Clone(r.Quantiles), maps.Clone(r.Concurrency)
-	r.SLOs = slices.Clone(r.SLOs)
-	for i := range r.SLOs {
-		s := &r.SLOs[i]
-		s.Objectives, s.GoodRequests = maps.Clone(s.Objectives), maps.Clone(s.GoodRequests)
-	}
-	return r
 }

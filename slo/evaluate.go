@@ -1,6 +1,7 @@
 package slo
 
 import (
+	"maps"
 	"math"
 	"slices"
 	"time"
@@ -188,6 +189,20 @@ type WindowReport struct {
 	// SLOs holds one result per SLO, in order; an SLO is absent when the
 	// window holds no finished request.
 	SLOs []SLOResult
+}
+
+// Clone copies r deep enough that writing into the copy's maps and SLO
+// results (their Objectives and GoodRequests) leaves r alone: a report a
+// caller shares can be amended in a copy. Its quantile slices are r's:
+// replace them, never write into them.
+func (r WindowReport) Clone() WindowReport {
+	r.Requests, r.Quantiles, r.Concurrency = maps.Clone(r.Requests), maps.Clone(r.Quantiles), maps.Clone(r.Concurrency)
+	r.SLOs = slices.Clone(r.SLOs)
+	for i := range r.SLOs {
+		s := &r.SLOs[i]
+		s.Objectives, s.GoodRequests = maps.Clone(s.Objectives), maps.Clone(s.GoodRequests)
+	}
+	return r
 }
 
 // AllKey is the objective key of "met every per-request objective".

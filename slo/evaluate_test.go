@@ -2,6 +2,7 @@ package slo
 
 import (
 	"math"
+	"reflect"
 	"testing"
 	"time"
 )
@@ -268,5 +269,18 @@ func TestEvaluateWindowAborted(t *testing.T) {
 				t.Errorf("the aborted count changed the SLO: %+v, was %+v", got, want)
 			}
 		})
+	}
+}
+
+// TestWindowReportClone: writing into a clone's maps and SLO results
+// leaves the original report as it was.
+func TestWindowReportClone(t *testing.T) {
+	rep := EvaluateWindow(busyWindow(), []SLO{interactive}, Options{Quantiles: []float64{0.5}})
+	want := EvaluateWindow(busyWindow(), []SLO{interactive}, Options{Quantiles: []float64{0.5}})
+	c := rep.Clone()
+	c.Requests[TTFT], c.Quantiles[TTFT], c.Concurrency[StageTotal] = 1, nil, Concurrency{}
+	c.SLOs[0].Name, c.SLOs[0].Objectives[AllKey], c.SLOs[0].GoodRequests[string(TTFT)] = "x", Exact(0), Exact(0)
+	if !reflect.DeepEqual(rep, want) {
+		t.Errorf("writing into the clone changed the original:\n%+v\nwant\n%+v", rep, want)
 	}
 }

@@ -226,7 +226,9 @@ func EvaluateWindow(w Window, slos []SLO, opts Options) WindowReport {
 // "all" of every SLO with a per-request objective (HasPerRequestObjective)
 // is joints[i], the ledger's joint over the same scrapes, instead of the
 // whole-window Fréchet bound, which is then never computed. A nil joints[i]
-// leaves that SLO without "all", goodput, burn rate and abandoned requests.
+// leaves that SLO without "all", goodput, burn rate and abandoned requests;
+// a joint carrying the ledger's per-objective sums (Joint.Objectives)
+// narrows the SLO's per-objective results by them.
 // joints holds one entry per SLO (nil entries allowed); SLOs of ITL
 // objectives only are judged over token gaps as by EvaluateWindow.
 func Evaluate(w Window, slos []SLO, joints []*Joint, opts Options) WindowReport {

@@ -60,7 +60,8 @@ func HasPerRequestObjective(s SLO) bool {
 // per-objective results come from the window, "all", goodput, the burn rate
 // and the abandoned requests from j, over j's span (the same scrapes). A
 // nil j, or one without length, leaves them absent; a j that could not
-// judge an objective replaces Unknown.
+// judge an objective replaces Unknown. j's per-objective sums, when it
+// carries them, narrow the per-objective results (narrowObjectives).
 //
 // Goodput tokens are the ledger's, intersected with the window's joint
 // bound over its token histogram when that histogram counts the same

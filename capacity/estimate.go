@@ -137,7 +137,7 @@ func Fit(all []Window, cfg Config, now time.Time, reason string) Estimate {
 // shape's interval (shapeInterval).
 func predictionInterval(ws []Window, cfg Config, k knee, sh shapeFit) (Range, replicates) {
 	est := k.load
-	rep := bootstrap(ws, cfg, sh)
+	rep := bootstrap(ws, cfg, sh, strataCuts(cfg, k))
 	all := make([]float64, 0, len(rep.knees)+rep.below+rep.above)
 	for range rep.below {
 		all = append(all, math.Inf(-1))
@@ -150,6 +150,35 @@ func predictionInterval(ws []Window, cfg Config, k knee, sh shapeFit) (Range, re
 	r.Lower = math.Max(0, math.Min(r.Lower, k.good)*(1-cfg.Transient))
 	r.Upper = math.Max(r.Upper, k.bad) * (1 + cfg.Transient)
 	return r, rep
+}
+
+// strataCuts are the loads the bootstrap's strata are split at: each of
+// Config.Strata times the knee k of the fit of all the windows (by default
+// where the shape's fitted range begins and the knee itself), none when
+// Strata is empty.
+//
+// Why stratify: the day's loads are the design of the experiment it ran,
+// set by the clients and observed without error, while the knee is a
+// property of the server at a fixed load; what the interval must carry is
+// the uncertainty of the attainment at the loads seen, not of which loads
+// a day happens to visit. A resample of the whole day also redraws the
+// design: when only a few windows lie past the knee (a burst of ten
+// minutes is five of them) one replicate in about seven draws none of
+// them, answers for a day on which the SLO never broke, and puts the
+// interval's upper end far past anything the day showed. Drawing each
+// stratum to its own count keeps the breach in every replicate, through
+// different windows of it, and the count of windows in the range the
+// shape is fitted to. What it gives up: a stratum of no more windows than
+// a block is drawn whole every time and adds no spread of its own (the
+// interval does not say how another few windows there would have read),
+// which is why the strata are few and each wide in load. The cuts are
+// fixed before resampling; a replicate's knee may cross them.
+func strataCuts(cfg Config, k knee) []float64 {
+	cuts := make([]float64, 0, len(cfg.Strata))
+	for _, f := range cfg.Strata {
+		cuts = append(cuts, f*k.load)
+	}
+	return cuts
 }
 
 // shapeInterval is the Gumbel shape's answer, given the isotonic one iso

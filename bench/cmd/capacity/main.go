@@ -4,6 +4,7 @@
 //	go run ./bench/cmd/capacity knees  [-out capacity/days/testdata/knees.json]
 //	go run ./bench/cmd/capacity table  [-knees F] [-seeds 5] [-hours 6] [-transient 0.04] [-shape-from 0.7] [-strata 0.7,1]
 //	go run ./bench/cmd/capacity converge [-knees F] [-seeds 5] [-hours 8]
+//	go run ./bench/cmd/capacity mixunit [-knees F] [-seeds 10] [-hours 6] [-weights 1:0,1:1,1:5] [-span 20m] [-days 'mix shift|diurnal, peak 110%']
 //	go run ./bench/cmd/capacity cost [-targets 1,100] [-hours 24] [-workload steady|knee] [-refit 30m,0] [-shape-from 0.7,0] [-runs 1]
 package main
 
@@ -22,7 +23,7 @@ import (
 
 func main() {
 	if len(os.Args) < 2 {
-		fmt.Fprintln(os.Stderr, "usage: capacity knees|table|converge|cost [flags]")
+		fmt.Fprintln(os.Stderr, "usage: capacity knees|table|converge|cost|mixunit [flags]")
 		os.Exit(2)
 	}
 	var err error
@@ -35,6 +36,8 @@ func main() {
 		err = runConverge(args)
 	case "cost":
 		err = runCost(args)
+	case "mixunit":
+		err = runMixUnit(args)
 	default:
 		err = fmt.Errorf("unknown command %q", cmd)
 	}

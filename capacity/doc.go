@@ -34,9 +34,12 @@
 //
 // The prediction interval is a moving-block bootstrap (Config.Block
 // consecutive windows resampled together, keeping the correlation a shared
-// queue gives neighbouring windows) of the whole fit, its central
-// Config.Level share, widened to the two bins around the crossing and then
-// by Config.Transient on either side. Replicates that never see the SLO
+// queue gives neighbouring windows) of the whole fit, stratified by load
+// (Config.Strata: below 0.7 of the knee, up to it and past it, each
+// stratum drawn to its own count, so that every replicate keeps the day's
+// design of loads and a breach seen in a few windows is in all of them),
+// its central Config.Level share, widened to the two bins around the
+// crossing and then by Config.Transient on either side. Replicates that never see the SLO
 // break put the upper end at +Inf, and an answer whose upper end is
 // infinite is reported LowerOnly, unless the curves fitted to the windows'
 // upper bounds fall short of the goal at some load: there the SLO broke
@@ -53,8 +56,9 @@
 // resampled bins. Its interval (the replicates' crossings, their central
 // Level share, widened by Config.Transient) is cut to the isotonic one, so
 // it never reaches beyond the loads that bracket the crossing, and is
-// published where it is the narrower; the estimate stays the isotonic
-// crossing where it lies inside. Estimate.Method says which answered.
+// published where it is the narrower, around the curve's own crossing (the
+// isotonic one where that falls outside). Estimate.Method says which
+// answered.
 //
 // The capacity in tokens per second is the capacity times the mix's mean
 // output length, and the concurrency at the knee (Little's law) the

@@ -141,34 +141,41 @@ type shapeFit struct {
 
 // bootstrap refits the knee on resamples of whole blocks of consecutive
 // windows (a moving-block bootstrap: windows close in time share a queue
-// and are not independent); with sh.on it fits the Gumbel shape to the
-// same resampled bins.
+// and are not independent), stratified by load at cuts (see strataCuts):
+// each stratum's windows, in time order, are drawn in blocks of their own
+// until the replicate holds as many of them as the stratum has, so every
+// replicate keeps the day's design of loads. With sh.on it fits the Gumbel
+// shape to the same resampled bins.
 //
 // The windows are sorted by load once: a replicate only counts how often
-// it drew each window (the last block cut at len(ws) draws, as a sample of
-// len(ws) windows would be), and a window drawn c times enters its bin
+// it drew each window (the last block of a stratum cut at the stratum's
+// count, as a sample of that many windows would be), and a window drawn c
+// times enters its bin
 // with c times its judged and good requests, which is what c copies of it
 // would add; so no replicate sorts or copies windows.
-func bootstrap(ws []Window, cfg Config, sh shapeFit) replicates {
+func bootstrap(ws []Window, cfg Config, sh shapeFit, cuts []float64) replicates {
 	rng := rand.New(rand.NewPCG(cfg.Seed, uint64(len(ws))))
-	block := max(1, min(cfg.Block, len(ws)))
-	starts := len(ws) - block + 1
 	order := make([]int, len(ws))
 	loads := make([]float64, len(ws))
 	for i, w := range ws {
 		order[i], loads[i] = i, w.Load()
 	}
+	groups := stratify(loads, cuts)
 	slices.SortStableFunc(order, func(a, b int) int { return cmpFloat(loads[a], loads[b]) })
 	counts := make([]float64, len(ws))
 	ps := make([]point, 0, len(ws))
 	var rep replicates
 	for range cfg.Resamples {
 		clear(counts)
-		for drawn := 0; drawn < len(ws); {
-			s := rng.IntN(starts)
-			for j := s; j < s+block && drawn < len(ws); j++ {
-				counts[j]++
-				drawn++
+		for _, g := range groups {
+			block := max(1, min(cfg.Block, len(g)))
+			starts := len(g) - block + 1
+			for drawn := 0; drawn < len(g); {
+				s := rng.IntN(starts)
+				for j := s; j < s+block && drawn < len(g); j++ {
+					counts[g[j]]++
+					drawn++
+				}
 			}
 		}
 		ps = ps[:0]
@@ -229,4 +236,20 @@ func upperOf(w Window) float64    { return w.Good.Upper }
 // sortPoints sorts points by load.
 func sortPoints(ps []point) {
 	slices.SortFunc(ps, func(a, b point) int { return cmpFloat(a.load, b.load) })
+}
+
+// stratify splits the indices of loads (in time order) into the strata
+// the ascending cuts bound, [0, cuts[0]), [cuts[0], cuts[1]), …, leaving
+// out the empty ones. Every index lands in exactly one stratum, so a
+// replicate that fills each stratum draws len(loads) windows in all.
+func stratify(loads, cuts []float64) [][]int {
+	out := make([][]int, len(cuts)+1)
+	for i, x := range loads {
+		s := 0
+		for s < len(cuts) && x >= cuts[s] {
+			s++
+		}
+		out[s] = append(out[s], i)
+	}
+	return slices.DeleteFunc(out, func(g []int) bool { return len(g) == 0 })
 }

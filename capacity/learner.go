@@ -132,6 +132,12 @@ type Config struct {
 	// Block is the number of consecutive windows resampled together, so
 	// that the bootstrap keeps their correlation in time (5).
 	Block int
+	// Strata are the loads, relative to the knee of the fit of all the
+	// windows and ascending, that split the windows into the strata the
+	// bootstrap resamples separately, each to its own count (0.7 and 1:
+	// below the shape's fitted range, up to the knee, past it; see
+	// strataCuts). Empty resamples the whole day at once.
+	Strata []float64
 	// MixSpan is how much recent history the mix is compared over (20m)
 	// and MixTolerance the relative change in mean prompt or output length
 	// that invalidates what was learned (0.2).
@@ -172,7 +178,7 @@ func DefaultConfig(goal float64) Config {
 	return Config{
 		Goal: goal, Window: 2 * time.Minute, History: 24 * time.Hour,
 		MinWindows: 15, MinFinished: 20, BinWidth: 0.04, Level: 0.9,
-		Resamples: 200, Block: 5, MixSpan: 20 * time.Minute, MixTolerance: 0.2,
+		Resamples: 200, Block: 5, Strata: []float64{0.7, 1}, MixSpan: 20 * time.Minute, MixTolerance: 0.2,
 		LoadSpan: 10 * time.Minute, TrendSpan: 30 * time.Minute, Memory: 5 * time.Minute, Transient: 0.04, ShapeFrom: 0.7, Seed: 1,
 		RefitEvery: 30 * time.Minute,
 	}

@@ -11,12 +11,12 @@ const (
 	// bootstrap interval widened to the bins around it. It assumes no shape
 	// for the curve between observed loads.
 	Isotonic Method = "isotonic"
-	// Gumbel: the interval is the bootstrap interval of the crossing of a
-	// Gumbel curve of attainment against load fitted to the windows near
-	// the knee, cut to the isotonic interval; the estimate stays the
-	// isotonic crossing where it lies inside (see shapeInterval). It
-	// assumes the curve's shape between observed loads (see gumbelCurve),
-	// and answers only where its interval is the narrower.
+	// Gumbel: the estimate is the crossing of a Gumbel curve of
+	// attainment against load fitted to the windows near the knee, and the
+	// interval the bootstrap interval of that crossing, cut to the
+	// isotonic interval (see shapeInterval). It assumes the curve's shape
+	// between observed loads (see gumbelCurve), and answers only where its
+	// interval is the narrower.
 	Gumbel Method = "gumbel"
 )
 

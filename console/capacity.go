@@ -73,9 +73,11 @@ type tick struct {
 	Label string
 }
 
-// capacityNumber is one row of the table: a /metrics series and its value.
+// capacityNumber is one row of the table: a /metrics series and its
+// value, or (Info) a series whose label carries the value.
 type capacityNumber struct {
 	Name, Series, Value string
+	Info                string
 }
 
 var capacityTemplate = template.Must(template.New("capacity").Funcs(funcs).Parse(head + `<!DOCTYPE html>
@@ -121,7 +123,7 @@ svg.capacity .opband { stroke: #009E73; stroke-width: 3; }
 {{with .Operating}}<line class="opband" x1="{{.X}}" y1="{{.Lo}}" x2="{{.X}}" y2="{{.Hi}}"/><circle class="operating" cx="{{.X}}" cy="{{.Y}}" r="{{.R}}"><title>{{.Title}}</title></circle>{{end}}
 </svg>{{else}}<p class="none">No window with judged requests yet.</p>{{end}}
 <table class="capacity-numbers"><tbody>
-{{range .Numbers}}<tr><td>{{.Name}}</td><td>{{if .Series}}<span class="num" title="{{.Series}}" data-series="{{.Series}}">{{.Value}}</span>{{else}}{{.Value}}{{end}}</td></tr>
+{{range .Numbers}}<tr><td>{{.Name}}</td><td>{{if .Series}}<span class="num" title="{{.Series}}" data-series="{{.Series}}">{{.Value}}</span>{{else if .Info}}<span class="info" title="{{.Info}}" data-info="{{.Info}}">{{.Value}}</span>{{else}}{{.Value}}{{end}}</td></tr>
 {{end}}</tbody></table>
 </div>
 </section>
@@ -194,7 +196,7 @@ func buildCapacityChart(r capacity.Report) capacityChart {
 			hi = x(req.Upper)
 		}
 		ch.Knee = &kneeMark{X: x(req.Estimate), Band: rect{X: x(req.Lower), Y: padTop, W: round1(hi - x(req.Lower)), H: plotH},
-			Title: "capacity " + formatNumber(req.Estimate) + " req/s, 90% prediction interval [" + formatNumber(req.Lower) + ", " + formatNumber(req.Upper) + "]"}
+			Title: "capacity " + formatNumber(req.Estimate) + " req/s, 90% prediction interval [" + formatNumber(req.Lower) + ", " + formatNumber(req.Upper) + "]" + methodNote(e.Method)}
 	}
 	if cv.Known {
 		a := cv.Operating.Attainment
@@ -231,6 +233,11 @@ func capacityNumbers(e capacity.Estimate) []capacityNumber {
 				add(p.name+", upper end", "vllm_slo_"+p.prefix+"_upper_"+p.suffix, p.r.Upper, p.unit)
 			}
 		}
+		if e.Method != "" {
+			// A label of its own series, as /metrics has it: which fit
+			// placed the knee and its interval.
+			out = append(out, capacityNumber{Name: "method", Info: "vllm_slo_capacity_method_info", Value: string(e.Method)})
+		}
 		if e.HasBreach && e.TimeToBreach > 0 {
 			out = append(out, capacityNumber{Name: "time to breach", Series: "vllm_slo_capacity_time_to_breach_seconds", Value: formatDuration(e.TimeToBreach)})
 		}
@@ -243,6 +250,14 @@ func capacityNumbers(e capacity.Estimate) []capacityNumber {
 	}
 	out = append(out, capacityNumber{Name: "windows fitted", Value: strconv.Itoa(e.Windows)})
 	return out
+}
+
+// methodNote names the fit that placed a bounded knee, for its tooltip.
+func methodNote(m capacity.Method) string {
+	if m == "" {
+		return ""
+	}
+	return ", placed by the " + string(m) + " fit"
 }
 
 func finiteMax(a, b float64) float64 {

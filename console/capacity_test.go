@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/model"
 
 	"github.com/vllm-slo-exporter/vllm-slo-exporter/capacity"
@@ -112,6 +113,7 @@ func TestCapacityPageDrawsTheReport(t *testing.T) {
 			}
 		}
 	}
+	checkMethodShown(t, sections, reps, mfs)
 	cell := regexp.MustCompile(`data-series="([^"]+)">([^<]+)<`)
 	compared := 0
 	for i, s := range sections {
@@ -150,6 +152,49 @@ func TestCapacityPageDrawsTheReport(t *testing.T) {
 	}
 	if compared < 20 {
 		t.Fatalf("only %d numbers compared", compared)
+	}
+}
+
+// checkMethodShown fails unless each section shows the method of its
+// estimate exactly when /metrics exports vllm_slo_capacity_method_info for
+// that target, with the same value as the series' method label, in the
+// table and in the knee's tooltip.
+func checkMethodShown(t *testing.T, sections []string, reps []capacity.Report, mfs []*dto.MetricFamily) {
+	t.Helper()
+	exported := map[string]string{} // target → method label
+	for _, mf := range mfs {
+		if mf.GetName() != "vllm_slo_capacity_method_info" {
+			continue
+		}
+		for _, m := range mf.GetMetric() {
+			var target, method string
+			for _, l := range m.GetLabel() {
+				switch l.GetName() {
+				case "target":
+					target = l.GetValue()
+				case "method":
+					method = l.GetValue()
+				}
+			}
+			exported[target] = method
+		}
+	}
+	info := regexp.MustCompile(`data-info="vllm_slo_capacity_method_info">([^<]+)<`)
+	for i, s := range sections {
+		target, method := reps[i].Target, string(reps[i].Estimate.Method)
+		got := info.FindAllStringSubmatch(s, -1)
+		want, ok := exported[target]
+		switch {
+		case !ok && len(got) != 0:
+			t.Errorf("%s: the page shows method %q, /metrics exports none", target, got[0][1])
+		case ok && (len(got) != 1 || got[0][1] != want || want != method):
+			t.Errorf("%s: the page shows methods %v, /metrics %q, the estimate %q", target, got, want, method)
+		case ok && !strings.Contains(s, "placed by the "+want+" fit</title>"):
+			t.Errorf("%s: the knee's tooltip does not name the %s fit", target, want)
+		}
+	}
+	if len(exported) == 0 {
+		t.Error("no method exported: the bounded estimate must have one")
 	}
 }
 

@@ -220,8 +220,11 @@ type Result struct {
 	Baselines []capacity.Baseline
 	Final     capacity.Estimate
 	Baseline  capacity.Baseline
-	// Intervals counts the intervals the pipeline handed to the learners.
+	// Intervals counts the intervals the pipeline handed to the learners;
+	// Fed holds what the learner of SLO was given from each (for replaying
+	// the day into another learner).
 	Intervals int
+	Fed       []capacity.Interval
 	// Windows are the learner's windows at the end, and TrueGood the good
 	// finished requests in each by the simulator's truth (for diagnosis:
 	// the estimate never reads it).
@@ -275,19 +278,27 @@ func Run(d Day, seed uint64, cfg capacity.Config) (Result, error) {
 		res.Baseline = l.Baseline(SLO)
 		res.Windows = slices.Clone(l.Windows())
 	})
-	res.Intervals = spec.Intervals.(*counted).n
+	res.Intervals, res.Fed = spec.Intervals.(*counted).n, spec.Intervals.(*counted).fed
 	res.TrueGood = trueGood(sm.Truth(), res.Windows)
 	return res, nil
 }
 
-// counted is the learners, counting the intervals handed to them.
+// counted is the learners, counting the intervals handed to them and
+// keeping what the first SLO's learner learns from each (as
+// online.Learners does, for the intervals the ledger judged for it).
 type counted struct {
 	learners *online.Learners
 	n        int
+	fed      []capacity.Interval
 }
 
 func (c *counted) ObserveIntervals(t pipeline.TargetSpec, slos []slo.SLO, ivs []pipeline.ClosedInterval) {
 	c.n += len(ivs)
+	for _, iv := range ivs {
+		if len(iv.Good) > 0 && iv.Good[0].End.Equal(iv.Window.End) {
+			c.fed = append(c.fed, online.Interval(iv, 0))
+		}
+	}
 	c.learners.ObserveIntervals(t, slos, ivs)
 }
 

@@ -2,8 +2,9 @@
 // truth and prints the tables of BENCHMARKS.md:
 //
 //	go run ./bench/cmd/capacity knees  [-out capacity/days/testdata/knees.json]
-//	go run ./bench/cmd/capacity table  [-knees F] [-seeds 5] [-hours 6] [-transient 0.04] [-shape-from 0.7]
+//	go run ./bench/cmd/capacity table  [-knees F] [-seeds 5] [-hours 6] [-transient 0.04] [-shape-from 0.7] [-strata 0.7,1]
 //	go run ./bench/cmd/capacity converge [-knees F] [-seeds 5] [-hours 8]
+//	go run ./bench/cmd/capacity mixunit [-knees F] [-seeds 10] [-hours 6] [-weights 1:0,1:1,1:5] [-span 20m] [-days 'mix shift|diurnal, peak 110%']
 //	go run ./bench/cmd/capacity cost [-targets 1,100] [-hours 24] [-workload steady|knee] [-refit 30m,0] [-shape-from 0.7,0] [-runs 1]
 package main
 
@@ -12,6 +13,8 @@ import (
 	"fmt"
 	"math"
 	"os"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/vllm-slo-exporter/vllm-slo-exporter/capacity"
@@ -20,7 +23,7 @@ import (
 
 func main() {
 	if len(os.Args) < 2 {
-		fmt.Fprintln(os.Stderr, "usage: capacity knees|table|converge|cost [flags]")
+		fmt.Fprintln(os.Stderr, "usage: capacity knees|table|converge|cost|mixunit [flags]")
 		os.Exit(2)
 	}
 	var err error
@@ -33,6 +36,8 @@ func main() {
 		err = runConverge(args)
 	case "cost":
 		err = runCost(args)
+	case "mixunit":
+		err = runMixUnit(args)
 	default:
 		err = fmt.Errorf("unknown command %q", cmd)
 	}
@@ -72,8 +77,13 @@ func runTable(args []string) error {
 	hours := fs.Float64("hours", 6, "simulated hours per day")
 	transient := fs.Float64("transient", capacity.DefaultConfig(0).Transient, "the interval's transient margin (capacity.Config.Transient)")
 	shapeFrom := fs.Float64("shape-from", capacity.DefaultConfig(0).ShapeFrom, "where the Gumbel shape's fit starts, relative to the isotonic knee; 0 turns it off (capacity.Config.ShapeFrom)")
+	strataFlag := fs.String("strata", joinFloats(capacity.DefaultConfig(0).Strata), "comma-separated load cuts, relative to the knee, of the bootstrap's strata; empty resamples the whole day (capacity.Config.Strata)")
 	if err := fs.Parse(args); err != nil {
 		return err
+	}
+	strata, err := parseFloats(*strataFlag)
+	if err != nil {
+		return fmt.Errorf("strata: %w", err)
 	}
 	k, err := days.ReadKnees(*path)
 	if err != nil {
@@ -83,7 +93,7 @@ func runTable(args []string) error {
 	for _, d := range days.Suite(k, time.Duration(*hours*float64(time.Hour))) {
 		for s := 1; s <= *seeds; s++ {
 			cfg := capacity.DefaultConfig(days.SLO.Goal)
-			cfg.Transient, cfg.ShapeFrom = *transient, *shapeFrom
+			cfg.Transient, cfg.ShapeFrom, cfg.Strata = *transient, *shapeFrom, strata
 			r, err := days.Run(d, uint64(s), cfg)
 			if err != nil {
 				return err
@@ -154,4 +164,29 @@ func runConverge(args []string) error {
 		fmt.Printf("| %d | %.0f/%.0f | %.0f/%.0f | %s | %s | %.2f |\n", h+1, a.bounded, a.n, a.inside, a.n, e, w, a.lower/a.n)
 	}
 	return nil
+}
+
+// joinFloats writes xs comma-separated, as parseFloats reads them.
+func joinFloats(xs []float64) string {
+	out := make([]string, len(xs))
+	for i, x := range xs {
+		out[i] = strconv.FormatFloat(x, 'g', -1, 64)
+	}
+	return strings.Join(out, ",")
+}
+
+// parseFloats reads comma-separated numbers; the empty string is none.
+func parseFloats(s string) ([]float64, error) {
+	if strings.TrimSpace(s) == "" {
+		return nil, nil
+	}
+	var out []float64
+	for _, f := range strings.Split(s, ",") {
+		v, err := strconv.ParseFloat(strings.TrimSpace(f), 64)
+		if err != nil {
+			return nil, fmt.Errorf("%q: %w", f, err)
+		}
+		out = append(out, v)
+	}
+	return out, nil
 }

@@ -47,7 +47,7 @@ func TestRulesEvidenceIsTheDaemons(t *testing.T) {
 	}
 	defer prom.Stop()
 	for i, run := range runs {
-		rf, err := InlinedRules(run.Config) // the flat rules: inlined, the hierarchy nests a subquery per term, and its one name per level carries labels no rule sets statically
+		rf, err := rules.Generate(run.Config)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -229,7 +229,7 @@ func windowRecords(t *testing.T, rf *rules.RuleFile) []string {
 // usesLevels reports whether some rule reads the top level of the
 // hierarchy (a window's sum: the levels read the level below).
 func usesLevels(rf *rules.RuleFile) bool {
-	top := rules.LevelRecord(hierarchyLevels[len(hierarchyLevels)-1]) + "{"
+	top := rules.LevelRecord("", hierarchyLevels[len(hierarchyLevels)-1]) + "{"
 	for _, g := range rf.Groups {
 		for _, r := range g.Rules {
 			if strings.Contains(r.Expr, top) {

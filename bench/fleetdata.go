@@ -207,16 +207,10 @@ func (f Fleet) Series() []labels.Labels {
 		out = append(out, labels.FromStrings(append([]string{"__name__", "vllm:num_requests_running"}, base...)...),
 			labels.FromStrings(append([]string{"__name__", "vllm:num_requests_waiting"}, base...)...))
 	}
-	for _, level := range append([]time.Duration{0}, f.Levels...) {
+	for _, name := range f.ledgerNames() {
 		for m := range f.Models {
 			for _, l := range LedgerSeries {
-				// The ledger series, then every level's sums of it, as the
-				// rules record them: one name per level, the ledger
-				// series' name as rules.SeriesLabel.
-				ls := []string{"__name__", l.Name, "model_name", modelName(m), "slo", FleetSLO}
-				if level > 0 {
-					ls = []string{"__name__", rules.LevelRecord(level), rules.SeriesLabel, l.Name, "model_name", modelName(m), "slo", FleetSLO}
-				}
+				ls := []string{"__name__", name(l.Name), "model_name", modelName(m), "slo", FleetSLO}
 				if l.Objective != "" {
 					ls = append(ls, "objective", l.Objective)
 				}
@@ -225,6 +219,16 @@ func (f Fleet) Series() []labels.Labels {
 		}
 	}
 	return out
+}
+
+// ledgerNames name the ledger series and then, level after level, their
+// level series, in the order Walk writes them.
+func (f Fleet) ledgerNames() []func(string) string {
+	names := []func(string) string{func(n string) string { return n }}
+	for _, l := range f.Levels {
+		names = append(names, func(n string) string { return rules.LevelRecord(n, l) })
+	}
+	return names
 }
 
 // levelSums computes the hierarchy's level series from the ledger's

@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/common/model"
 	"github.com/prometheus/prometheus/model/labels"
 
 	"github.com/vllm-slo-exporter/vllm-slo-exporter/rules"
@@ -116,8 +117,8 @@ func TestFleetLevels(t *testing.T) {
 			return nil
 		}
 		for _, l := range f.Levels {
-			if name == rules.LevelRecord(l) {
-				key := ls.Get(rules.SeriesLabel) + ls.Get("model_name") + ls.Get("objective")
+			if base, ok := strings.CutSuffix(name, rules.LevelRecord("", l)); ok {
+				key := base + ls.Get("model_name") + ls.Get("objective")
 				if levels[key] == nil {
 					levels[key] = map[time.Duration][]float64{}
 				}
@@ -214,7 +215,7 @@ func TestFleetSparseHistory(t *testing.T) {
 			level = 0
 		}
 		for _, l := range levels {
-			if name == rules.LevelRecord(l) {
+			if strings.HasSuffix(name, "_sum"+model.Duration(l).String()) {
 				level = l
 			}
 		}
@@ -233,13 +234,13 @@ func TestFleetSparseHistory(t *testing.T) {
 	if want := len(series) * int(sparse.Full/Interval); counts["full"] != want {
 		t.Errorf("%d samples in the full part, want %d", counts["full"], want)
 	}
-	for _, name := range []string{"vllm:num_requests_running", rules.LevelRecord(time.Hour), rules.LevelRecord(6 * time.Hour),
-		rules.LevelRecord(24 * time.Hour), rules.LevelRecord(7 * 24 * time.Hour)} {
+	for _, name := range []string{"vllm:num_requests_running", LedgerSeries[0].Name + "_sum1h", LedgerSeries[0].Name + "_sum6h",
+		LedgerSeries[0].Name + "_sum1d", LedgerSeries[0].Name + "_sum1w"} {
 		if counts[name] == 0 {
 			t.Errorf("no sample of %s before the full part", name)
 		}
 	}
-	if n := counts["vllm:e2e_request_latency_seconds_count"] + counts[LedgerSeries[0].Name] + counts[rules.LevelRecord(5*time.Minute)]; n != 0 {
+	if n := counts["vllm:e2e_request_latency_seconds_count"] + counts[LedgerSeries[0].Name] + counts[LedgerSeries[0].Name+"_sum5m"]; n != 0 {
 		t.Errorf("%d samples of series no rule reads there", n)
 	}
 }

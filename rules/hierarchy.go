@@ -2,7 +2,6 @@ package rules
 
 import (
 	"fmt"
-	"maps"
 	"strconv"
 	"strings"
 	"time"
@@ -61,66 +60,51 @@ func levelSpans(levels []time.Duration, interval time.Duration) []int {
 	return spans
 }
 
-// SeriesLabel tells apart the per-interval series whose sums share a
-// level's name (LevelRecord) or a window's: its value is the per-interval
-// series' name.
-const SeriesLabel = "series"
-
-// LevelRecord is the name of one level of the hierarchy: the sums over span
-// of every per-interval series windows sum, recorded at every evaluation,
-// one series per per-interval series (SeriesLabel) and model. One name per
-// level lets a level above read every series' terms with one selector per
-// term, in one rule, instead of one rule per series: on VictoriaMetrics a
-// rule costs vmalert about 3 ms beyond its query (a request, a response
-// decoded and its samples written back), which with thirteen series per
-// level was most of the levels' time.
-func LevelRecord(span time.Duration) string {
-	return "model_name:vllm_slo_ledger:interval_sum" + model.Duration(span).String()
+// LevelRecord is the name of a level series of the hierarchy: the sum of
+// the per-interval series name over span, recorded at every evaluation.
+func LevelRecord(name string, span time.Duration) string {
+	return name + "_sum" + model.Duration(span).String()
 }
 
 // levelRules are the hierarchy's recording rules, after the per-interval
 // rules they read: for every per-interval series a window sums, one series
-// per level, each the sum of the span ending now, under the level's name
-// with the per-interval series' name as SeriesLabel.
+// per level, each the sum of the span ending now.
 //
-// The first level is sum_over_time over its span's per-interval samples,
-// one rule per per-interval series; each level above it is one rule, the
-// sum of the level below at the offsets 0, s, 2s, ... (s the span below) up
-// to its own span, every series' at once: the spans tile it, and every
-// level series is recorded at every evaluation, so the sample at each
+// The first level is sum_over_time over its span's per-interval samples;
+// each level above it is the sum of the level below at the offsets 0, s,
+// 2s, ... (s the span below) up to its own span: the spans tile it, and
+// every level series is recorded at every evaluation, so the sample at each
 // offset is the one that evaluation recorded. A term with no sample (before
 // the history, or a stretch the per-interval series had none) adds nothing,
 // as it adds nothing to the flat sum. Counts add, so every level is exactly
-// the flat sum of the same per-interval samples. The series stay apart:
-// their label sets differ in SeriesLabel, and the terms' sum only removes
-// the label that tells the terms apart.
+// the flat sum of the same per-interval samples.
 func (lp ledgerPlan) levelRules(interval []Rule) []Rule {
-	summed := summedRules(interval)
-	if len(lp.spans) == 0 || len(summed) == 0 {
+	if len(lp.spans) == 0 {
 		return nil
 	}
 	var rs []Rule
-	first := LevelRecord(time.Duration(lp.spans[0]) * lp.interval)
-	for _, r := range summed {
-		labels := maps.Clone(r.Labels)
-		if labels == nil {
-			labels = map[string]string{}
+	for _, r := range summedRules(interval) {
+		obj := r.Labels["objective"]
+		for k, span := range lp.spans {
+			rec := LevelRecord(r.Record, time.Duration(span)*lp.interval)
+			expr := lp.rangeSum(lp.sel(r.Record, obj), span, 0)
+			if k > 0 {
+				below := lp.sel(LevelRecord(r.Record, time.Duration(lp.spans[k-1])*lp.interval), obj)
+				var terms []string
+				for j := 0; j < span/lp.spans[k-1]; j++ {
+					terms = append(terms, lp.at(below, j*lp.spans[k-1]))
+				}
+				expr = sumTerms(terms)
+			}
+			rule := Rule{Record: rec, Expr: expr, Labels: r.Labels}
+			if len(rs) == 0 {
+				rule.Comment = "The hierarchy: each per-interval series summed over " + lp.levelList() + ", recorded at every\n" +
+					"evaluation; a level is the level below it at offsets that tile its span. Windows longer than\n" +
+					"the second level sum these (a bounded number of samples per series whatever the window), and\n" +
+					"equal the flat sums of the same per-interval samples (counts add)."
+			}
+			rs = append(rs, rule)
 		}
-		labels[SeriesLabel] = r.Record
-		rs = append(rs, Rule{Record: first, Expr: lp.rangeSum(lp.sel(r.Record, r.Labels["objective"]), lp.spans[0], 0), Labels: labels})
-	}
-	rs[0].Comment = "The hierarchy: each per-interval series summed over " + lp.levelList() + ", recorded at every\n" +
-		"evaluation, one name per level (label " + SeriesLabel + ": the per-interval series); a level is the level\n" +
-		"below it at offsets that tile its span. Windows longer than the second level sum these (a bounded\n" +
-		"number of samples per series whatever the window), and equal the flat sums of the same\n" +
-		"per-interval samples (counts add)."
-	for k := 1; k < len(lp.spans); k++ {
-		below := selector(LevelRecord(time.Duration(lp.spans[k-1])*lp.interval), "slo", lp.slo.Name)
-		var terms []string
-		for j := 0; j < lp.spans[k]/lp.spans[k-1]; j++ {
-			terms = append(terms, lp.at(below, j*lp.spans[k-1]))
-		}
-		rs = append(rs, Rule{Record: LevelRecord(time.Duration(lp.spans[k]) * lp.interval), Expr: sumTerms(terms), Labels: lp.labels("")})
 	}
 	return rs
 }
@@ -192,11 +176,10 @@ func sumTerms(terms []string) string {
 	return "sum without (part) (\n  " + strings.Join(parts, "\n  or ") + "\n)"
 }
 
-// windowSumRecord is the name of the recorded sums of the per-interval
-// series over a window that the hierarchy serves, one series per
-// per-interval series (SeriesLabel) and model, as the levels are.
-func windowSumRecord(w model.Duration) string {
-	return "model_name:vllm_slo_ledger:interval_over" + w.String()
+// windowSumRecord is the name of the recorded sum of a per-interval series
+// over a window that the hierarchy serves.
+func windowSumRecord(name string, w model.Duration) string {
+	return name + "_over" + w.String()
 }
 
 // hierarchical reports whether a window is summed from the hierarchy: it
@@ -208,32 +191,32 @@ func (lp ledgerPlan) hierarchical(w model.Duration) bool {
 
 // sumOverSelector is what a window's rules read for the sum of a
 // per-interval series over w: the flat sum_over_time, or, where the
-// hierarchy serves the window, the series' sum recorded once per window
-// (windowSumRules) without SeriesLabel, the labels the flat sum has. That
-// keeps every expression short (VictoriaMetrics refuses queries over 16 KiB
-// by default) and the sum read once however many of the window's rules use
-// it.
+// hierarchy serves the window, the selector of the sum recorded once per
+// window (windowSumRules), which keeps every expression short
+// (VictoriaMetrics refuses queries over 16 KiB by default) and the sum read
+// once however many of the window's rules use it.
 func (lp ledgerPlan) sumOverSelector(name, objective string, w model.Duration) string {
 	if !lp.hierarchical(w) {
 		return fmt.Sprintf("sum_over_time(%s[%s])", lp.sel(name, objective), w-model.Duration(time.Millisecond))
 	}
-	sel := selector(windowSumRecord(w), "slo", lp.slo.Name, SeriesLabel, name)
-	if objective != "" {
-		sel = selector(windowSumRecord(w), "slo", lp.slo.Name, "objective", objective, SeriesLabel, name)
-	}
-	return fmt.Sprintf("sum without (%s) (%s)", SeriesLabel, sel)
+	return lp.sel(windowSumRecord(name, w), objective)
 }
 
 // windowSumRules record, for a window the hierarchy serves, the window's
-// sums of every per-interval series it reads, in one rule before the
-// window's rules.
+// sum of every per-interval series it reads, before the window's rules.
 func (lp ledgerPlan) windowSumRules(interval []Rule, w model.Duration) []Rule {
-	summed := summedRules(interval)
-	if !lp.hierarchical(w) || len(summed) == 0 {
+	if !lp.hierarchical(w) {
 		return nil
 	}
-	return []Rule{{Record: windowSumRecord(w), Expr: lp.windowSum(summed, w), Labels: lp.labels(""),
-		Comment: fmt.Sprintf("The %s window's sums of the per-interval series, from the hierarchy's levels.", w)}}
+	var rs []Rule
+	for _, r := range summedRules(interval) {
+		obj := r.Labels["objective"]
+		rs = append(rs, Rule{Record: windowSumRecord(r.Record, w), Expr: lp.windowSum(r.Record, obj, w), Labels: r.Labels})
+	}
+	if len(rs) > 0 {
+		rs[0].Comment = fmt.Sprintf("The %s window's sums of the per-interval series, from the hierarchy's levels.", w)
+	}
+	return rs
 }
 
 // windowSum sums a per-interval series over the ceil(w/interval)
@@ -253,28 +236,19 @@ func (lp ledgerPlan) windowSumRules(interval []Rule, w model.Duration) []Rule {
 // 15 s with the default levels (spans 20, 240, 1440, 5760 and 40,320
 // evaluations); a 30-day period reads 6 (4 weeks, 2 days) against 172,800
 // flat.
-//
-// Every summed series is in each level term (one selector of the level's
-// name); the rest, per series, is labelled with SeriesLabel as the levels
-// are, and the series' rests joined with or (their label sets differ in
-// it) into one term.
-func (lp ledgerPlan) windowSum(summed []Rule, w model.Duration) string {
+func (lp ledgerPlan) windowSum(name, objective string, w model.Duration) string {
 	n := int(lp.windowStart(w) / lp.interval)
 	var terms []string
 	offset := 0
 	for k := len(lp.spans) - 1; k >= 0; k-- {
 		span := lp.spans[k]
-		sel := selector(LevelRecord(time.Duration(span)*lp.interval), "slo", lp.slo.Name)
+		sel := lp.sel(LevelRecord(name, time.Duration(span)*lp.interval), objective)
 		for ; n-offset >= span; offset += span {
 			terms = append(terms, lp.at(sel, offset))
 		}
 	}
 	if rest := n - offset; rest > 0 {
-		parts := make([]string, len(summed))
-		for i, r := range summed {
-			parts[i] = fmt.Sprintf("label_replace(%s, %q, %q, \"\", \"\")", lp.rangeSum(lp.sel(r.Record, r.Labels["objective"]), rest, offset), SeriesLabel, r.Record)
-		}
-		terms = append(terms, "("+strings.Join(parts, " or ")+")")
+		terms = append(terms, lp.rangeSum(lp.sel(name, objective), rest, offset))
 	}
 	return sumTerms(terms)
 }

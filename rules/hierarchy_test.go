@@ -34,9 +34,9 @@ func TestLevelSpans(t *testing.T) {
 	}
 }
 
-// termRe reads one term of a window's sum: the series (a level's span, or
-// none: the per-interval series x), its range and its offset.
-var termRe = regexp.MustCompile(`(?:last|sum)_over_time\((?:model_name:vllm_slo_ledger:interval_sum([0-9a-z]+)|x)\{slo="s"\}\[([0-9a-z]+)\](?: offset ([0-9a-z]+))?\)`)
+// termRe reads one term of a window's sum: the series (a level or the
+// per-interval one), its range and its offset.
+var termRe = regexp.MustCompile(`(?:last|sum)_over_time\(x(?:_sum([0-9a-z]+))?\{slo="s"\}\[([0-9a-z]+)\](?: offset ([0-9a-z]+))?\)`)
 
 // TestWindowSumTiles checks that a window's terms cover its ceil(w/interval)
 // evaluations exactly once each, and that their number stays within the
@@ -52,7 +52,7 @@ func TestWindowSumTiles(t *testing.T) {
 			}
 			n := int(lp.windowStart(d) / lp.interval)
 			covered := make([]int, n)
-			terms := termRe.FindAllStringSubmatch(lp.windowSum([]Rule{{Record: "x"}}, d), -1)
+			terms := termRe.FindAllStringSubmatch(lp.windowSum("x", "", d), -1)
 			for _, m := range terms {
 				span := 1
 				if m[1] != "" {
@@ -115,12 +115,6 @@ func TestShortWindowsStayFlat(t *testing.T) {
 	if !lp.hierarchical(model.Duration(time.Hour + 15*time.Second)) {
 		t.Error("a window one interval past the second level is not summed from the hierarchy")
 	}
-	// A window the hierarchy serves reads the series' sum without the label
-	// that tells the series apart: the flat sum's labels.
-	if got, want := lp.sumOverSelector("x", "tpot", model.Duration(6*time.Hour)),
-		`sum without (series) (model_name:vllm_slo_ledger:interval_over6h{slo="s",objective="tpot",series="x"})`; got != want {
-		t.Errorf("window 6h: %s, want %s", got, want)
-	}
 	flat := lp
 	flat.spans = nil
 	if flat.hierarchical(model.Duration(30 * 24 * time.Hour)) {
@@ -132,36 +126,24 @@ func TestShortWindowsStayFlat(t *testing.T) {
 }
 
 // TestLevelRulesSumTheLevelBelow checks a level's terms: the level below at
-// every multiple of its span, every series' in one rule; the first level
-// one rule per series, told apart by SeriesLabel.
+// every multiple of its span.
 func TestLevelRulesSumTheLevelBelow(t *testing.T) {
 	lp := ledgerPlan{interval: 15 * time.Second, spans: []int{4, 20}}
 	lp.slo.Name = "s"
-	rs := lp.levelRules([]Rule{{Record: recIntFinished, Labels: map[string]string{"slo": "s"}},
-		{Record: recIntObjGoodLo, Labels: map[string]string{"slo": "s", "objective": "tpot"}}, {Record: recIntObjGoodHi}})
-	if len(rs) != 3 {
-		t.Fatalf("%d level rules, want 3 (two series summed at the first level, one rule for the second; the upper edge is not summed)", len(rs))
+	rs := lp.levelRules([]Rule{{Record: recIntFinished, Labels: map[string]string{"slo": "s"}}, {Record: recIntObjGoodHi}})
+	if len(rs) != 2 {
+		t.Fatalf("%d level rules, want 2 (one series summed, two levels; the upper edge is not summed)", len(rs))
 	}
-	for i, want := range []struct{ expr, series, objective string }{
-		{`sum_over_time(` + recIntFinished + `{slo="s"}[59s999ms])`, recIntFinished, ""},
-		{`sum_over_time(` + recIntObjGoodLo + `{slo="s",objective="tpot"}[59s999ms])`, recIntObjGoodLo, "tpot"},
-	} {
-		r := rs[i]
-		if r.Record != LevelRecord(time.Minute) || r.Expr != want.expr || r.Labels[SeriesLabel] != want.series || r.Labels["objective"] != want.objective || r.Labels["slo"] != "s" {
-			t.Errorf("first level, series %d: %s %s %v, want %s %s with %s=%q, objective %q", i, r.Record, r.Expr, r.Labels,
-				LevelRecord(time.Minute), want.expr, SeriesLabel, want.series, want.objective)
-		}
-	}
-	if rs[2].Record != LevelRecord(5*time.Minute) || rs[2].Labels[SeriesLabel] != "" {
-		t.Errorf("second level records %s with labels %v, want %s without %s", rs[2].Record, rs[2].Labels, LevelRecord(5*time.Minute), SeriesLabel)
+	if want := `sum_over_time(` + recIntFinished + `{slo="s"}[59s999ms])`; rs[0].Expr != want {
+		t.Errorf("first level: %s, want %s", rs[0].Expr, want)
 	}
 	for j := range 5 {
-		term := `last_over_time(` + LevelRecord(time.Minute) + `{slo="s"}[14s999ms]`
+		term := `last_over_time(` + LevelRecord(recIntFinished, time.Minute) + `{slo="s"}[14s999ms]`
 		if j > 0 {
 			term += " offset " + model.Duration(time.Duration(j)*time.Minute).String()
 		}
-		if !regexp.MustCompile(regexp.QuoteMeta(term) + `\), "part", "` + strconv.Itoa(j) + `"`).MatchString(rs[2].Expr) {
-			t.Errorf("second level lacks term %d (%s):\n%s", j, term, rs[2].Expr)
+		if !regexp.MustCompile(regexp.QuoteMeta(term) + `\), "part", "` + strconv.Itoa(j) + `"`).MatchString(rs[1].Expr) {
+			t.Errorf("second level lacks term %d (%s):\n%s", j, term, rs[1].Expr)
 		}
 	}
 }

@@ -151,16 +151,12 @@ type groupRow struct {
 
 // checkLedgerNames makes sure the fleet's synthetic ledger history has the
 // names the generated rules record (the per-interval series and, with the
-// hierarchy, their levels' sums: every level's name, the first level's
-// rules naming each summed series), so that the long windows read it.
+// hierarchy, their level series), so that the long windows read it.
 func checkLedgerNames(rf *rules.RuleFile, levels []time.Duration) error {
-	recorded, summed := map[string]bool{}, map[string]bool{}
+	recorded := map[string]bool{}
 	for _, g := range rf.Groups {
 		for _, r := range g.Rules {
 			recorded[r.Record] = true
-			if len(levels) > 0 && r.Record == rules.LevelRecord(levels[0]) {
-				summed[r.Labels[rules.SeriesLabel]] = true
-			}
 		}
 	}
 	withLevels := 0
@@ -169,13 +165,14 @@ func checkLedgerNames(rf *rules.RuleFile, levels []time.Duration) error {
 			return fmt.Errorf("the rules record no %s: update bench.LedgerSeries", l.Name)
 		}
 		// Series no window sums have no levels (the history's are unread).
-		if summed[l.Name] {
-			withLevels++
+		if len(levels) == 0 || !recorded[rules.LevelRecord(l.Name, levels[0])] {
+			continue
 		}
-	}
-	for _, lv := range levels {
-		if n := rules.LevelRecord(lv); !recorded[n] {
-			return fmt.Errorf("the rules record no %s: the fleet's levels are not the rules'", n)
+		withLevels++
+		for _, lv := range levels {
+			if n := rules.LevelRecord(l.Name, lv); !recorded[n] {
+				return fmt.Errorf("the rules record no %s: the fleet's levels are not the rules'", n)
+			}
 		}
 	}
 	if len(levels) > 0 && withLevels == 0 {

@@ -37,6 +37,8 @@ func runFleetRules(args []string) error {
 	engines := fl.String("engines", "prometheus,victoriametrics", "engines to measure")
 	header := fl.Bool("header", true, "print the table header")
 	flat := fl.Bool("flat", false, "the flat rules: every window sums the per-interval series (no hierarchy)")
+	reps := fl.Int("query-times", 0, "after the evaluations, time every rule of the SLO group alone as an instant query, fastest of this many runs, and print the times by kind (0: off)")
+	vmFlags := fl.String("vm-flags", "", "extra flags of victoria-metrics, space-separated (-search.disableCache: without its rollup cache)")
 	full := fl.Duration("full", 0, "how much of the history (ending now) holds every series; before it only what the rules read there (bench.Fleet.Full; 0: all)")
 	if err := fl.Parse(args); err != nil {
 		return err
@@ -86,8 +88,11 @@ func runFleetRules(args []string) error {
 	if *flat {
 		size += ", flat"
 	}
+	if *vmFlags != "" {
+		size += ", victoria-metrics " + *vmFlags
+	}
 	for _, e := range strings.Split(*engines, ",") {
-		rows, err := measureEngine(e, f, rf, ruleFile, dir, *evals)
+		rows, err := measureEngine(e, f, rf, ruleFile, dir, measureOpts{evals: *evals, reps: *reps, vmFlags: strings.Fields(*vmFlags)})
 		if err != nil {
 			return fmt.Errorf("%s: %w", e, err)
 		}
@@ -99,17 +104,24 @@ func runFleetRules(args []string) error {
 	return nil
 }
 
+// measureOpts are how an engine is measured: evals group evaluations, each
+// rule timed alone reps times (0: not), and extra victoria-metrics flags.
+type measureOpts struct {
+	evals, reps int
+	vmFlags     []string
+}
+
 // measureEngine measures the rules on one engine (prometheus or
 // victoriametrics) over the fleet's history; with a sparse history, the
 // evaluations must end within its band.
-func measureEngine(e string, f bench.Fleet, rf *rules.RuleFile, ruleFile, dir string, evals int) ([]groupRow, error) {
+func measureEngine(e string, f bench.Fleet, rf *rules.RuleFile, ruleFile, dir string, mo measureOpts) ([]groupRow, error) {
 	var rows []groupRow
 	var err error
 	switch e {
 	case "prometheus":
-		rows, err = measurePrometheus(f, rf, ruleFile, filepath.Join(dir, "prometheus"), evals)
+		rows, err = measurePrometheus(f, rf, ruleFile, filepath.Join(dir, "prometheus"), mo.evals, mo.reps)
 	case "victoriametrics":
-		rows, err = measureVictoria(f, rf, ruleFile, filepath.Join(dir, "victoriametrics"), evals)
+		rows, err = measureVictoria(f, rf, ruleFile, filepath.Join(dir, "victoriametrics"), mo)
 	default:
 		err = fmt.Errorf("unknown engine %q", e)
 	}
@@ -172,7 +184,7 @@ func checkLedgerNames(rf *rules.RuleFile, levels []time.Duration) error {
 // measurePrometheus backfills the fleet with promtool, starts Debian's
 // prometheus with the rules, and reads prometheus_rule_group_last_duration_seconds
 // after each of evals evaluations of every group.
-func measurePrometheus(f bench.Fleet, rf *rules.RuleFile, ruleFile, dir string, evals int) ([]groupRow, error) {
+func measurePrometheus(f bench.Fleet, rf *rules.RuleFile, ruleFile, dir string, evals, reps int) ([]groupRow, error) {
 	data := filepath.Join(dir, "data")
 	if err := os.MkdirAll(data, 0o755); err != nil {
 		return nil, err
@@ -218,6 +230,9 @@ func measurePrometheus(f bench.Fleet, rf *rules.RuleFile, ruleFile, dir string, 
 		return nil, err
 	}
 	printRuleTimes(os.Stderr, rts, 15)
+	if err := printQueryTimes(base, rf.Groups[0], reps); err != nil {
+		return nil, err
+	}
 	m, err := scrapeMetrics(base + "/metrics")
 	if err != nil {
 		return nil, err
@@ -278,8 +293,9 @@ func queryAPI(base string, form url.Values, data any) error {
 // measureVictoria imports the fleet into victoria-metrics, runs vmalert
 // live on the rules and reads vmalert_iteration_duration_seconds after evals
 // evaluations of every group.
-func measureVictoria(f bench.Fleet, rf *rules.RuleFile, ruleFile, dir string, evals int) ([]groupRow, error) {
-	vm, base, load, err := startImported(f, dir)
+func measureVictoria(f bench.Fleet, rf *rules.RuleFile, ruleFile, dir string, mo measureOpts) ([]groupRow, error) {
+	evals := mo.evals
+	vm, base, load, err := startImported(f, dir, mo.vmFlags)
 	if err != nil {
 		return nil, err
 	}
@@ -314,6 +330,12 @@ func measureVictoria(f bench.Fleet, rf *rules.RuleFile, ruleFile, dir string, ev
 		return nil, err
 	}
 	rss := mb(uint64(m.get("process_resident_memory_bytes", ""))) + " + vmalert " + mb(uint64(am.get("process_resident_memory_bytes", "")))
+	// vmalert stops first, so that the rules timed alone do not share the
+	// engine with its evaluations.
+	va.Stop()
+	if err := printQueryTimes(base, rf.Groups[0], mo.reps); err != nil {
+		return nil, err
+	}
 	// Rows read need two polls of the SLO group: with one, "–".
 	iters := am.get("vmalert_iteration_duration_seconds_count", `group="`+p.sloGroup+`"`) - p.sloFrom
 	read := (m.get("vm_rows_read_per_query_sum", "") - p.readFrom) / max(1, iters)
@@ -335,7 +357,7 @@ func measureVictoria(f bench.Fleet, rf *rules.RuleFile, ruleFile, dir string, ev
 // startImported starts victoria-metrics under dir, imports the fleet and
 // waits until VictoriaMetrics has stored and flushed every sample; it
 // returns the server, its URL and how long the import took.
-func startImported(f bench.Fleet, dir string) (*alertquality.Process, string, time.Duration, error) {
+func startImported(f bench.Fleet, dir string, extra []string) (*alertquality.Process, string, time.Duration, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, "", 0, err
 	}
@@ -343,8 +365,8 @@ func startImported(f bench.Fleet, dir string) (*alertquality.Process, string, ti
 	if err != nil {
 		return nil, "", 0, err
 	}
-	vm, err := alertquality.StartProcess(filepath.Join(dir, "victoria-metrics.log"), "victoria-metrics", "-storageDataPath="+filepath.Join(dir, "data"),
-		"-httpListenAddr="+addr, "-retentionPeriod=100y", "-loggerLevel=WARN")
+	args := append([]string{"-storageDataPath=" + filepath.Join(dir, "data"), "-httpListenAddr=" + addr, "-retentionPeriod=100y", "-loggerLevel=WARN"}, extra...)
+	vm, err := alertquality.StartProcess(filepath.Join(dir, "victoria-metrics.log"), "victoria-metrics", args...)
 	if err != nil {
 		return nil, "", 0, err
 	}

@@ -5,9 +5,16 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"math"
 	"net/http"
+	"net/url"
+	"os"
 	"slices"
+	"strconv"
 	"strings"
+	"time"
+
+	"github.com/vllm-slo-exporter/vllm-slo-exporter/rules"
 )
 
 // ruleTime is one rule's last evaluation time, as Prometheus reports it in
@@ -100,4 +107,42 @@ func printRuleTimes(w io.Writer, rts []ruleTime, top int) {
 	for _, r := range sorted[:min(top, len(sorted))] {
 		fmt.Fprintf(w, "  %.1f ms  %s  %s\n", r.seconds*1e3, r.group, r.name)
 	}
+}
+
+// queryTimes times every rule of a group run alone as an instant query at
+// one instant (the engine's own clock, now), reps times each, and returns
+// each rule's fastest wall time: the per-rule cost vmalert does not report.
+// nocache=1 keeps VictoriaMetrics from answering a repetition from its
+// rollup cache (Prometheus ignores the parameter).
+func queryTimes(base string, g rules.Group, reps int) ([]ruleTime, error) {
+	at := strconv.FormatInt(time.Now().Unix(), 10)
+	var out []ruleTime
+	for _, r := range g.Rules {
+		best := math.Inf(1)
+		for range reps {
+			began := time.Now()
+			var data json.RawMessage
+			if err := queryAPI(base, url.Values{"query": {r.Expr}, "time": {at}, "nocache": {"1"}}, &data); err != nil {
+				return nil, fmt.Errorf("group %s: %w", g.Name, err)
+			}
+			best = min(best, time.Since(began).Seconds())
+		}
+		out = append(out, ruleTime{group: g.Name, name: r.Record, kind: ruleKind(r.Record), seconds: best})
+	}
+	return out, nil
+}
+
+// printQueryTimes prints queryTimes of the SLO group by kind, with its
+// slowest rules (nothing when reps is 0).
+func printQueryTimes(base string, g rules.Group, reps int) error {
+	if reps <= 0 {
+		return nil
+	}
+	qts, err := queryTimes(base, g, reps)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(os.Stderr, "each rule of %s alone as an instant query (fastest of %d):\n", g.Name, reps)
+	printRuleTimes(os.Stderr, qts, 15)
+	return nil
 }

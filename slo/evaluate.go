@@ -277,10 +277,17 @@ func evaluate(w Window, slos []SLO, joints []*Joint, opts Options) WindowReport 
 
 // quantiles computes the requested quantiles of h, skipping q outside [0, 1]
 // and keeping the estimates non-decreasing in q (the brackets already are).
+// It is Estimator.Quantile per q with the buckets prepared and fitted once,
+// in memory on its stack for a histogram of up to scratchEdges edges: a fit
+// per histogram and window is the bulk of an evaluation, and its two
+// allocations the bulk of what the garbage collector is then made to scan.
 func quantiles(e Estimator, qs []float64, h Histogram) []Quantile {
 	out := make([]Quantile, 0, len(qs))
-	fh := e.quantilesOf(h)
-	counts := prometheusCounts(h) // repaired once for every q
+	var scratch [6 * scratchEdges]float64 // buckets, tilts, repaired counts
+	b, ok := prepareIn(h, scratch[:4*scratchEdges:4*scratchEdges])
+	counts := prometheusCountsIn(h, scratch[5*scratchEdges:]) // repaired once for every q
+	var s shape
+	fitted := false
 	for _, q := range qs {
 		if !(q >= 0 && q <= 1) {
 			continue
@@ -289,7 +296,14 @@ func quantiles(e Estimator, qs []float64, h Histogram) []Quantile {
 		if math.IsNaN(p) {
 			p = math.Inf(1)
 		}
-		out = append(out, Quantile{Q: q, Bounded: fh.quantile(q), Prometheus: p})
+		est, i, f := placeQuantile(b, ok, q)
+		if i >= 0 {
+			if !fitted {
+				s, fitted = e.fitIn(b, scratch[4*scratchEdges:5*scratchEdges:5*scratchEdges]), true
+			}
+			est.Estimate = s.at(b, i, f)
+		}
+		out = append(out, Quantile{Q: q, Bounded: est, Prometheus: p})
 	}
 	return out
 }

@@ -49,22 +49,6 @@ type Ledger struct {
 	// intervals waiting for theirs, oldest first (exact.go).
 	spans   bool
 	pending []pending
-	// scratch is memory a window's joint reuses from one window to the
-	// next (see windowScratch).
-	scratch windowScratch
-}
-
-// windowScratch holds the slices a window's joint builds for package slo
-// and drops once slo has read them: the intervals of the window coupling,
-// their reaches and the token curves. An evaluation reads several windows
-// of every model, each of up to an hour of intervals, and reusing the same
-// memory spares the garbage collector most of what an evaluation would
-// otherwise allocate. It makes the window reads (WindowOf, Window) writers
-// of the ledger, like Append: a Ledger is not for concurrent use.
-type windowScratch struct {
-	reaches []int
-	ivs     []slo.CoupledInterval
-	curves  []*slo.TokenCurve
 }
 
 // thinEvery is how often the checkpoints are thinned: each pass walks them
@@ -789,16 +773,14 @@ func (l *Ledger) coupled(i int, from, to int64) (ivs []slo.CoupledInterval, pre 
 	// Each interval's reach is looked up once: the window's intervals are
 	// read here for the head, and the head's own reach read below. The
 	// reaches of head's intervals before first are looked up only there.
-	reaches := slices.Grow(l.scratch.reaches[:0], last-first)[:last-first]
-	l.scratch.reaches = reaches
+	reaches := make([]int, last-first)
 	reach := first
 	for k := first; k < last; k++ {
 		reaches[k-first] = l.reachIndex(k)
 		reach = min(reach, reaches[k-first])
 	}
 	head := max(reach, 0)
-	ivs = slices.Grow(l.scratch.ivs[:0], last-head) // room for all: append keeps its array
-	l.scratch.ivs = ivs
+	ivs = make([]slo.CoupledInterval, 0, last-head)
 	for k := head; k < last; k++ {
 		iv := &l.intervals[k]
 		j, src := &iv.judged[i], &iv.sources[i]
@@ -861,8 +843,7 @@ func (l *Ledger) tokenCurves(i int, from, to int64) ([]*slo.TokenCurve, bool) {
 	if !ok {
 		return nil, false
 	}
-	out := slices.Grow(l.scratch.curves[:0], last-first) // room for all: append keeps its array
-	l.scratch.curves = out
+	out := make([]*slo.TokenCurve, 0, last-first)
 	for k := first; k < last; k++ {
 		iv := &l.intervals[k]
 		if !iv.counted {

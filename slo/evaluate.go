@@ -278,9 +278,9 @@ func evaluate(w Window, slos []SLO, joints []*Joint, opts Options) WindowReport 
 // quantiles computes the requested quantiles of h, skipping q outside [0, 1]
 // and keeping the estimates non-decreasing in q (the brackets already are).
 // It is Estimator.Quantile per q with the buckets prepared and fitted once,
-// in memory on its stack for a histogram of up to scratchEdges edges: a fit
-// per histogram and window is the bulk of an evaluation, and its two
-// allocations the bulk of what the garbage collector is then made to scan.
+// in memory on its stack for a histogram of up to scratchEdges edges: an
+// evaluation fits every histogram of every window, and what it allocates
+// sets how often the collector marks the whole heap of histories again.
 func quantiles(e Estimator, qs []float64, h Histogram) []Quantile {
 	out := make([]Quantile, 0, len(qs))
 	var scratch [6 * scratchEdges]float64 // buckets, tilts, repaired counts

@@ -32,7 +32,8 @@ func GoodCount(threshold float64, h Histogram) Bounded {
 // bound n and, since nothing is known of that bucket's shape, the pessimistic
 // estimate cum(last finite edge). An invalid or empty histogram gives Exact(0).
 func (e Estimator) GoodCount(threshold float64, h Histogram) Bounded {
-	b, ok := prepare(h)
+	var scratch [5 * scratchEdges]float64 // buckets and tilts, on the stack
+	b, ok := prepareIn(h, scratch[:4*scratchEdges:4*scratchEdges])
 	if !ok || b.n <= 0 || math.IsNaN(threshold) {
 		return Exact(0)
 	}
@@ -58,7 +59,7 @@ func (e Estimator) GoodCount(threshold float64, h Histogram) Bounded {
 		}
 		res := Bounded{Lower: lo, Upper: hi, Estimate: lo}
 		if !math.IsInf(u, 1) {
-			res.Estimate = lo + b.count[i]*e.fit(b).share(b, i, threshold)
+			res.Estimate = lo + b.count[i]*e.fitIn(b, scratch[4*scratchEdges:]).share(b, i, threshold)
 		}
 		res.Estimate = clampInto(res.Estimate, res)
 		return res
@@ -75,10 +76,10 @@ func Attainment(threshold float64, h Histogram) (Bounded, bool) {
 
 // Attainment is Attainment with estimator e.
 func (e Estimator) Attainment(threshold float64, h Histogram) (Bounded, bool) {
-	b, ok := prepare(h)
-	if !ok || !(b.n > 0) {
+	n, ok := observations(h) // prepare's n and ok, without its buckets
+	if !ok || !(n > 0) {
 		return Bounded{}, false
 	}
 	g := e.GoodCount(threshold, h)
-	return Divide(g, b.n), true
+	return Divide(g, n), true
 }

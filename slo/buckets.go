@@ -20,11 +20,29 @@ type buckets struct {
 // negative; a first edge <= 0 leaves the lower edge unknown (-Inf). ok is false
 // for invalid histograms and for histograms with non-finite counts.
 func prepare(h Histogram) (buckets, bool) {
+	return prepareIn(h, nil)
+}
+
+// scratchEdges is how many edges a caller's scratch array holds for
+// prepareIn and the tilts of a fit: more than any vLLM histogram has (its
+// longest, TTFT's, has 23 with +Inf), so an evaluation's histograms need no
+// allocation there.
+const scratchEdges = 32
+
+// prepareIn is prepare with the four vectors in scratch when it has room for
+// them (4·len(h.Edges)), allocated otherwise: a caller whose buckets do not
+// outlive it keeps them on its stack. The values are prepare's, whichever
+// memory holds them.
+func prepareIn(h Histogram, scratch []float64) (buckets, bool) {
 	if !h.Valid() {
 		return buckets{}, false
 	}
 	k := len(h.Edges)
-	all := make([]float64, 4*k) // one allocation for the four vectors
+	all := scratch[:0]
+	if cap(all) < 4*k {
+		all = make([]float64, 4*k) // one allocation for the four vectors
+	}
+	all = all[:4*k]
 	b := buckets{
 		lower: all[:k:k],
 		upper: all[k : 2*k : 2*k],

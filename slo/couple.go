@@ -66,45 +66,105 @@ func CoupleWindow(ivs []CoupledInterval, pre int, badAtStart, goodAtStart float6
 		badCaps[j] = math.Max(0, math.Min(iv.N-iv.TTFTLo, iv.FinishLo))
 		goodCaps[j] = math.Max(0, math.Min(iv.TTFTHi, iv.FinishHi))
 	}
-	bad := maxFlowConvex(ivs, 0, badCaps, left, badAtStart, false)
-	good := maxFlowConvex(ivs, 0, goodCaps, left, goodAtStart, true)
+	fl := flow{ivs: ivs, left: left, skip: make([]int, 2*len(ivs)+1)}
+	fl.reachFrom()
+	bad := fl.maxFlowConvex(0, badCaps, badAtStart, false)
+	good := fl.maxFlowConvex(0, goodCaps, goodAtStart, true)
 	if pre > 0 { // with pre = 0 the second problem is the first
-		bad = math.Min(bad, maxFlowConvex(ivs, pre, badCaps, left, badAtStart, false))
-		good = math.Min(good, maxFlowConvex(ivs, pre, goodCaps, left, goodAtStart, true))
+		bad = math.Min(bad, fl.maxFlowConvex(pre, badCaps, badAtStart, false))
+		good = math.Min(good, fl.maxFlowConvex(pre, goodCaps, goodAtStart, true))
 	}
 	res := Bounded{Lower: math.Max(0, finLo-bad), Upper: math.Min(good, finHi)}
 	res.Upper = math.Max(res.Lower, res.Upper) // only inconsistent inputs cross them
 	return res
 }
 
+// flow is the scratch of CoupleWindow's transportation problems over ivs:
+// left is each sink's capacity left; skip holds, in its first len(ivs)
+// entries, minFrom (see reachFrom) and in the other len(ivs)+1 the open
+// sinks' links (see open).
+type flow struct {
+	ivs  []CoupledInterval
+	left []float64
+	skip []int
+}
+
+// reachFrom sets minFrom[j], the least From of the sinks ivs[j:]: a source
+// before it can give to none of them, whichever problem reads them
+// (max(From, first−1) over them is at least max(minFrom[j], first−1)).
+func (fl *flow) reachFrom() {
+	n := len(fl.ivs)
+	minFrom := fl.skip[:n]
+	for j := n - 1; j >= 0; j-- {
+		minFrom[j] = fl.ivs[j].From
+		if j+1 < n {
+			minFrom[j] = min(minFrom[j], minFrom[j+1])
+		}
+	}
+}
+
+// open is the first sink at or after j that is not yet full (left > 0, or
+// NaN: a sink maxFlowConvex does not skip), len(ivs) when none is; a full
+// sink links to the next one, the links halved as they are followed.
+func (fl *flow) open(j int) int {
+	next := fl.skip[len(fl.ivs):]
+	for next[j] != j {
+		next[j] = next[next[j]]
+		j = next[j]
+	}
+	return j
+}
+
 // maxFlowConvex is the most the sinks ivs[first:] (caps[j] each, drawing
 // from sources From_j..j, where a From_j before first stands for the
 // window's start holding atStart) can take from the sources ivs[first:]
-// (each its Good when good is set, else its Bad); left is scratch of
-// len(ivs). Glover's rule solves it
+// (each its Good when good is set, else its Bad). Glover's rule solves it
 // exactly: give each source, in time order, to the open sinks that can draw
 // on it, the one whose range ends first first (here the earliest sink, as
 // each range ends at its own interval); an exchange argument shows some
 // optimum agrees with every choice.
-func maxFlowConvex(ivs []CoupledInterval, first int, caps, left []float64, atStart float64, good bool) float64 {
+//
+// A source is offered to the sinks from its own interval on, in order, as
+// the rule reads; the sinks it passes over without a change are skipped
+// unread: a full one (its capacity left only falls, so it stays full) and,
+// once no later sink can draw on the source (minFrom), all the rest. The
+// same sinks take the same amounts in the same order, so every sum is the
+// same float as over every sink.
+func (fl *flow) maxFlowConvex(first int, caps []float64, atStart float64, good bool) float64 {
+	ivs, left := fl.ivs, fl.left
+	n := len(ivs)
 	copy(left, caps)
+	minFrom, next := fl.skip[:n], fl.skip[n:]
+	for j := range n {
+		next[j] = j
+		if left[j] <= 0 {
+			next[j] = j + 1
+		}
+	}
+	next[n] = n
 	total := 0.0
 	give := func(i int, s float64) {
 		if math.IsNaN(s) || s <= 0 {
 			return
 		}
-		for j := max(i, first); j < len(ivs) && s > 0; j++ {
-			if left[j] <= 0 || max(ivs[j].From, first-1) > i {
+		for j := fl.open(max(i, first)); j < n && s > 0; j = fl.open(j + 1) {
+			if max(minFrom[j], first-1) > i {
+				break // no sink from j on can draw on source i
+			}
+			if max(ivs[j].From, first-1) > i {
 				continue
 			}
 			take := math.Min(s, left[j])
 			left[j] -= take
 			s -= take
 			total += take
+			if left[j] <= 0 {
+				next[j] = j + 1
+			}
 		}
 	}
 	give(first-1, atStart)
-	for i := first; i < len(ivs); i++ {
+	for i := first; i < n; i++ {
 		if good {
 			give(i, ivs[i].Good)
 		} else {
@@ -175,8 +235,9 @@ func NewTokenCurve(good Bounded, tokens Histogram) (TokenCurve, bool) {
 // the top. Where the boxes cannot meet the sum, stopping at their corner is
 // the optimum over fewer constraints, still a bound.
 func CoupleTokens(curves []*TokenCurve, good Bounded) Bounded {
-	lower := allocate(curves, math.Ceil(good.Lower-wholeNoise), true)
-	upper := allocate(curves, math.Floor(good.Upper+wholeNoise), false)
+	h := make(stepHeap, 0, len(curves)) // one heap for both: each empties it
+	lower := allocate(curves, math.Ceil(good.Lower-wholeNoise), true, h)
+	upper := allocate(curves, math.Floor(good.Upper+wholeNoise), false, h)
 	return Bounded{Lower: lower, Upper: math.Max(lower, upper)}
 }
 
@@ -217,10 +278,12 @@ func hullSteps(v []float64, convex bool) []float64 {
 // of next steps does what container/heap's Init, Pop and Push do, compare
 // for compare and swap for swap, without boxing a step in an interface at
 // every pop and push: the steps come out in the same order, so the sums add
-// the same floats in the same order.
-func allocate(curves []*TokenCurve, need float64, low bool) float64 {
+// the same floats in the same order. The heap is kept in h's array (its
+// contents are dropped), which has room for a step per curve: it never holds
+// more, as each pop is followed by at most one push.
+func allocate(curves []*TokenCurve, need float64, low bool, h stepHeap) float64 {
 	total, have := 0.0, 0.0
-	h := make(stepHeap, 0, len(curves))
+	h = h[:0]
 	for j, c := range curves {
 		steps := c.HighDn
 		if low {

@@ -126,7 +126,9 @@ func TestMaxFlowConvexIsExact(t *testing.T) {
 			caps[j] = float64(r.IntN(7))
 		}
 		atStart := float64(r.IntN(5))
-		got := maxFlowConvex(ivs, 0, caps, make([]float64, k), atStart, false)
+		fl := flow{ivs: ivs, left: make([]float64, k), skip: make([]int, 2*k+1)}
+		fl.reachFrom()
+		got := fl.maxFlowConvex(0, caps, atStart, false)
 		want := augmentingMaxFlow(ivs, caps, atStart)
 		if got != want {
 			t.Fatalf("trial %d: greedy %v, max flow %v\n%+v caps %v start %v", trial, got, want, ivs, caps, atStart)

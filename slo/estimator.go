@@ -120,11 +120,23 @@ func tiltShare(theta, y float64) float64 {
 // δ solving Σ n_i·(l_i + w_i·tiltMean(θ_i + δ)) = S by bisection (the left
 // side decreases in δ). With no usable sum the shift is 0.
 func (e Estimator) fit(b buckets) shape {
+	return e.fitIn(b, nil)
+}
+
+// fitIn is fit with the tilts in scratch when it has room for them
+// (len(b.upper)), allocated otherwise; the shape is fit's, whichever memory
+// holds its tilts, and lives as long as scratch is not reused.
+func (e Estimator) fitIn(b buckets, scratch []float64) shape {
 	s := shape{est: e}
 	if e != MeanFit && e != Density {
 		return s
 	}
-	s.theta = make([]float64, len(b.upper))
+	if cap(scratch) >= len(b.upper) {
+		s.theta = scratch[:len(b.upper)]
+		clear(s.theta)
+	} else {
+		s.theta = make([]float64, len(b.upper))
+	}
 	if e == Density {
 		densityTilts(b, s.theta)
 	}
@@ -292,25 +304,37 @@ func (e Estimator) quantilesOf(h Histogram) *fittedHistogram {
 
 // quantile is Estimator.Quantile of the prepared histogram.
 func (fh *fittedHistogram) quantile(q float64) Bounded {
-	nan := math.NaN()
-	b := fh.b
-	if !fh.ok || !(q >= 0 && q <= 1) || b.n <= 0 {
-		return Bounded{Estimate: nan, Lower: nan, Upper: nan}
-	}
-	r := rankOf(q, b.n)
-	i := b.bucketOfRank(r)
-	res := Bounded{Lower: b.lower[i], Upper: b.upper[i]}
-	if math.IsInf(res.Upper, 1) {
-		res.Estimate = res.Upper
+	res, i, f := placeQuantile(fh.b, fh.ok, q)
+	if i < 0 {
 		return res
 	}
-	f := 1.0
+	if !fh.fitted {
+		fh.s, fh.fitted = fh.e.fit(fh.b), true
+	}
+	res.Estimate = fh.s.at(fh.b, i, f)
+	return res
+}
+
+// placeQuantile is Estimator.Quantile of the prepared buckets b (ok as
+// prepare returned it) up to the fit: the bracket, and the bucket i and
+// share f of its observations at which the estimator places the estimate;
+// i < 0 when the result is complete without a fit (NaN, or a rank in the
+// +Inf bucket).
+func placeQuantile(b buckets, ok bool, q float64) (res Bounded, i int, f float64) {
+	nan := math.NaN()
+	if !ok || !(q >= 0 && q <= 1) || b.n <= 0 {
+		return Bounded{Estimate: nan, Lower: nan, Upper: nan}, -1, 0
+	}
+	r := rankOf(q, b.n)
+	i = b.bucketOfRank(r)
+	res = Bounded{Lower: b.lower[i], Upper: b.upper[i]}
+	if math.IsInf(res.Upper, 1) {
+		res.Estimate = res.Upper
+		return res, -1, 0
+	}
+	f = 1.0
 	if c := b.count[i]; c > 0 {
 		f = (r - b.cumBelow(i) - 0.5) / c
 	}
-	if !fh.fitted {
-		fh.s, fh.fitted = fh.e.fit(b), true
-	}
-	res.Estimate = fh.s.at(b, i, f)
-	return res
+	return res, i, f
 }

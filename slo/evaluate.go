@@ -294,10 +294,17 @@ func evaluate(w Window, slos []SLO, joints []*Joint, opts Options) WindowReport 
 
 // quantiles computes the requested quantiles of h, skipping q outside [0, 1]
 // and keeping the estimates non-decreasing in q (the brackets already are).
+// It is Estimator.Quantile per q with the buckets prepared and fitted once,
+// in memory on its stack for a histogram of up to scratchEdges edges: an
+// evaluation fits every histogram of every window, and what it allocates
+// sets how often the collector marks the whole heap of histories again.
 func quantiles(e Estimator, qs []float64, h Histogram) []Quantile {
 	out := make([]Quantile, 0, len(qs))
-	fh := e.quantilesOf(h)
-	counts := prometheusCounts(h) // repaired once for every q
+	var scratch [6 * scratchEdges]float64 // buckets, tilts, repaired counts
+	b, ok := prepareIn(h, scratch[:4*scratchEdges:4*scratchEdges])
+	counts := prometheusCountsIn(h, scratch[5*scratchEdges:]) // repaired once for every q
+	var s shape
+	fitted := false
 	for _, q := range qs {
 		if !(q >= 0 && q <= 1) {
 			continue
@@ -306,7 +313,14 @@ func quantiles(e Estimator, qs []float64, h Histogram) []Quantile {
 		if math.IsNaN(p) {
 			p = math.Inf(1)
 		}
-		out = append(out, Quantile{Q: q, Bounded: fh.quantile(q), Prometheus: p})
+		est, i, f := placeQuantile(b, ok, q)
+		if i >= 0 {
+			if !fitted {
+				s, fitted = e.fitIn(b, scratch[4*scratchEdges:5*scratchEdges:5*scratchEdges]), true
+			}
+			est.Estimate = s.at(b, i, f)
+		}
+		out = append(out, Quantile{Q: q, Bounded: est, Prometheus: p})
 	}
 	return out
 }

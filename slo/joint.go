@@ -105,7 +105,8 @@ func JointGood(goods []Bounded, n float64) Bounded {
 // The estimate assumes bad requests are of average length: total·joint/n.
 // ok is false when the histogram is invalid or empty.
 func GoodputTokens(joint Bounded, tokens Histogram) (Bounded, bool) {
-	b, ok := prepare(tokens)
+	var scratch [4 * scratchEdges]float64 // the buckets, on the stack
+	b, ok := prepareIn(tokens, scratch[:])
 	if !ok || b.n <= 0 || math.IsNaN(b.sum) {
 		return Bounded{}, false
 	}

@@ -50,10 +50,16 @@ func PrometheusQuantile(q float64, h Histogram) float64 {
 // them, nil when it gives NaN for every q in [0, 1] (an invalid histogram,
 // fewer than two buckets); one repair serves every quantile of h.
 func prometheusCounts(h Histogram) []float64 {
+	return prometheusCountsIn(h, nil)
+}
+
+// prometheusCountsIn is prometheusCounts appending to scratch[:0] (in its
+// memory when it has room): the same counts.
+func prometheusCountsIn(h Histogram, scratch []float64) []float64 {
 	if !h.Valid() || len(h.Edges) < 2 {
 		return nil
 	}
-	counts := append([]float64(nil), h.Counts...)
+	counts := append(scratch[:0], h.Counts...)
 	prev := counts[0]
 	for i := 1; i < len(counts); i++ {
 		cur := counts[i]

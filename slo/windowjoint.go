@@ -144,7 +144,7 @@ func narrowObjectives(r *SLOResult, w Window, nB, finished float64, goods []Obje
 		}
 		r.GoodRequests[key] = n
 		if a, ok := r.Objectives[key]; ok && m.ObservedAtFinish() {
-			if nm, valid := observations(w.Latency[m]); valid && nm == nB {
+			if nm, valid := observations(w.Latency[m]); valid && nm == nB && nm > 0 {
 				r.Objectives[key] = a.Intersect(Divide(n, nm))
 			}
 		}

@@ -172,16 +172,24 @@ func fitShapes(bs []bin, from, goal float64, floored bool) shapeFit {
 }
 
 // refit is the crossing of goal by each of sh's curves refitted to the
-// resampled bins bs, appended to xs[i].
-func (sh shapeFit) refit(bs []bin, goal float64, xs [][]float64) {
+// resampled bins bs, appended to xs[i]; sb is the scratch the curves
+// share.
+func (sh shapeFit) refit(bs []bin, goal float64, sb *standardBins, xs [][]float64) {
+	ok := sb.set(bs, sh.from)
+	var floor float64
 	for i, start := range sh.curves {
-		floor := 0.0
-		if start.floor > 0 {
-			floor = missFloor(bs, sh.from, goal)
-		}
 		x := math.Inf(1)
-		if l, ok := fitGumbel(bs, sh.from, floor, start); ok {
-			x = l.crossing(goal)
+		if ok {
+			if start.floor > 0 && floor == 0 {
+				floor = missFloor(bs, sh.from, goal)
+			}
+			f := 0.0
+			if start.floor > 0 {
+				f = floor
+			}
+			if l, fitted := sb.fit(f, start, replicateTolerance); fitted {
+				x = l.crossing(goal)
+			}
 		}
 		xs[i] = append(xs[i], x)
 	}
@@ -213,6 +221,7 @@ func bootstrap(ws []Window, cfg Config, sh shapeFit, cuts []float64) replicates 
 	counts := make([]float64, len(ws))
 	ps := make([]point, 0, len(ws))
 	rep := replicates{shape: make([][]float64, len(sh.curves))}
+	var sb standardBins
 	for range cfg.Resamples {
 		clear(counts)
 		for _, g := range groups {
@@ -242,7 +251,7 @@ func bootstrap(ws []Window, cfg Config, sh shapeFit, cuts []float64) replicates 
 		default:
 			rep.knees = append(rep.knees, k.load)
 		}
-		sh.refit(bs, cfg.Goal, rep.shape)
+		sh.refit(bs, cfg.Goal, &sb, rep.shape)
 	}
 	slices.Sort(rep.knees)
 	for _, xs := range rep.shape {

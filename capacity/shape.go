@@ -99,32 +99,60 @@ func missFloor(bs []bin, from, goal float64) float64 {
 // bins perfectly separated) stops after maxNewton steps at a steep finite
 // one, whose crossing lies between the two groups.
 func fitGumbel(bs []bin, from, floor float64, start gumbelCurve) (l gumbelCurve, ok bool) {
-	ps := make([]point, 0, len(bs))
+	var sb standardBins
+	if !sb.set(bs, from) {
+		return gumbelCurve{}, false
+	}
+	return sb.fit(floor, start, fitTolerance)
+}
+
+// standardBins are the bins a curve is fitted to, their loads
+// standardised (u = (load − mean)/sd, weighted by judged requests), so
+// that several curves fitted to one resample share the pass and the
+// buffer.
+type standardBins struct {
+	ps       []point
+	mx, sx   float64
+	attained float64 // the pooled attainment
+}
+
+// set fills sb from the bins at load from up; false with fewer than three
+// or no spread of load.
+func (sb *standardBins) set(bs []bin, from float64) bool {
+	sb.ps = sb.ps[:0]
 	var sw, sg, mx float64
 	for _, b := range bs {
 		if b.load >= from && b.n > 0 {
-			ps = append(ps, point(b))
+			sb.ps = append(sb.ps, point(b))
 			sw, sg, mx = sw+b.n, sg+b.good, mx+b.n*b.load
 		}
 	}
-	if len(ps) < 3 {
-		return gumbelCurve{}, false
+	if len(sb.ps) < 3 {
+		return false
 	}
 	mx /= sw
 	var v float64
-	for _, p := range ps {
+	for _, p := range sb.ps {
 		v += p.n * (p.load - mx) * (p.load - mx)
 	}
 	sx := math.Sqrt(v / sw)
 	if !(sx > 0) {
-		return gumbelCurve{}, false
+		return false
 	}
-	for i := range ps {
-		ps[i].load = (ps[i].load - mx) / sx
+	for i := range sb.ps {
+		sb.ps[i].load = (sb.ps[i].load - mx) / sx
 	}
+	sb.mx, sb.sx, sb.attained = mx, sx, sg/sw
+	return true
+}
+
+// fit is fitGumbel of the bins sb holds, stopping once a scoring step
+// moves A and B (in standardised load) by less than tol in all.
+func (sb *standardBins) fit(floor float64, start gumbelCurve, tol float64) (gumbelCurve, bool) {
+	ps, mx, sx := sb.ps, sb.mx, sb.sx
 	// In standardised load u the queue's term is exp(A + B·u), started
 	// flat at the pooled misses beyond the floor (kept off 0 and 1).
-	A := math.Log(max(-math.Log(min(max(sg/sw, 1e-9), 1-1e-9))-floor, 1e-9))
+	A := math.Log(max(-math.Log(min(max(sb.attained, 1e-9), 1-1e-9))-floor, 1e-9))
 	B := 0.0
 	if start.b != 0 {
 		A, B = start.a+start.b*mx, start.b*sx
@@ -143,12 +171,26 @@ func fitGumbel(bs []bin, from, floor float64, start gumbelCurve) (l gumbelCurve,
 			}
 			t /= 2
 		}
-		if math.Abs(t*dA)+math.Abs(t*dB) < 1e-7 {
+		if math.Abs(t*dA)+math.Abs(t*dB) < tol {
 			break
 		}
 	}
 	return gumbelCurve{a: A - B*mx/sx, b: B / sx, floor: floor, ll: cur.ll}, true
 }
+
+// fitTolerance and replicateTolerance are where the scoring stops: the
+// fit of all the windows, whose crossing is the estimate, to 1e-7 in
+// standardised load; a bootstrap replicate's, started at that fit, to
+// 1e-4. A replicate's crossing enters the interval only through two
+// quantiles of Config.Resamples crossings, whose sampling spread is some
+// hundred times coarser (a 90% interval a tenth of the knee wide), and
+// stopping there halves the scoring steps of a refit (on the simulator's
+// days no figure of the truth table moved at its printed precision,
+// BENCHMARKS.md).
+const (
+	fitTolerance       = 1e-7
+	replicateTolerance = 1e-4
+)
 
 // maxNewton bounds the scoring steps of a fit: from a warm start a fit
 // takes a handful, and a separated one would take forever.
@@ -169,8 +211,17 @@ func scoreAt(ps []point, floor, A, B float64) score {
 	var s score
 	for _, p := range ps {
 		lam := math.Exp(A + B*p.load)
+		// p = e^−T and 1 − p from one exponential, each where it is
+		// the accurate one (1 − p of a small T from expm1).
 		t := floor + lam
-		e, q := math.Exp(-t), -math.Expm1(-t)
+		var e, q float64
+		if t < 0.5 {
+			q = -math.Expm1(-t)
+			e = 1 - q
+		} else {
+			e = math.Exp(-t)
+			q = 1 - e
+		}
 		s.ll += -p.good*t + (p.n-p.good)*math.Log(q)
 		if !(q > 0) {
 			continue

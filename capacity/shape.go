@@ -42,11 +42,17 @@ const (
 // goal early, while log(−log attainment − 0.008) rises by 2.7, 2.8, 3.1
 // and 3.1, nearly a line (BENCHMARKS.md). The floor is not fitted with the
 // queue's term, which trades it against the slope when the loads seen
-// stop short of the knee; it is measured where the queue adds nothing (see
-// missFloor) and enters the fit as a known offset, so the curve has the
-// same two free parameters as without it. Far below the knee the misses
-// come from the mix only and the queue's term is not fitted there: only
-// the bins from Config.ShapeFrom of the isotonic knee up.
+// stop short of the knee (fitted so, it widened the burst day's interval
+// threefold); it is measured where the queue adds little (see missFloor)
+// and enters the fit as a known offset, so the curve has the same two free
+// parameters as without it. The floor measured there is the smaller one
+// (0.0034 to 0.0042 on the simulator's one-engine days: the mix's misses
+// grow with load too, a long prompt's prefill stalling the decodes
+// batched with it), and with it the sweep's line still steepens somewhat
+// (2.0, 2.4, 2.9, 3.0 per req/s at 0.004), less than without. Far below
+// the knee the misses come from the mix only and the queue's term is not
+// fitted there: only the bins from Config.ShapeFrom of the isotonic knee
+// up. ll is the fit's log-likelihood, which fitShapes compares.
 type gumbelCurve struct{ a, b, floor, ll float64 }
 
 // crossing is the load at which the curve falls to goal: +Inf when it does
@@ -66,9 +72,10 @@ func (l gumbelCurve) crossing(goal float64) float64 {
 
 // missFloor is the floor of a curve fitted from load from on up: −log of
 // the pooled attainment of the bins below from, the share of requests the
-// server misses where no queue forms to speak of (by default below 0.7 of
-// the isotonic knee: on the simulator's sweep the queue's term there is
-// under a hundredth of the mix's). It is 0 without bins below from, and
+// server misses where the queue adds little (by default below 0.7 of the
+// isotonic knee: the sweep's floored line, extrapolated from 5.4 req/s to
+// 0.7 of its 6.0, puts the queue's term there at 0.0003, a twenty-fifth of
+// the floor 0.008 that straightens it). It is 0 without bins below from, and
 // when that share leaves no room above goal (the SLO all but missed at low
 // load: the floor would place the whole crossing, so the curve goes
 // without one). On a server whose misses grow with load below the knee it

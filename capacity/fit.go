@@ -145,6 +145,7 @@ type shapeFit struct {
 	best   gumbelCurve
 }
 
+// on says whether the shape answers at all.
 func (sh shapeFit) on() bool { return len(sh.curves) > 0 }
 
 // fitShapes fits the Gumbel curve to bins bs from load from up without a
@@ -176,17 +177,17 @@ func fitShapes(bs []bin, from, goal float64, floored bool) shapeFit {
 // share.
 func (sh shapeFit) refit(bs []bin, goal float64, sb *standardBins, xs [][]float64) {
 	ok := sb.set(bs, sh.from)
-	var floor float64
+	floor := 0.0
+	if ok && len(sh.curves) > 1 {
+		floor = missFloor(bs, sh.from, goal)
+	}
 	for i, start := range sh.curves {
 		x := math.Inf(1)
+		f := 0.0
+		if start.floor > 0 {
+			f = floor
+		}
 		if ok {
-			if start.floor > 0 && floor == 0 {
-				floor = missFloor(bs, sh.from, goal)
-			}
-			f := 0.0
-			if start.floor > 0 {
-				f = floor
-			}
 			if l, fitted := sb.fit(f, start, replicateTolerance); fitted {
 				x = l.crossing(goal)
 			}

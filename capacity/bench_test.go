@@ -11,17 +11,21 @@ import (
 
 // BenchmarkFit is one estimate over a day of two-minute windows (720, the
 // default History), bootstrap included: the cost of a refit, which is
-// needed once per closed window, with the Gumbel shape off and at its
-// default (fitted in every replicate too).
+// needed once per closed window, with the Gumbel shape off, on without
+// its floor of misses (one curve per replicate) and at its default (two).
 func BenchmarkFit(b *testing.B) {
 	rng := rand.New(rand.NewPCG(1, 1))
 	loads := append(ramp(1, 7, 360), ramp(7, 1, 360)...)
 	ws := day(loads, 5, rng)
 	now := ws[len(ws)-1].End
-	for _, from := range []float64{0, DefaultConfig(0.95).ShapeFrom} {
-		b.Run(fmt.Sprintf("shape_from=%g", from), func(b *testing.B) {
+	def := DefaultConfig(0.95)
+	for _, c := range []struct {
+		from  float64
+		floor bool
+	}{{0, false}, {def.ShapeFrom, false}, {def.ShapeFrom, def.ShapeFloor}} {
+		b.Run(fmt.Sprintf("shape_from=%g,floor=%v", c.from, c.floor), func(b *testing.B) {
 			cfg := DefaultConfig(0.95)
-			cfg.ShapeFrom = from
+			cfg.ShapeFrom, cfg.ShapeFloor = c.from, c.floor
 			b.ReportAllocs()
 			cpu := cpuTime()
 			for b.Loop() {

@@ -53,11 +53,18 @@
 // bridges it: a Gumbel curve, attainment = exp(−exp(a + b·load)), fitted by
 // binomial maximum likelihood to the bins from Config.ShapeFrom of the
 // isotonic knee up, and refitted in every bootstrap replicate on the same
-// resampled bins. Its interval (the replicates' crossings, their central
-// Level share, widened by Config.Transient) is cut to the isotonic one, so
+// resampled bins. With Config.ShapeFloor a second curve is fitted beside
+// it, attainment = exp(−floor − exp(a + b·load)), whose floor is the share
+// missed below ShapeFrom of the knee, where no queue forms: misses of the
+// mix, which do not grow with the queue and which, left in the
+// exponential term, flatten it below the knee so that it crosses the goal
+// early across a gap. Both have two free parameters fitted to the same
+// bins; the likelier one's crossing is the estimate. The interval (each
+// curve's replicate crossings, their central Level share, widened by
+// Config.Transient, spanning both curves) is cut to the isotonic one, so
 // it never reaches beyond the loads that bracket the crossing, and is
-// published where it is the narrower, around the curve's own crossing (the
-// isotonic one where that falls outside). Estimate.Method says which
+// published where it is the narrower, around the estimate (the isotonic
+// crossing where that falls outside). Estimate.Method says which
 // answered.
 //
 // The capacity in tokens per second is the capacity times the mix's mean
@@ -87,10 +94,11 @@
 //     `abandoned` setting: the windows' abandoned counts are too loose at
 //     the scale of two minutes to judge them;
 //   - where Estimate.Method is Gumbel, the curve's shape near the knee:
-//     log(−log attainment), about the log of the share missing the SLO,
-//     rises linearly in load between the loads seen (a queue's tail grows
-//     about exponentially in load near its knee); far below the knee, where
-//     the misses come from the mix, it is not fitted;
+//     the log of the share missing the SLO (log(−log attainment), less the
+//     floor of the mix's misses when that curve is the likelier) rises
+//     linearly in load between the loads seen (a queue's tail grows about
+//     exponentially in load near its knee); far below the knee, where the
+//     misses come from the mix, it is not fitted;
 //   - the load varies slowly beside the queue's relaxation: the curve a day
 //     traces lags the constant-rate one (on the simulator's days its knee
 //     lay up to 3% above the sweep's, and a one-sided answer an hour after

@@ -183,30 +183,33 @@ func strataCuts(cfg Config, k knee) []float64 {
 
 // shapeInterval is the Gumbel shape's answer, given the isotonic one iso
 // (its upper end finite): the central Level interval of the replicates'
-// crossings widened by Config.Transient on either side, cut to iso (the
-// shape is trusted only between the loads the isotonic fit already
-// brackets the knee in, never beyond them), around the crossing of the
-// curve fitted to all the windows (sh.start) when it lies inside, else
-// around iso's estimate. ok is false when the shape is off or did not fit,
-// or when neither estimate lies inside the cut interval.
+// crossings, widened by Config.Transient on either side, spanning those of
+// each of the shape's curves (with and without the floor of misses), cut
+// to iso (the shape is trusted only between the loads the isotonic fit
+// already brackets the knee in, never beyond them), around the crossing of
+// the likelier curve fitted to all the windows (sh.best) when it lies
+// inside, else around iso's estimate. ok is false when the shape is off or
+// did not fit, or when neither estimate lies inside the cut interval.
 //
 // The shape's crossing is preferred because it is the fit the interval
 // comes from, and it reads every bin from ShapeFrom of the knee up, where
-// the isotonic crossing is a line between the two bins around it. On the
-// simulator's bounded days (ten seeds) it lowered the mean error from 2.4%
-// to 1.9% and the largest from 8.6% to 7.7%; on the burst day, where the
-// day leaves a gap around the knee, it is the shape's guess across the gap
-// (as the isotonic line is that fit's) and its mean error rose from 3.4%
-// to 4.5%: the true curve's log(−log attainment) steepens towards the
-// knee, so a line fitted mostly below it crosses the goal early
-// (BENCHMARKS.md).
+// the isotonic crossing is a line between the two bins around it. The
+// interval spans both curves' because the likelihood that picks the
+// estimate does not always tell them apart (on the simulator's mix-shift
+// days the two log-likelihoods differ by a few units on a few thousand),
+// and across a gap in the loads seen the choice of shape is the part of
+// the prediction the windows do not test: the interval holds the knee
+// under either. On the burst day, where the day leaves such a gap, the
+// floor halved the mean error (BENCHMARKS.md).
 func shapeInterval(cfg Config, sh shapeFit, rep replicates, iso Range) (Range, bool) {
-	if !sh.on || len(rep.shape) == 0 {
+	if !sh.on() {
 		return Range{}, false
 	}
-	r := Range{Estimate: sh.start.crossing(cfg.Goal),
-		Lower: quantile(rep.shape, (1-cfg.Level)/2) * (1 - cfg.Transient),
-		Upper: quantile(rep.shape, (1+cfg.Level)/2) * (1 + cfg.Transient)}
+	r := Range{Estimate: sh.best.crossing(cfg.Goal), Lower: math.Inf(1), Upper: math.Inf(-1)}
+	for _, xs := range rep.shape {
+		r.Lower = math.Min(r.Lower, quantile(xs, (1-cfg.Level)/2)*(1-cfg.Transient))
+		r.Upper = math.Max(r.Upper, quantile(xs, (1+cfg.Level)/2)*(1+cfg.Transient))
+	}
 	r.Lower, r.Upper = math.Max(r.Lower, iso.Lower), math.Min(r.Upper, iso.Upper)
 	if !(r.Lower <= r.Estimate && r.Estimate <= r.Upper) {
 		// The curve's own crossing may fall outside its replicates'
@@ -227,9 +230,9 @@ func shapeInterval(cfg Config, sh shapeFit, rep replicates, iso Range) (Range, b
 // isotonic interval, or where that has no upper end to the first load bin
 // that misses the goal).
 func boundedRange(ws []Window, cfg Config, k, o knee) (Range, Method) {
-	sh := shapeFit{from: cfg.ShapeFrom * k.load}
+	var sh shapeFit
 	if cfg.ShapeFrom > 0 {
-		sh.start, sh.on = fitGumbel(binned(sortedPoints(ws, estimateOf), cfg.BinWidth), sh.from, gumbelCurve{})
+		sh = fitShapes(binned(sortedPoints(ws, estimateOf), cfg.BinWidth), cfg.ShapeFrom*k.load, cfg.Goal, cfg.ShapeFloor)
 	}
 	r, rep := predictionInterval(ws, cfg, k, sh)
 	if math.IsInf(r.Upper, 1) && !o.below && !o.above {

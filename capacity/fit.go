@@ -122,21 +122,78 @@ func cmpFloat(a, b float64) int {
 
 // replicates is what a bootstrap's resamples found: the isotonic knees of
 // those that found one, sorted, how many found none below or above, and
-// when a shape is fitted, every resample's Gumbel crossing, sorted (+Inf
-// where the fit failed or does not fall with load).
+// when a shape is fitted, every resample's crossing of each of its curves
+// (shape[i] for shapeFit.curves[i]), sorted (+Inf where the fit failed or
+// does not fall with load).
 type replicates struct {
 	knees        []float64
 	below, above int
-	shape        []float64
+	shape        [][]float64
 }
 
-// shapeFit says whether and how the bootstrap fits the Gumbel shape:
-// from the bins at load from up, starting each resample at start, the fit
-// of all the windows (on is false when it failed or the shape is off).
+// shapeFit says whether and how the bootstrap fits the Gumbel shape: from
+// the bins at load from up, each of curves (the fits of all the windows:
+// without a floor of misses and, with Config.ShapeFloor, with one) refitted
+// to every resample, started at the fit of all the windows, the floored
+// one with the resample's own floor (missFloor of its bins below from).
+// best is the curve of the higher likelihood, whose crossing is the
+// estimate. It is off (no curves) when the shape is off or no fit
+// succeeded.
 type shapeFit struct {
-	on    bool
-	from  float64
-	start gumbelCurve
+	from   float64
+	curves []gumbelCurve
+	best   gumbelCurve
+}
+
+// on says whether the shape answers at all.
+func (sh shapeFit) on() bool { return len(sh.curves) > 0 }
+
+// fitShapes fits the Gumbel curve to bins bs from load from up without a
+// floor and, when floored, with missFloor's; best is the one of the higher
+// log-likelihood. The two have the same two free parameters, fitted to the
+// same bins (the floor is measured on the bins below from, which neither
+// fits), so their likelihoods compare as they stand: the criterion is
+// Akaike's with equal penalties.
+func fitShapes(bs []bin, from, goal float64, floored bool) shapeFit {
+	sh := shapeFit{from: from}
+	if l, ok := fitGumbel(bs, from, 0, gumbelCurve{}); ok {
+		sh.curves = append(sh.curves, l)
+	}
+	if f := missFloor(bs, from, goal); floored && f > 0 {
+		if l, ok := fitGumbel(bs, from, f, gumbelCurve{}); ok {
+			sh.curves = append(sh.curves, l)
+		}
+	}
+	for i, l := range sh.curves {
+		if i == 0 || l.ll > sh.best.ll {
+			sh.best = l
+		}
+	}
+	return sh
+}
+
+// refit is the crossing of goal by each of sh's curves refitted to the
+// resampled bins bs, appended to xs[i]; sb is the scratch the curves
+// share.
+func (sh shapeFit) refit(bs []bin, goal float64, sb *standardBins, xs [][]float64) {
+	ok := sb.set(bs, sh.from)
+	floor := 0.0
+	if ok && len(sh.curves) > 1 {
+		floor = missFloor(bs, sh.from, goal)
+	}
+	for i, start := range sh.curves {
+		x := math.Inf(1)
+		f := 0.0
+		if start.floor > 0 {
+			f = floor
+		}
+		if ok {
+			if l, fitted := sb.fit(f, start, replicateTolerance); fitted {
+				x = l.crossing(goal)
+			}
+		}
+		xs[i] = append(xs[i], x)
+	}
 }
 
 // bootstrap refits the knee on resamples of whole blocks of consecutive
@@ -144,8 +201,8 @@ type shapeFit struct {
 // and are not independent), stratified by load at cuts (see strataCuts):
 // each stratum's windows, in time order, are drawn in blocks of their own
 // until the replicate holds as many of them as the stratum has, so every
-// replicate keeps the day's design of loads. With sh.on it fits the Gumbel
-// shape to the same resampled bins.
+// replicate keeps the day's design of loads. With sh on it refits the
+// Gumbel shape's curves to the same resampled bins.
 //
 // The windows are sorted by load once: a replicate only counts how often
 // it drew each window (the last block of a stratum cut at the stratum's
@@ -164,7 +221,8 @@ func bootstrap(ws []Window, cfg Config, sh shapeFit, cuts []float64) replicates 
 	slices.SortStableFunc(order, func(a, b int) int { return cmpFloat(loads[a], loads[b]) })
 	counts := make([]float64, len(ws))
 	ps := make([]point, 0, len(ws))
-	var rep replicates
+	rep := replicates{shape: make([][]float64, len(sh.curves))}
+	var sb standardBins
 	for range cfg.Resamples {
 		clear(counts)
 		for _, g := range groups {
@@ -194,16 +252,12 @@ func bootstrap(ws []Window, cfg Config, sh shapeFit, cuts []float64) replicates 
 		default:
 			rep.knees = append(rep.knees, k.load)
 		}
-		if sh.on {
-			x := math.Inf(1)
-			if l, ok := fitGumbel(bs, sh.from, sh.start); ok {
-				x = l.crossing(cfg.Goal)
-			}
-			rep.shape = append(rep.shape, x)
-		}
+		sh.refit(bs, cfg.Goal, &sb, rep.shape)
 	}
 	slices.Sort(rep.knees)
-	slices.Sort(rep.shape)
+	for _, xs := range rep.shape {
+		slices.Sort(xs)
+	}
 	return rep
 }
 

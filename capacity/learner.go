@@ -163,6 +163,12 @@ type Config struct {
 	// least ShapeFrom times the isotonic knee (0.7), and its interval
 	// replaces the isotonic one where it is narrower.
 	ShapeFrom float64
+	// ShapeFloor, with the shape on, takes the share of requests missed
+	// below ShapeFrom times the knee as a floor of misses that do not come
+	// from the queue, so that the shape's exponential term is the queue's
+	// alone (true; see gumbelCurve and missFloor). False fits the queue's
+	// term to every miss.
+	ShapeFloor bool
 	// Seed seeds the bootstrap, so that the same windows give the same answer.
 	Seed uint64
 	// RefitEvery is how often a learner that keeps learning is fitted
@@ -179,7 +185,7 @@ func DefaultConfig(goal float64) Config {
 		Goal: goal, Window: 2 * time.Minute, History: 24 * time.Hour,
 		MinWindows: 15, MinFinished: 20, BinWidth: 0.04, Level: 0.9,
 		Resamples: 200, Block: 5, Strata: []float64{0.7, 1}, MixSpan: 20 * time.Minute, MixTolerance: 0.2,
-		LoadSpan: 10 * time.Minute, TrendSpan: 30 * time.Minute, Memory: 5 * time.Minute, Transient: 0.04, ShapeFrom: 0.7, Seed: 1,
+		LoadSpan: 10 * time.Minute, TrendSpan: 30 * time.Minute, Memory: 5 * time.Minute, Transient: 0.04, ShapeFrom: 0.7, ShapeFloor: true, Seed: 1,
 		RefitEvery: 30 * time.Minute,
 	}
 }

@@ -34,7 +34,7 @@ func TestFitGumbelRecoversTheCurve(t *testing.T) {
 				}
 				bs = append(bs, bin{load: x, n: n, good: good})
 			}
-			l, ok := fitGumbel(bs, c.from, gumbelCurve{})
+			l, ok := fitGumbel(bs, c.from, 0, gumbelCurve{})
 			if !ok || math.Abs(l.a-c.a) > 1e-6*math.Abs(c.a) || math.Abs(l.b-c.b) > 1e-6*c.b {
 				t.Fatalf("fit %+v ok %v, want a %v b %v", l, ok, c.a, c.b)
 			}
@@ -42,7 +42,7 @@ func TestFitGumbelRecoversTheCurve(t *testing.T) {
 			if x := l.crossing(0.95); math.Abs(x-want) > 1e-6*want || math.Abs(gumbel(c.a, c.b, x)-0.95) > 1e-9 {
 				t.Fatalf("crossing %v, want %v", x, want)
 			}
-			warm, ok := fitGumbel(bs, c.from, gumbelCurve{a: c.a * 1.1, b: c.b * 0.9})
+			warm, ok := fitGumbel(bs, c.from, 0, gumbelCurve{a: c.a * 1.1, b: c.b * 0.9})
 			if !ok || math.Abs(warm.a-l.a) > 1e-6*math.Abs(c.a) || math.Abs(warm.b-l.b) > 1e-6*c.b {
 				t.Fatalf("warm fit %+v, cold %+v", warm, l)
 			}
@@ -56,15 +56,15 @@ func TestFitGumbelRecoversTheCurve(t *testing.T) {
 // load never crosses.
 func TestFitGumbelEdgeCases(t *testing.T) {
 	two := []bin{{load: 1, n: 100, good: 99}, {load: 2, n: 100, good: 50}, {load: 0.5, n: 100, good: 100}}
-	if _, ok := fitGumbel(two, 0.9, gumbelCurve{}); ok {
+	if _, ok := fitGumbel(two, 0.9, 0, gumbelCurve{}); ok {
 		t.Fatal("two bins above from gave a fit")
 	}
 	flat := []bin{{load: 2, n: 100, good: 99}, {load: 2, n: 50, good: 40}, {load: 2, n: 10, good: 9}}
-	if _, ok := fitGumbel(flat, 0, gumbelCurve{}); ok {
+	if _, ok := fitGumbel(flat, 0, 0, gumbelCurve{}); ok {
 		t.Fatal("three bins at one load gave a fit")
 	}
 	sep := []bin{{load: 1, n: 100, good: 100}, {load: 2, n: 100, good: 100}, {load: 3, n: 100, good: 0}, {load: 4, n: 100, good: 0}}
-	l, ok := fitGumbel(sep, 0, gumbelCurve{})
+	l, ok := fitGumbel(sep, 0, 0, gumbelCurve{})
 	if x := l.crossing(0.95); !ok || !(x > 2 && x < 3) {
 		t.Fatalf("separated bins: fit %+v ok %v crossing %v, want one between 2 and 3", l, ok, x)
 	}
@@ -78,16 +78,23 @@ func TestFitGumbelEdgeCases(t *testing.T) {
 // gap returns windows with binomial noise on the gumbel curve whose
 // crossing of 0.95 is at 5: a day up to 85% of it and a burst at 130%,
 // with nothing between (where the isotonic fit can only span the gap).
-func gap(rng *rand.Rand) []Window {
+func gap(rng *rand.Rand) []Window { return gapFloored(rng, 0) }
+
+// gapFloored is gap on the curve exp(−floor − exp(a + b·x)), still
+// crossing 0.95 at 5: a share floor of the requests missed at every load
+// (the mix's) beside the queue's, the shape fitShapes' floored curve
+// assumes.
+func gapFloored(rng *rand.Rand, floor float64) []Window {
 	const b = 2.7
-	a := math.Log(-math.Log(0.95)) - b*5
+	a := math.Log(-math.Log(0.95)-floor) - b*5
 	loads := append(append(ramp(1, 4.25, 70), 6.5, 6.5, 6.5, 6.5, 6.5), ramp(4.25, 1, 70)...)
 	ws := make([]Window, len(loads))
 	for k, x := range loads {
 		n := math.Round(x * 120)
+		p := math.Exp(-floor) * gumbel(a, b, x)
 		good := 0.0
 		for range int(n) {
-			if rng.Float64() < gumbel(a, b, x) {
+			if rng.Float64() < p {
 				good++
 			}
 		}
@@ -183,5 +190,96 @@ func TestStratifyPartitionsTheWindows(t *testing.T) {
 	}
 	if got := stratify(loads, nil); len(got) != 1 || len(got[0]) != len(loads) {
 		t.Fatalf("stratify without cuts = %v, want one stratum of every window", got)
+	}
+}
+
+// TestFloorOfMisses: the floor is −log of the pooled attainment of the
+// bins below from; none without such bins, and none when that share
+// leaves no room above the goal.
+func TestFloorOfMisses(t *testing.T) {
+	bs := []bin{{load: 1, n: 100, good: 99}, {load: 2, n: 300, good: 297}, {load: 3, n: 100, good: 50}}
+	if f, want := missFloor(bs, 2.5, 0.95), -math.Log(396.0/400); math.Abs(f-want) > 1e-15 {
+		t.Fatalf("floor = %v, want %v (the two bins below 2.5 pooled)", f, want)
+	}
+	if f := missFloor(bs, 1, 0.95); f != 0 {
+		t.Fatalf("floor with no bin below from = %v, want 0", f)
+	}
+	low := []bin{{load: 1, n: 100, good: 94}, {load: 3, n: 100, good: 50}}
+	if f := missFloor(low, 2, 0.95); f != 0 {
+		t.Fatalf("floor where the goal is missed below from = %v, want 0", f)
+	}
+}
+
+// TestFitGumbelWithAFloor fits bins lying exactly on a floored curve: with
+// the floor as an offset the fit returns the queue's parameters and the
+// crossing, which the curve without it misses.
+func TestFitGumbelWithAFloor(t *testing.T) {
+	const floor, b = 0.01, 2.7
+	a := math.Log(-math.Log(0.95)-floor) - b*5
+	var bs []bin
+	for _, x := range ramp(3.5, 7, 15) {
+		bs = append(bs, bin{load: x, n: 1000, good: 1000 * math.Exp(-floor) * gumbel(a, b, x)})
+	}
+	l, ok := fitGumbel(bs, 0, floor, gumbelCurve{})
+	if !ok || math.Abs(l.a-a) > 1e-6*math.Abs(a) || math.Abs(l.b-b) > 1e-6*b || l.floor != floor {
+		t.Fatalf("fit %+v ok %v, want a %v b %v floor %v", l, ok, a, b, floor)
+	}
+	if x := l.crossing(0.95); math.Abs(x-5) > 1e-6 {
+		t.Fatalf("crossing %v, want 5", x)
+	}
+	if p, ok := fitGumbel(bs, 0, 0, gumbelCurve{}); !ok || !(math.Abs(p.crossing(0.95)-5) > 0.01) {
+		t.Fatalf("without the floor the fit %+v (ok %v) crosses at %v: the test does not tell the curves apart", p, ok, p.crossing(0.95))
+	}
+	if x := (gumbelCurve{a: a, b: b, floor: 0.06}).crossing(0.95); !math.IsInf(x, 1) {
+		t.Fatalf("a floor above −log goal crosses at %v, want +Inf", x)
+	}
+}
+
+// TestFloorBridgesAGapOnAFlooredCurve: on days whose misses are a floor of
+// 1% beside the queue's and which leave a gap around the knee, the
+// curve without the floor crosses early (its line is pulled flat by the
+// floor below the knee); with Config.ShapeFloor the likelier curve is the
+// floored one, its estimate nearer the knee on average, and the
+// interval, spanning both curves', holds the knee on at least 90% of the
+// days.
+func TestFloorBridgesAGapOnAFlooredCurve(t *testing.T) {
+	const runs, knee = 20, 5.0
+	cfg := DefaultConfig(0.95)
+	cfg.Resamples = 100
+	plain := cfg
+	plain.ShapeFloor = false
+	inside := 0
+	var errFloor, errPlain float64
+	for r := range runs {
+		ws := gapFloored(rand.New(rand.NewPCG(uint64(r), 13)), 0.01)
+		e, e0 := Fit(ws, cfg, ws[len(ws)-1].End, ""), Fit(ws, plain, ws[len(ws)-1].End, "")
+		if e.Method != Gumbel || e0.Method != Gumbel {
+			t.Fatalf("day %d: methods %q and %q, want the shape to answer with and without the floor", r, e.Method, e0.Method)
+		}
+		if e.Requests.Lower <= knee && knee <= e.Requests.Upper {
+			inside++
+		}
+		errFloor += math.Abs(e.Requests.Estimate-knee) / knee
+		errPlain += math.Abs(e0.Requests.Estimate-knee) / knee
+	}
+	t.Logf("mean error with the floor %.1f%%, without %.1f%%; the knee inside %d of %d", 100*errFloor/runs, 100*errPlain/runs, inside, runs)
+	if !(errFloor < errPlain/2) || inside < runs*9/10 {
+		t.Fatalf("mean error %.3f with the floor against %.3f without, knee inside %d of %d: want under half and 90%%", errFloor/runs, errPlain/runs, inside, runs)
+	}
+}
+
+// TestShapeIntervalSpansBothCurves: the shape's interval runs from the
+// lower of its curves' replicate quantiles to the higher, each widened by
+// Transient, around the likelier curve's crossing.
+func TestShapeIntervalSpansBothCurves(t *testing.T) {
+	cfg := DefaultConfig(0.95)
+	cfg.Level = 0.5 // quartiles of five replicates: the second and the fourth
+	best := gumbelCurve{a: math.Log(-math.Log(0.95)) - 5, b: 1}
+	sh := shapeFit{curves: []gumbelCurve{{b: 1}, best}, best: best}
+	rep := replicates{shape: [][]float64{{4, 4.5, 4.8, 5, 6}, {4.6, 4.9, 5.1, 5.4, 5.6}}}
+	r, ok := shapeInterval(cfg, sh, rep, Range{Estimate: 5, Lower: 0, Upper: 100})
+	want := Range{Estimate: 5, Lower: 4.5 * (1 - cfg.Transient), Upper: 5.4 * (1 + cfg.Transient)}
+	if !ok || math.Abs(r.Estimate-want.Estimate) > 1e-12 || r.Lower != want.Lower || r.Upper != want.Upper {
+		t.Fatalf("interval %+v ok %v, want %+v", r, ok, want)
 	}
 }

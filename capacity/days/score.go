@@ -176,3 +176,51 @@ func (m meanOf) pct() string {
 	}
 	return fmt.Sprintf("%.1f%%", 100*m.sum/m.n)
 }
+
+// Errors writes, per day, how the bounded answers' errors spread over the
+// seeds: inside and within ±15% of all the seeds, then of the bounded
+// answers the mean width, the mean and the largest error, and how many
+// miss the 5% target.
+func Errors(w io.Writer, scores []Score) {
+	fmt.Fprintln(w, "| day | inside | within ±15% | bounded | mean width | mean error | largest error | over 5% |")
+	fmt.Fprintln(w, "|---|---|---|---|---|---|---|---|")
+	var order []string
+	by := map[string][]Score{}
+	for _, s := range scores {
+		if _, ok := by[s.Day]; !ok {
+			order = append(order, s.Day)
+		}
+		by[s.Day] = append(by[s.Day], s)
+	}
+	for _, d := range order {
+		ss := by[d]
+		inside, within, bounded, over := 0, 0, 0, 0
+		widths, errs := meanOf{}, meanOf{}
+		largest := math.NaN()
+		for _, s := range ss {
+			if s.Inside {
+				inside++
+			}
+			if s.Within15 {
+				within++
+			}
+			if math.IsNaN(s.Error) {
+				continue
+			}
+			bounded++
+			widths.add(s.Width)
+			errs.add(s.Error)
+			if !(s.Error <= largest) {
+				largest = s.Error
+			}
+			if s.Error > 0.05 {
+				over++
+			}
+		}
+		top := "–"
+		if bounded > 0 {
+			top = fmt.Sprintf("%.1f%%", 100*largest)
+		}
+		fmt.Fprintf(w, "| %s | %d/%d | %d/%d | %d | %s | %s | %s | %d |\n", d, inside, len(ss), within, len(ss), bounded, widths.pct(), errs.pct(), top, over)
+	}
+}

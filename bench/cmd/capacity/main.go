@@ -2,7 +2,7 @@
 // truth and prints the tables of BENCHMARKS.md:
 //
 //	go run ./bench/cmd/capacity knees  [-out capacity/days/testdata/knees.json]
-//	go run ./bench/cmd/capacity table  [-knees F] [-seeds 5] [-hours 6] [-transient 0.04] [-shape-from 0.7] [-strata 0.7,1]
+//	go run ./bench/cmd/capacity table  [-knees F] [-seeds 5] [-seed-from 1] [-hours 6] [-transient 0.04] [-shape-from 0.7] [-floor=true] [-strata 0.7,1]
 //	go run ./bench/cmd/capacity converge [-knees F] [-seeds 5] [-hours 8]
 //	go run ./bench/cmd/capacity mixunit [-knees F] [-seeds 10] [-hours 6] [-weights 1:0,1:1,1:5] [-span 20m] [-days 'mix shift|diurnal, peak 110%']
 //	go run ./bench/cmd/capacity cost [-targets 1,100] [-hours 24] [-workload steady|knee] [-refit 30m,0] [-shape-from 0.7,0] [-runs 1]
@@ -74,9 +74,11 @@ func runTable(args []string) error {
 	fs := flag.NewFlagSet("table", flag.ContinueOnError)
 	path := fs.String("knees", defaultKnees, "true knees (from the knees command)")
 	seeds := fs.Int("seeds", 5, "seeds per day")
+	seedFrom := fs.Int("seed-from", 1, "the first seed (seeds run from it on: a range held out from the one the method was developed on)")
 	hours := fs.Float64("hours", 6, "simulated hours per day")
 	transient := fs.Float64("transient", capacity.DefaultConfig(0).Transient, "the interval's transient margin (capacity.Config.Transient)")
 	shapeFrom := fs.Float64("shape-from", capacity.DefaultConfig(0).ShapeFrom, "where the Gumbel shape's fit starts, relative to the isotonic knee; 0 turns it off (capacity.Config.ShapeFrom)")
+	floor := fs.Bool("floor", capacity.DefaultConfig(0).ShapeFloor, "fit the Gumbel shape with the floor of misses below shape-from of the knee too (capacity.Config.ShapeFloor)")
 	strataFlag := fs.String("strata", joinFloats(capacity.DefaultConfig(0).Strata), "comma-separated load cuts, relative to the knee, of the bootstrap's strata; empty resamples the whole day (capacity.Config.Strata)")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -91,9 +93,9 @@ func runTable(args []string) error {
 	}
 	var scores []days.Score
 	for _, d := range days.Suite(k, time.Duration(*hours*float64(time.Hour))) {
-		for s := 1; s <= *seeds; s++ {
+		for s := *seedFrom; s < *seedFrom+*seeds; s++ {
 			cfg := capacity.DefaultConfig(days.SLO.Goal)
-			cfg.Transient, cfg.ShapeFrom, cfg.Strata = *transient, *shapeFrom, strata
+			cfg.Transient, cfg.ShapeFrom, cfg.ShapeFloor, cfg.Strata = *transient, *shapeFrom, *floor, strata
 			r, err := days.Run(d, uint64(s), cfg)
 			if err != nil {
 				return err
@@ -102,6 +104,8 @@ func runTable(args []string) error {
 		}
 	}
 	days.Table(os.Stdout, scores)
+	fmt.Println()
+	days.Errors(os.Stdout, scores)
 	inside, oneSidedAbove, gumbel := 0, 0, 0
 	for _, s := range scores {
 		if s.Inside {

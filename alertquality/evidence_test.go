@@ -55,9 +55,16 @@ func TestRulesEvidenceIsTheDaemons(t *testing.T) {
 		for _, k := range run.Keys {
 			for wi, w := range []time.Duration{k.Long, k.Short} {
 				got := rulesObserved(t, prom, rf, run, shift, w)
+				// A window of the long group describes the scrape its lag
+				// before (described).
+				lag := windowLag(rf, w)
 				compared, unserved := 0, 0.0
 				for j, sc := range run.Scrapes {
-					c := run.Checks[k][j]
+					d := described(run, j, lag)
+					if d < 0 {
+						continue
+					}
+					c := run.Checks[k][d]
 					if !c.Known {
 						continue
 					}

@@ -26,20 +26,27 @@ import (
 // ones (5m → 1w) would leave the upper levels before the history.
 var hierarchyLevels = []time.Duration{time.Minute, 5 * time.Minute, 20 * time.Minute}
 
+// hierarchyLong is the test's long group interval: it divides the first
+// level, and the windows longer than the second level (12m, 2h24m, 1d)
+// are the long group's.
+const hierarchyLong = time.Minute
+
 // hierarchyScenarios restart vLLM (counter resets, gauge series that begin
 // inside the windows) and fail scrapes (gaps in every per-interval series).
 var hierarchyScenarios = []string{"restart", "scrape-failures"}
 
-// TestHierarchyEqualsFlat evaluates the rules with the hierarchy and the
-// flat rules, side by side (the flat ones under renamed records), over the
-// same simulated scrapes on two engines: Prometheus's, with promtool test
-// rules (the restart run's scrapes as input series, every group evaluated
-// every 15 s), and VictoriaMetrics, with both files replayed by vmalert
-// over both runs. Every windowed
-// series must have the same value at every evaluation on both engines
+// TestHierarchyEqualsFlat evaluates the rules with the hierarchy, in two
+// groups per SLO as shipped (the long group every minute), and the flat
+// rules in one, side by side (the flat ones under renamed records), over
+// the same simulated scrapes on two engines: Prometheus's, with promtool
+// test rules (the restart run's scrapes as input series, every group
+// evaluated every 15 s), and VictoriaMetrics, with both files replayed by
+// vmalert over both runs. Every windowed series must have the same value
 // (exactly: every windowed value is built from sums of counts, which add
-// exactly), and the hierarchy must be read (some window longer than the
-// second level), or the test would compare flat with flat.
+// exactly) as the flat rules' at every evaluation, the long group's at the
+// SLO group's last evaluation its lag or more before (rules.Group.Lag),
+// and the hierarchy must be read (some window longer than the second
+// level), or the test would compare flat with flat.
 func TestHierarchyEqualsFlat(t *testing.T) {
 	if testing.Short() || !installed("victoria-metrics", "vmalert", "promtool") {
 		t.Skip("needs Debian's victoria-metrics (victoria-metrics, vmalert) and prometheus (promtool), and not -short")
@@ -58,12 +65,15 @@ func TestHierarchyEqualsFlat(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	hier, err := rules.GenerateWith(runs[0].Config, rules.Options{Levels: hierarchyLevels})
+	hier, err := rules.GenerateWith(runs[0].Config, rules.Options{Levels: hierarchyLevels, LongInterval: hierarchyLong})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if !usesLevels(hier) {
 		t.Fatal("no window reads the hierarchy: the test would compare flat with flat")
+	}
+	if len(longWindows(hier)) == 0 {
+		t.Fatal("no window is the long group's: the test would not compare it")
 	}
 	both, err := prefixRecords(flat, "flat:")
 	if err != nil {
@@ -79,6 +89,10 @@ func TestHierarchyEqualsFlat(t *testing.T) {
 	}
 	defer vm.Stop()
 	records := windowRecords(t, hier)
+	inFlat := map[string]bool{}
+	for _, r := range windowRecords(t, flat) {
+		inFlat[r.sel] = true
+	}
 	for i, run := range runs {
 		shift := time.Duration(i) * runSpacing
 		from, to := run.Scrapes[0].At.Add(shift), run.Scrapes[len(run.Scrapes)-1].At.Add(shift)
@@ -86,16 +100,30 @@ func TestHierarchyEqualsFlat(t *testing.T) {
 			t.Fatal(err)
 		}
 		compared := 0
-		for _, sel := range records {
-			v, err := vm.values(sel, from, to)
-			if err != nil {
+		hv, fv := map[string]map[int64]float64{}, map[string]map[int64]float64{}
+		longAt := map[int64]bool{} // the long group's evaluations
+		for _, r := range records {
+			if !inFlat[r.sel] {
+				continue // the start gauges the long group reads, of the SLO group
+			}
+			if hv[r.sel], err = vm.values(r.sel, from, to); err != nil {
 				t.Fatal(err)
 			}
-			vf, err := vm.values("flat:"+sel, from, to)
-			if err != nil {
+			if fv[r.sel], err = vm.values("flat:"+r.sel, from, to); err != nil {
 				t.Fatal(err)
 			}
-			compared += sameSeries(t, run.Scenario.Name+" VictoriaMetrics "+sel, vf, v)
+			for ts := range hv[r.sel] {
+				longAt[ts] = longAt[ts] || r.lag > 0
+			}
+		}
+		for _, r := range records {
+			switch {
+			case !inFlat[r.sel]:
+			case r.lag > 0:
+				compared += sameLagged(t, run.Scenario.Name+" VictoriaMetrics "+r.sel, fv[r.sel], hv[r.sel], longAt, r.lag)
+			default:
+				compared += sameSeries(t, run.Scenario.Name+" VictoriaMetrics "+r.sel, fv[r.sel], hv[r.sel])
+			}
 		}
 		if compared == 0 {
 			t.Errorf("%s: VictoriaMetrics recorded no windowed value", run.Scenario.Name)
@@ -104,13 +132,27 @@ func TestHierarchyEqualsFlat(t *testing.T) {
 	}
 }
 
-// windowedPair matches every windowed series of the hierarchy (A) with the
-// flat rules' (B), by record name and labels.
-const windowedPair = `label_replace({__name__=~"model_name:.+",window!=""}, "rec", "$1", "__name__", "(.+)")`
+// windowedPair matches the windowed series of the hierarchy (A) with the
+// flat rules' (B), by record name and labels, those in the windows a
+// regular expression names (long) or, without long, all but the long
+// ones; the flat ones lag before (promtool evaluates the long group at
+// every step, so its series at t are the flat rules' at t − lag). The
+// start gauges the long group reads from the SLO group have no flat
+// counterpart and are left out.
+func windowedPair(window string, lag time.Duration) (hier, flat string) {
+	off := ""
+	if lag > 0 {
+		off = " offset " + model.Duration(lag).String()
+	}
+	hier = fmt.Sprintf(`label_replace({__name__=~"model_name:.+",__name__!~".+_present_at_start:.+",%s}, "rec", "$1", "__name__", "(.+)")`, window)
+	flat = fmt.Sprintf(`label_replace({__name__=~"flat:.+",%s}%s, "rec", "$1", "__name__", "flat:(.+)")`, window, off)
+	return hier, flat
+}
 
 // promtoolSame runs promtool test rules on both rule files over a run's
 // scrapes and requires, every 5 minutes, no windowed series that differs
-// or exists on one side only, and more than ten that agree.
+// from the flat one (the long group's from the flat one lag before) or
+// exists on one side only, and more than ten that agree.
 func promtoolSame(t *testing.T, dir string, both *rules.RuleFile, run *Run) {
 	text, err := both.YAML()
 	if err != nil {
@@ -124,15 +166,30 @@ func promtoolSame(t *testing.T, dir string, both *rules.RuleFile, run *Run) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	flatPair := `label_replace({__name__=~"flat:.+",window!=""}, "rec", "$1", "__name__", "flat:(.+)")`
+	long, lag := longWindows(both), time.Duration(0)
+	for _, g := range both.Groups {
+		lag = max(lag, time.Duration(g.Lag))
+	}
+	fast := `window!=""`
+	if len(long) > 0 {
+		fast += fmt.Sprintf(`,window!~%q`, strings.Join(long, "|"))
+	}
+	h, f := windowedPair(fast, 0)
+	pairs := [][2]string{{h, f}}
+	if len(long) > 0 {
+		h, f := windowedPair(fmt.Sprintf(`window=~%q`, strings.Join(long, "|")), lag)
+		pairs = append(pairs, [2]string{h, f})
+	}
 	var tests []map[string]any
 	for at := 5 * time.Minute; at < time.Duration(len(run.Scrapes))*Interval; at += 5 * time.Minute {
 		eval := model.Duration(at).String()
-		for _, expr := range []string{windowedPair + " != " + flatPair, windowedPair + " unless " + flatPair, flatPair + " unless " + windowedPair} {
-			tests = append(tests, map[string]any{"expr": expr, "eval_time": eval, "exp_samples": []any{}})
+		for _, p := range pairs {
+			for _, expr := range []string{p[0] + " != " + p[1], p[0] + " unless " + p[1], p[1] + " unless " + p[0]} {
+				tests = append(tests, map[string]any{"expr": expr, "eval_time": eval, "exp_samples": []any{}})
+			}
+			tests = append(tests, map[string]any{"expr": "count(" + p[0] + " == " + p[1] + ") > bool 10", "eval_time": eval,
+				"exp_samples": []any{map[string]any{"labels": "{}", "value": 1}}})
 		}
-		tests = append(tests, map[string]any{"expr": "count(" + windowedPair + " == " + flatPair + ") > bool 10", "eval_time": eval,
-			"exp_samples": []any{map[string]any{"labels": "{}", "value": 1}}})
 	}
 	file := map[string]any{
 		"rule_files":          []string{ruleFile},
@@ -203,11 +260,61 @@ func sameSeries(t *testing.T, what string, want, got map[int64]float64) int {
 	return len(want)
 }
 
-// windowRecords lists a selector of every windowed series the SLO groups
-// record, one per rule (the rule's static labels as matchers).
-func windowRecords(t *testing.T, rf *rules.RuleFile) []string {
+// sameLagged requires a long group's series (got) to hold, at each of
+// its evaluations at (the long group's, taken from every long series), the
+// flat value (want) lag before, where the replay evaluated the SLO group
+// (the evaluation the long group's series describe: vmalert's replay
+// evaluates both groups on the same grid), and no value where that has
+// none; it returns how many it compared.
+func sameLagged(t *testing.T, what string, want, got map[int64]float64, at map[int64]bool, lag time.Duration) int {
 	t.Helper()
+	compared := 0
+	for _, ts := range slices.Sorted(maps.Keys(at)) {
+		if !at[ts] {
+			continue
+		}
+		w, inFlat := want[ts-int64(lag/time.Second)]
+		g, ok := got[ts]
+		switch {
+		case !inFlat && ok:
+			t.Errorf("%s at %d: hierarchy %v, flat none %v before", what, ts, g, lag)
+		case !inFlat:
+		case !ok:
+			t.Errorf("%s at %d: flat %v %v before, hierarchy none", what, ts, w, lag)
+		case g != w:
+			t.Errorf("%s at %d: flat %v %v before, hierarchy %v", what, ts, w, lag, g)
+		default:
+			compared++
+		}
+	}
+	return compared
+}
+
+// longWindows lists the windows a rule file's long groups record.
+func longWindows(rf *rules.RuleFile) []string {
 	var out []string
+	for _, g := range rf.Groups {
+		for _, r := range g.Rules {
+			if w := r.Labels["window"]; g.Lag > 0 && w != "" && !slices.Contains(out, w) {
+				out = append(out, w)
+			}
+		}
+	}
+	return out
+}
+
+// windowRecord is the selector of one windowed series a rule records (the
+// rule's static labels as matchers) and its group's lag.
+type windowRecord struct {
+	sel string
+	lag time.Duration
+}
+
+// windowRecords lists every windowed series the SLO groups record, one
+// per rule.
+func windowRecords(t *testing.T, rf *rules.RuleFile) []windowRecord {
+	t.Helper()
+	var out []windowRecord
 	for _, g := range rf.Groups {
 		for _, r := range g.Rules {
 			if r.Record == "" || r.Labels["window"] == "" {
@@ -217,7 +324,7 @@ func windowRecords(t *testing.T, rf *rules.RuleFile) []string {
 			for _, k := range slices.Sorted(maps.Keys(r.Labels)) {
 				ms = append(ms, fmt.Sprintf("%s=%q", k, r.Labels[k]))
 			}
-			out = append(out, r.Record+"{"+strings.Join(ms, ",")+"}")
+			out = append(out, windowRecord{r.Record + "{" + strings.Join(ms, ",") + "}", time.Duration(g.Lag)})
 		}
 	}
 	if len(out) == 0 {
@@ -255,7 +362,7 @@ func prefixRecords(rf *rules.RuleFile, prefix string) (*rules.RuleFile, error) {
 	}
 	out := &rules.RuleFile{}
 	for _, g := range rf.Groups {
-		ng := rules.Group{Name: prefix + g.Name, Interval: g.Interval}
+		ng := rules.Group{Name: prefix + g.Name, Interval: g.Interval, Lag: g.Lag}
 		for _, r := range g.Rules {
 			if r.Record == "" {
 				continue

@@ -44,6 +44,13 @@ func Inline(rf *rules.RuleFile, expr string) (string, error) {
 			if r.Record != "" {
 				byRecord[r.Record] = append(byRecord[r.Record], r)
 				steps[r.Record] = time.Duration(g.Interval)
+				if g.Lag > 0 {
+					// A long group is replayed at every step, as promtool
+					// and vmalert's replay evaluate it: its series at t
+					// are then the SLO group's at t − lag (rules'
+					// longgroup.go), at every step.
+					steps[r.Record] = Interval
+				}
 			}
 		}
 	}
@@ -118,7 +125,18 @@ func inline(rec recorded, expr string, depth int) (string, error) {
 		if err != nil {
 			return "", err
 		}
-		cuts = append(cuts, splice{int(vs.PosRange.Start), int(vs.PosRange.End), "(" + repl + ")"})
+		text := "(" + repl + ")"
+		if vs.OriginalOffset != 0 {
+			// A recorded series read an offset back (a long group reads
+			// the SLO group's this way): the rule's expression at the one
+			// step of its group that lies there.
+			step := rec.steps[vs.Name]
+			if step <= 0 {
+				step = Interval
+			}
+			text = fmt.Sprintf("last_over_time(%s[%s:%s] offset %s)", text, model.Duration(step-time.Millisecond), model.Duration(step), model.Duration(vs.OriginalOffset))
+		}
+		cuts = append(cuts, splice{int(vs.PosRange.Start), int(vs.PosRange.End), text})
 	}
 	slices.SortFunc(cuts, func(a, b splice) int { return b.start - a.start })
 	out := expr

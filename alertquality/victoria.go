@@ -3,6 +3,7 @@ package alertquality
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"maps"
@@ -241,37 +242,74 @@ func stageMatch(st *rules.RuleFile) string {
 // stageRules cuts a rule file into stages: stage k holds, in their groups
 // and order, the rules that read series recorded in stage k−1 at the
 // deepest, so that evaluating the stages in order gives every rule the
-// recorded series it reads complete.
+// recorded series it reads complete. A rule may read series a later group
+// records (an SLO group's alerts read its long group's windows): the
+// depths are found over the whole file first.
 func stageRules(rf *rules.RuleFile) ([]*rules.RuleFile, error) {
-	depth := map[string]int{} // record name → deepest stage recording it
+	depths, err := ruleDepths(rf)
+	if err != nil {
+		return nil, err
+	}
 	var stages []*rules.RuleFile
+	k := 0
 	for _, g := range rf.Groups {
 		for _, r := range g.Rules {
-			names, err := selectedNames(r.Expr)
-			if err != nil {
-				return nil, fmt.Errorf("group %s: %w", g.Name, err)
-			}
-			d := 0
-			for _, n := range names {
-				if dn, ok := depth[n]; ok {
-					d = max(d, dn+1)
-				}
-			}
-			if r.Record != "" {
-				depth[r.Record] = max(depth[r.Record], d)
-			}
+			d := depths[k]
+			k++
 			for len(stages) <= d {
 				stages = append(stages, &rules.RuleFile{})
 			}
 			st := stages[d]
 			if len(st.Groups) == 0 || st.Groups[len(st.Groups)-1].Name != g.Name {
-				st.Groups = append(st.Groups, rules.Group{Name: g.Name, Interval: g.Interval})
+				st.Groups = append(st.Groups, rules.Group{Name: g.Name, Interval: g.Interval, Lag: g.Lag})
 			}
 			last := &st.Groups[len(st.Groups)-1]
 			last.Rules = append(last.Rules, r)
 		}
 	}
 	return stages, nil
+}
+
+// ruleDepths is the stage of every rule of the file, in file order: 0 for
+// a rule that reads no recorded series, else one more than the deepest
+// rule recording a series it reads. The depths grow until they hold, at
+// most once per rule; longer, the file reads its own records in a cycle.
+func ruleDepths(rf *rules.RuleFile) ([]int, error) {
+	var reads [][]string
+	var records []string
+	depth := map[string]int{} // record name → deepest rule recording it
+	for _, g := range rf.Groups {
+		for _, r := range g.Rules {
+			names, err := selectedNames(r.Expr)
+			if err != nil {
+				return nil, fmt.Errorf("group %s: %w", g.Name, err)
+			}
+			reads, records = append(reads, names), append(records, r.Record)
+			if r.Record != "" {
+				depth[r.Record] = 0
+			}
+		}
+	}
+	depths := make([]int, len(reads))
+	for range len(reads) + 1 {
+		changed := false
+		for i, names := range reads {
+			d := 0
+			for _, n := range names {
+				if dn, ok := depth[n]; ok {
+					d = max(d, dn+1)
+				}
+			}
+			depths[i] = d
+			if records[i] != "" && d > depth[records[i]] {
+				depth[records[i]], changed = d, true
+			}
+		}
+		if !changed {
+			return depths, nil
+		}
+	}
+	return nil, errors.New("the rules read their own records in a cycle")
 }
 
 // VMAlerts reads the ALERTS series vmalert's replay wrote for the burn-rate

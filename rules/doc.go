@@ -18,6 +18,10 @@
 // `abandoned` setting says; requests turned away at admission
 // (admission_rejections_total, exact) likewise under `rejected`. Each bound
 // is proven on the function that writes it (intervalRules, windowRules).
+// Windows longer than an hour sum a hierarchy of recorded sums
+// (levelRules, windowSum), recorded with those windows' rules in a second
+// group per SLO every minute, which reads the SLO group's series 30 s back
+// and so records the one-group rules' numbers 30 s late (longgroup.go).
 //
 // The alerts page, as the daemon's do, when the burn rate's upper bound and
 // its evidence both exceed the factor in both windows: the evidence is the

@@ -26,6 +26,11 @@ type Group struct {
 	Interval model.Duration `yaml:"interval,omitempty"`
 	// Rules are the group's rules, in evaluation order.
 	Rules []Rule `yaml:"rules"`
+	// Lag is, for an SLO's long group, how far before each of its
+	// evaluations the SLO group's evaluation lies at the latest that its
+	// windowed series describe (they describe the last one at or before
+	// it); 0 for the other groups.
+	Lag model.Duration `yaml:"-"`
 	// Comment is written above the group.
 	Comment string `yaml:"-"`
 }

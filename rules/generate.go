@@ -36,11 +36,11 @@ func generate(cfg *config.Config, opts Options) (*RuleFile, error) {
 	}
 	f := &RuleFile{Comment: fileComment}
 	for _, s := range cfg.SLOs {
-		g, err := sloGroup(cfg, s, opts)
+		gs, err := sloGroups(cfg, s, opts)
 		if err != nil {
 			return nil, fmt.Errorf("generate rules for SLO %q: %w", s.Name, err)
 		}
-		f.Groups = append(f.Groups, g)
+		f.Groups = append(f.Groups, gs...)
 	}
 	if g, ok := capacityGroup(cfg); ok {
 		f.Groups = append(f.Groups, g)
@@ -71,23 +71,24 @@ type objectivePlan struct {
 	edge  edgeChoice
 }
 
-// sloGroup builds the rule group of one SLO.
-func sloGroup(cfg *config.Config, s config.SLO, opts Options) (Group, error) {
+// sloGroups builds the rule group of one SLO and, with the hierarchy and
+// Options.LongInterval, its long group after it (longgroup.go).
+func sloGroups(cfg *config.Config, s config.SLO, opts Options) ([]Group, error) {
 	if !(s.Goal > 0 && s.Goal < 1) {
-		return Group{}, fmt.Errorf("goal %v is not strictly between 0 and 1", s.Goal)
+		return nil, fmt.Errorf("goal %v is not strictly between 0 and 1", s.Goal)
 	}
 	if s.Period <= 0 {
-		return Group{}, fmt.Errorf("period %s is not positive", s.Period)
+		return nil, fmt.Errorf("period %s is not positive", s.Period)
 	}
 	objs := s.ObjectiveList()
 	if len(objs) == 0 {
-		return Group{}, errors.New("no objectives")
+		return nil, errors.New("no objectives")
 	}
 	plans := make([]objectivePlan, 0, len(objs))
 	for _, o := range objs {
 		names, err := histogramNames(cfg, o.Metric)
 		if err != nil {
-			return Group{}, fmt.Errorf("objective %s: %w", o.Metric, err)
+			return nil, fmt.Errorf("objective %s: %w", o.Metric, err)
 		}
 		edges := cfg.Global.BucketEdges(o.Metric)
 		plans = append(plans, objectivePlan{obj: o, names: names, edges: edges, edge: conservativeEdge(edges, o.Threshold)})
@@ -95,59 +96,103 @@ func sloGroup(cfg *config.Config, s config.SLO, opts Options) (Group, error) {
 	g := Group{Name: "vllm-slo-" + s.Name, Comment: sloComment(s, plans)}
 	lp, useLedger, err := newLedgerPlan(cfg, s, plans)
 	if err != nil {
-		return Group{}, fmt.Errorf("ledger: %w", err)
+		return nil, fmt.Errorf("ledger: %w", err)
 	}
 	var interval []Rule
+	long := &g // the group of the levels and of the windows they serve
+	var lg Group
 	if useLedger {
 		g.Interval = model.Duration(lp.interval)
 		lp.spans = levelSpans(opts.Levels, lp.interval)
+		lp.long = longInterval(opts.LongInterval, lp.interval, lp.spans)
+		if lp.long > 0 {
+			lg = lp.longGroup(g.Name)
+			long = &lg
+		}
 		interval = lp.intervalRules()
 		g.Rules = append(g.Rules, interval...)
-		g.Rules = append(g.Rules, lp.levelRules(interval)...)
+		long.Rules = append(long.Rules, lp.levelRules(interval)...)
 	}
-	budgetFactor := formatFloat(1 - s.Goal)
+	first := true
+	for _, w := range sloWindows(s) {
+		if lp.inLong(w) {
+			g.Rules = append(g.Rules, lp.presentAtStartRules(w, first)...)
+			first = false
+		}
+	}
 	for wi, w := range sloWindows(s) {
-		g.Rules = append(g.Rules, lp.windowSumRules(interval, w)...)
-		for _, p := range plans {
-			requests, good := requestsRule(s, p, w), goodRule(s, p, w, wi == 0)
-			if useLedger {
-				requests, good = lp.exactCounts(requests, good, p, w)
-			}
-			g.Rules = append(g.Rules, requests, good)
+		dst := &g
+		if lp.inLong(w) {
+			dst = &lg
 		}
-		for _, p := range plans {
-			g.Rules = append(g.Rules, attainmentRule(s, p, w))
-		}
-		if useLedger {
-			g.Rules = append(g.Rules, lp.windowRules(w, wi == 0)...)
-		} else {
-			g.Rules = append(g.Rules, jointRule(s, plans, w, wi == 0))
-		}
-		burn := Rule{
-			Record: windowed(recBurn, w),
-			Expr: fmt.Sprintf("sum without (objective) (1 - %s) / %s",
-				selector(windowed(recAttain, w), "slo", s.Name, "objective", allObjective), budgetFactor),
-			Labels: map[string]string{"slo": s.Name, "window": w.String()},
-		}
-		observed, lower := evidenceRules(s, lp, plans, w, useLedger)
-		if wi == 0 {
-			burn.Comment = fmt.Sprintf("Burn rate upper bound: (1 - joint attainment lower bound) / (1 - goal %s).", formatFloat(s.Goal))
-		}
-		g.Rules = append(g.Rules, burn, observed)
-		if useLedger {
-			g.Rules = append(g.Rules, lower)
-		}
+		windowGroupRules(&g, dst, s, lp, plans, interval, w, wi == 0)
 	}
-	g.Rules = append(g.Rules, Rule{
+	budget := Rule{
 		Record:  recBudget,
 		Expr:    "1 - " + selector(windowed(recBurn, s.Period), "slo", s.Name),
 		Labels:  map[string]string{"slo": s.Name},
 		Comment: fmt.Sprintf("Share of the %s error budget not yet spent (lower bound; negative when overspent).", s.Period),
-	})
+	}
+	if lp.inLong(s.Period) {
+		lg.Rules = append(lg.Rules, budget)
+	} else {
+		g.Rules = append(g.Rules, budget)
+	}
 	for _, a := range s.Alerts {
 		g.Rules = append(g.Rules, burnAlert(s, a, objs, useLedger))
 	}
-	return g, nil
+	if lp.long > 0 {
+		return []Group{g, lg}, nil
+	}
+	return []Group{g}, nil
+}
+
+// windowGroupRules appends a window's rules to dst, the group that records
+// the window (the SLO group g or its long group), but those of an ITL
+// objective to g: they read the raw histograms (increase()), which only
+// the SLO group reads. interval are the ledger's per-interval rules, none
+// without the ledger.
+func windowGroupRules(g, dst *Group, s config.SLO, lp ledgerPlan, plans []objectivePlan, interval []Rule, w model.Duration, first bool) {
+	useLedger := interval != nil
+	budgetFactor := formatFloat(1 - s.Goal)
+	dst.Rules = append(dst.Rules, lp.windowSumRules(interval, w)...)
+	for _, p := range plans {
+		requests, good := requestsRule(s, p, w), goodRule(s, p, w, first)
+		if useLedger {
+			requests, good = lp.exactCounts(requests, good, p, w)
+		}
+		objDst := dst
+		if p.obj.Metric == slo.ITL {
+			objDst = g
+		}
+		objDst.Rules = append(objDst.Rules, requests, good)
+	}
+	for _, p := range plans {
+		objDst := dst
+		if p.obj.Metric == slo.ITL {
+			objDst = g
+		}
+		objDst.Rules = append(objDst.Rules, attainmentRule(s, p, w))
+	}
+	if useLedger {
+		dst.Rules = append(dst.Rules, lp.windowRules(w, first)...)
+	} else {
+		dst.Rules = append(dst.Rules, jointRule(s, plans, w, first))
+	}
+	burn := Rule{
+		Record: windowed(recBurn, w),
+		Expr: fmt.Sprintf("sum without (objective) (1 - %s) / %s",
+			selector(windowed(recAttain, w), "slo", s.Name, "objective", allObjective), budgetFactor),
+		Labels: map[string]string{"slo": s.Name, "window": w.String()},
+	}
+	observed, lower := evidenceRules(s, lp, plans, w, useLedger)
+	if first {
+		burn.Comment = fmt.Sprintf("Burn rate upper bound: (1 - joint attainment lower bound) / (1 - goal %s).", formatFloat(s.Goal))
+	}
+	dst.Rules = append(dst.Rules, burn, observed)
+	if useLedger {
+		dst.Rules = append(dst.Rules, lower)
+	}
 }
 
 // sloComment explains an SLO group and the approximations its rules make.

@@ -92,7 +92,11 @@ func (lp ledgerPlan) newInFlightRules() []Rule {
 // waiting at the same sample, so the estimate stays inside the bounds
 // without clamping.
 func (lp ledgerPlan) runningAtStart(w model.Duration) string {
-	return fmt.Sprintf("(%s + on (model_name) sum without (slo) (%s))", presentSum(lp.running, lp.windowStart(w)), lp.sumOver(recIntNewRunning, "", w))
+	present := presentSum(lp.running, lp.windowStart(w))
+	if lp.inLong(w) {
+		present = lp.fastAt(lp.sel(windowed(recRunningPresentAtStart, w), ""), 0)
+	}
+	return fmt.Sprintf("(%s + on (model_name) sum without (slo) (%s))", present, lp.sumOver(recIntNewRunning, "", w))
 }
 
 // newSeriesSum is, per model_name, the sum of a gauge over the series whose
@@ -110,7 +114,9 @@ func newSeriesSum(names []string, interval time.Duration) string {
 // the start S of a window over w, per model_name: running + waiting at S of
 // the gauge series present then, plus, for each series that began inside
 // the window (where its counter changes begin), running + waiting at its
-// first sample, summed from recIntNewInFlight.
+// first sample, summed from recIntNewInFlight. In the long group the
+// present series' part is the SLO group's record of it
+// (presentAtStartRules), as of the evaluation the long group describes.
 //
 // It reads a bounded number of samples per target whatever the window:
 // the gauges within lookback of S, and one per-model series over the
@@ -123,6 +129,9 @@ func newSeriesSum(names []string, interval time.Duration) string {
 func (lp ledgerPlan) inFlightAtStart(w model.Duration) string {
 	start := lp.windowStart(w)
 	present := "(" + presentSum(lp.running, start) + " + " + presentSum(lp.waiting, start) + ")"
+	if lp.inLong(w) {
+		present = lp.fastAt(lp.sel(windowed(recInFlightPresentAtStart, w), ""), 0)
+	}
 	return fmt.Sprintf("(%s + on (model_name) sum without (slo) (%s))", present, lp.sumOver(recIntNewInFlight, "", w))
 }
 

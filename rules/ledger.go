@@ -66,6 +66,8 @@ type ledgerPlan struct {
 	// spans are the hierarchy's levels in group intervals (levelSpans);
 	// none for the flat rules.
 	spans []int
+	// long is the long group's interval (longInterval); 0: one group.
+	long time.Duration
 }
 
 // groupInterval is the evaluation interval of the SLO groups: the shortest
@@ -440,7 +442,7 @@ func (lp ledgerPlan) sumOver(name, objective string, w model.Duration) string {
 //     lies in [good.lo / (N + U.hi), good.hi / (N + U.lo)], where U's bounds
 //     are A's (or 0) plus J (or 0), J being exact; at most 1.
 func (lp ledgerPlan) windowRules(w model.Duration, first bool) []Rule {
-	rStart, rEnd := lp.sel(windowed(recInFlightAtStart, w), ""), lp.sel(recInFlightNow, "")
+	rStart, rEnd := lp.sel(windowed(recInFlightAtStart, w), ""), lp.now(recInFlightNow, w)
 	n := lp.sumOver(recIntFinished, "", w)
 	f := lp.sumOver(recIntFirst, "", w)
 	sumLo := "sum without (objective) (" + lp.sumOver(recIntJointLo, allObjective, w) + ")"
@@ -466,7 +468,7 @@ func (lp ledgerPlan) windowRules(w model.Duration, first bool) []Rule {
 	// bounds without clamping: 0 <= running <= running + waiting at both
 	// edges.
 	rs = append(rs, Rule{Record: windowed(recAbandoned, w), Labels: lp.windowLabels("", w),
-		Expr: fmt.Sprintf("clamp_min(%s - %s + on (model_name) group_left () (%s - on (model_name) %s), 0)", f, n, lp.sel(windowed(recRunningAtStart, w), ""), lp.sel(recRunningNow, ""))})
+		Expr: fmt.Sprintf("clamp_min(%s - %s + on (model_name) group_left () (%s - on (model_name) %s), 0)", f, n, lp.sel(windowed(recRunningAtStart, w), ""), lp.now(recRunningNow, w))})
 	rs = append(rs, lp.rejectedRule(w, first))
 	if first {
 		rs[len(rs)-2].Comment = "Their estimate: first tokens - finished + running at the window's start - running at its end\n" +

@@ -17,6 +17,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/prometheus/common/model"
+
 	"github.com/vllm-slo-exporter/vllm-slo-exporter/alertquality"
 	"github.com/vllm-slo-exporter/vllm-slo-exporter/bench"
 	"github.com/vllm-slo-exporter/vllm-slo-exporter/config"
@@ -78,7 +80,7 @@ func runFleetRules(args []string) error {
 		return err
 	}
 	if *header {
-		fmt.Println("| targets × history | engine | group (rules) | load | evaluation ms, median (max) | share of the 15 s interval | samples read per evaluation | engine RSS MiB |")
+		fmt.Println("| targets × history | engine | group (rules, interval) | load | evaluation ms, median (max) | share of the group's interval, median (max) | samples read per evaluation | engine RSS MiB |")
 		fmt.Println("|---|---|---|---|---|---|---|---|")
 	}
 	size := fmt.Sprintf("%d × %gd", *targets, *days)
@@ -97,8 +99,44 @@ func runFleetRules(args []string) error {
 			return fmt.Errorf("%s: %w", e, err)
 		}
 		for _, r := range rows {
-			fmt.Printf("| %s | %s | %s (%d) | %s | %.1f (%.1f) | %.2f%% | %s | %s |\n", size, r.engine, r.group, r.rules, r.load.Round(time.Second),
-				bench.Median(r.ms), slices.Max(r.ms), bench.Median(r.ms)/bench.Interval.Seconds()/10, r.samples, r.rss)
+			every := groupInterval(rf, r.group)
+			fmt.Printf("| %s | %s | %s (%d, %s) | %s | %.1f (%.1f) | %.2f%% (%.2f%%) | %s | %s |\n", size, r.engine, r.group, r.rules, model.Duration(every), r.load.Round(time.Second),
+				bench.Median(r.ms), slices.Max(r.ms), bench.Median(r.ms)/every.Seconds()/10, slices.Max(r.ms)/every.Seconds()/10, r.samples, r.rss)
+		}
+	}
+	return nil
+}
+
+// groupInterval is the evaluation interval of the named group of rf: its
+// own, or the engines' 15 s.
+func groupInterval(rf *rules.RuleFile, name string) time.Duration {
+	for _, g := range rf.Groups {
+		if g.Name == name && g.Interval > 0 {
+			return time.Duration(g.Interval)
+		}
+	}
+	return bench.Interval
+}
+
+// longest is the longest group interval of rf, at least a minute: how long
+// one evaluation of every group may take to come.
+func longest(rf *rules.RuleFile) time.Duration {
+	d := time.Minute
+	for _, g := range rf.Groups {
+		d = max(d, time.Duration(g.Interval))
+	}
+	return d
+}
+
+// printSLOQueryTimes prints the query times of the SLO group's rules and,
+// with the long group, of its rules.
+func printSLOQueryTimes(base string, rf *rules.RuleFile, reps int) error {
+	for i, g := range rf.Groups {
+		if i > 0 && g.Lag == 0 {
+			break
+		}
+		if err := printQueryTimes(base, g, reps); err != nil {
+			return err
 		}
 	}
 	return nil
@@ -205,7 +243,7 @@ func measurePrometheus(f bench.Fleet, rf *rules.RuleFile, ruleFile, dir string, 
 		rows = append(rows, groupRow{engine: "Prometheus 2.42", group: g.Name, rules: len(g.Rules), load: load})
 	}
 	last := make([]float64, len(rows))
-	err = srv.WaitFor(time.Duration(evals+4)*time.Minute, "rule evaluations", func() (bool, error) {
+	err = srv.WaitFor(time.Duration(evals+4)*longest(rf), "rule evaluations", func() (bool, error) {
 		m, err := scrapeMetrics(base + "/metrics")
 		if err != nil {
 			return false, nil
@@ -230,7 +268,7 @@ func measurePrometheus(f bench.Fleet, rf *rules.RuleFile, ruleFile, dir string, 
 		return nil, err
 	}
 	printRuleTimes(os.Stderr, rts, 15)
-	if err := printQueryTimes(base, rf.Groups[0], reps); err != nil {
+	if err := printSLOQueryTimes(base, rf, reps); err != nil {
 		return nil, err
 	}
 	m, err := scrapeMetrics(base + "/metrics")
@@ -317,7 +355,7 @@ func measureVictoria(f bench.Fleet, rf *rules.RuleFile, ruleFile, dir string, mo
 	defer va.Stop()
 	p := &vmalertPoll{vmURL: base, alertURL: "http://" + alertAddr, sloGroup: rf.Groups[0].Name,
 		groups: map[string]*groupRow{}, last: map[string]float64{}, readFrom: -1}
-	err = va.WaitFor(time.Duration(evals+4)*time.Minute, "vmalert evaluations", func() (bool, error) { return p.poll(evals, load) })
+	err = va.WaitFor(time.Duration(evals+4)*longest(rf), "vmalert evaluations", func() (bool, error) { return p.poll(evals, load) })
 	if err != nil {
 		return nil, err
 	}
@@ -333,7 +371,7 @@ func measureVictoria(f bench.Fleet, rf *rules.RuleFile, ruleFile, dir string, mo
 	// vmalert stops first, so that the rules timed alone do not share the
 	// engine with its evaluations.
 	va.Stop()
-	if err := printQueryTimes(base, rf.Groups[0], mo.reps); err != nil {
+	if err := printSLOQueryTimes(base, rf, mo.reps); err != nil {
 		return nil, err
 	}
 	// Rows read need two polls of the SLO group: with one, "–".
@@ -348,6 +386,9 @@ func measureVictoria(f bench.Fleet, rf *rules.RuleFile, ruleFile, dir string, mo
 		r.rss, r.rules = rss, len(g.Rules)
 		if g.Name == p.sloGroup && iters >= 1 {
 			r.samples = fmt.Sprintf("%.0f (rows read)", read)
+			if len(rf.Groups) > 1 && rf.Groups[1].Lag > 0 {
+				r.samples = fmt.Sprintf("%.0f (rows read, with the long group's)", read)
+			}
 		}
 		rows = append(rows, r)
 	}

@@ -46,7 +46,25 @@ func generate(cfg *config.Config, opts Options) (*RuleFile, error) {
 		f.Groups = append(f.Groups, g)
 	}
 	f.Groups = append(f.Groups, fleetGroup(cfg))
+	if err := uniqueGroupNames(f.Groups); err != nil {
+		return nil, fmt.Errorf("generate rules: %w", err)
+	}
 	return f, nil
+}
+
+// uniqueGroupNames refuses a file whose groups share a name: Prometheus and
+// vmalert reject such a file whole, and names are derived from SLO names
+// (an SLO "x" has groups "vllm-slo-x" and "vllm-slo-x-long", so an SLO named
+// "x-long", "capacity" or "exporter" beside them would collide).
+func uniqueGroupNames(groups []Group) error {
+	seen := make(map[string]bool, len(groups))
+	for _, g := range groups {
+		if seen[g.Name] {
+			return fmt.Errorf("two rule groups would be named %q: rename one of the SLOs", g.Name)
+		}
+		seen[g.Name] = true
+	}
+	return nil
 }
 
 // sloWindows is every window an SLO's rules need: both windows of each alert

@@ -591,3 +591,36 @@ slos:
 		})
 	}
 }
+
+// TestGroupNamesCollide checks that an SLO whose groups would take another
+// group's name is refused with the name, while the same SLOs renamed
+// generate, and that every generated file's group names are unique.
+func TestGroupNamesCollide(t *testing.T) {
+	for _, c := range configCases {
+		seen := map[string]bool{}
+		for _, g := range generateCase(t, c.yaml).Groups {
+			if seen[g.Name] {
+				t.Errorf("%s: group %q twice", c.name, g.Name)
+			}
+			seen[g.Name] = true
+		}
+	}
+	for _, clash := range []string{"x-long", "capacity", "exporter"} {
+		in := `
+targets: [{name: a, url: "http://127.0.0.1:8000/metrics"}]
+slos:
+  - {name: x, objectives: {ttft: 500ms}, goal: 0.99, period: 30d}
+  - {name: ` + clash + `, objectives: {ttft: 500ms}, goal: 0.99, period: 30d}
+capacity: {}
+`
+		cfg, err := config.Parse([]byte(in), "test.yaml")
+		if err != nil {
+			t.Logf("%s: refused by the configuration already: %v", clash, err)
+			continue
+		}
+		_, err = Generate(cfg)
+		if err == nil || !strings.Contains(err.Error(), "vllm-slo-"+clash) {
+			t.Errorf("SLO %q beside SLO x: err = %v, want the colliding group name", clash, err)
+		}
+	}
+}

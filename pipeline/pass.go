@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/vllm-slo-exporter/vllm-slo-exporter/history"
+	"github.com/vllm-slo-exporter/vllm-slo-exporter/ledger"
 	"github.com/vllm-slo-exporter/vllm-slo-exporter/slo"
 )
 
@@ -21,6 +22,9 @@ type pass struct {
 	model string
 	now   time.Time
 	done  map[passKey]*evaluated
+	// scratch is the memory the ledger's joints are computed in
+	// (ledger.Ledger.WindowIn; nil: allocated per window).
+	scratch *ledger.Scratch
 }
 
 // passKey names a window of a pass: where it ends, how long it is, and
@@ -46,8 +50,8 @@ type evaluated struct {
 	quantiles bool
 }
 
-func (t *target) newPass(spec Spec, model string, now time.Time) *pass {
-	return &pass{t: t, spec: spec, model: model, now: now, done: map[passKey]*evaluated{}}
+func (t *target) newPass(spec Spec, model string, now time.Time, sc *ledger.Scratch) *pass {
+	return &pass{t: t, spec: spec, model: model, now: now, done: map[passKey]*evaluated{}, scratch: sc}
 }
 
 // window returns the window (end − length, end], evaluated with the
@@ -102,7 +106,7 @@ func (p *pass) joints(w slo.Window, histograms bool) []*slo.Joint {
 		if !slo.HasPerRequestObjective(s) {
 			continue
 		}
-		j, ok := l.WindowOf(i, w.Start, w.End, !histograms)
+		j, ok := l.WindowIn(i, w.Start, w.End, !histograms, p.scratch)
 		if !ok {
 			continue
 		}
@@ -126,8 +130,10 @@ func (e *evaluated) result(name string) (slo.SLOResult, bool) {
 	return e.rep.SLOs[i], true
 }
 
-func (t *target) evaluateModel(spec Spec, model string, now time.Time) ModelReport {
-	p := t.newPass(spec, model, now)
+// evaluateModel is one pass over model at now; sc (nil allowed) is the
+// memory of its ledger's joints.
+func (t *target) evaluateModel(spec Spec, model string, now time.Time, sc *ledger.Scratch) ModelReport {
+	p := t.newPass(spec, model, now, sc)
 	mr := ModelReport{Name: model}
 	for _, length := range spec.Windows {
 		wr, exact, ok := p.regular(length)

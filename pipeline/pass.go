@@ -144,7 +144,13 @@ func (t *target) evaluateModel(spec Spec, model string, now time.Time, sc *ledge
 			mr.Traces = append(mr.Traces, *exact)
 		}
 		wr.Price(t.spec.HourlyCost)
+		if mr.Windows == nil { // room for all at once: a report is large
+			mr.Windows = make([]slo.WindowReport, 0, len(spec.Windows))
+		}
 		mr.Windows = append(mr.Windows, wr)
+	}
+	if len(spec.SLOs) > 0 {
+		mr.Budgets = make([]Budget, 0, len(spec.SLOs))
 	}
 	for _, s := range spec.SLOs {
 		mr.Budgets = append(mr.Budgets, p.budget(s))

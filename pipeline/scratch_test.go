@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/vllm-slo-exporter/vllm-slo-exporter/ledger"
+	"github.com/vllm-slo-exporter/vllm-slo-exporter/scrape"
 	"github.com/vllm-slo-exporter/vllm-slo-exporter/sim"
 	"github.com/vllm-slo-exporter/vllm-slo-exporter/slo"
 )
@@ -60,4 +61,55 @@ func TestReusedScratchIsFreshMemory(t *testing.T) {
 		}
 	}
 	t.Logf("%d joints compared", compared)
+}
+
+// TestPassScratchIsFreshMemory compares an evaluation of three targets,
+// whose goroutines reuse one pass scratch over their targets' passes (the
+// evaluated windows, their index and the joints' memory), with each target
+// evaluated alone in fresh memory: the reports print the same (%v prints
+// a float's shortest exact form). The targets differ in load and warm-up, and the default windows, budget and alerts give each pass seven
+// windows of different lengths.
+func TestPassScratchIsFreshMemory(t *testing.T) {
+	spec := defaultLikeSpec(t)
+	base := spec.Targets[0]
+	spec.Targets = nil
+	for k := range 3 {
+		ts := base
+		ts.Name = fmt.Sprintf("gpu%d", k)
+		ts.URL = fmt.Sprintf("http://127.0.0.1:%d/metrics", 8000+k)
+		if k == 1 {
+			ts.Warmup = time.Minute
+		}
+		spec.Targets = append(spec.Targets, ts)
+	}
+	p := New(spec)
+	for k, ts := range spec.Targets {
+		rate := float64(k+1) * sim.DemoRate
+		s := phased(t, sim.Phase{Duration: 20 * time.Minute, Kind: sim.Poisson, Rate: rate}, sim.Phase{Kind: sim.Poisson, Rate: 3 * rate})
+		for at := start; !at.After(start.Add(40 * time.Minute)); at = at.Add(15 * time.Second) {
+			s.AdvanceTo(at)
+			body, ct := s.Exposition()
+			snap, err := scrape.Parse(body, ct, scrape.VLLM, at)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := p.Ingest(ts.Name, snap, 0); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	now := start.Add(40 * time.Minute)
+	rep := p.Evaluate(now)
+	if len(rep.Targets) != 3 {
+		t.Fatalf("%d targets, want 3", len(rep.Targets))
+	}
+	for k, ts := range spec.Targets {
+		alone := p.targets[ts.Name].evaluate(spec, now, nil)
+		if len(alone.Models) == 0 || len(alone.Models[0].Windows) != 4 || len(alone.Models[0].Burns) != 3 {
+			t.Fatalf("target %d: %d models, want one with 4 windows and 3 burn checks", k, len(alone.Models))
+		}
+		if got, want := fmt.Sprintf("%+v", rep.Targets[k]), fmt.Sprintf("%+v", alone); got != want {
+			t.Fatalf("target %d: in reused memory\n%s\nin its own\n%s", k, got, want)
+		}
+	}
 }

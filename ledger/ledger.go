@@ -376,7 +376,7 @@ func (l *Ledger) closeBlock(cp *checkpoint) {
 		block := slo.Bounded{Lower: sums.lo - prev.lo, Upper: sums.hi - prev.hi}
 		if t, ok := l.totals(i, pb.t, cp.t); ok && sums.unknown == prev.unknown {
 			block = slo.TightenWindow(block, t)
-			if ivs, pre, ok := l.coupled(i, pb.t, cp.t); ok {
+			if ivs, pre, ok := l.coupled(i, pb.t, cp.t, nil); ok {
 				block = block.Intersect(slo.CoupleWindow(ivs, pre, t.BadAtStart, t.GoodAtStart))
 			}
 		}
@@ -600,6 +600,31 @@ func (l *Ledger) Window(i int, start, end time.Time) (slo.Joint, bool) {
 // WindowOf is Window, from the histograms alone unless spans is set: what a
 // calibration of the histograms against the spans compares.
 func (l *Ledger) WindowOf(i int, start, end time.Time, spans bool) (slo.Joint, bool) {
+	return l.WindowIn(i, start, end, spans, nil)
+}
+
+// Scratch is the memory a window's joint is computed in (the kept
+// intervals listed for the coupling, their reaches, the token curves, and
+// the coupling's own), reused by WindowIn from one window to the next and
+// from one ledger to another: an evaluation joins every window of every
+// target, and what it allocates sets how often the collector marks the
+// heap of histories again, while memory kept in each ledger would stay
+// with every target between evaluations. Its zero value is ready; the
+// joints it helped compute hold none of it, and one goroutine at a time
+// may use it.
+type Scratch struct {
+	reaches []int
+	ivs     []slo.CoupledInterval
+	curves  []*slo.TokenCurve
+	couple  slo.CoupleScratch
+}
+
+// WindowIn is WindowOf with its memory taken from s (nil: allocated for
+// the call); the joint is WindowOf's to the bit.
+func (l *Ledger) WindowIn(i int, start, end time.Time, spans bool, s *Scratch) (slo.Joint, bool) {
+	if s == nil {
+		s = new(Scratch)
+	}
 	i1 := l.at(end)
 	if i1 < 1 {
 		return slo.Joint{}, false
@@ -616,15 +641,15 @@ func (l *Ledger) WindowOf(i int, start, end time.Time, spans bool) (slo.Joint, b
 		w.Unknown = metricsOf(b.unknownMask)
 		return w, true
 	}
-	w.Good = l.good(i, i0, i1)
+	w.Good = l.good(i, i0, i1, s)
 	w.HasTokens = b.tokensUnknown == a.tokensUnknown
 	w.Tokens = slo.Bounded{Lower: b.tokLo - a.tokLo, Upper: b.tokHi - a.tokHi, Estimate: b.tokEst - a.tokEst}.NonNegative()
 	// Rounding of the running sums aside, the good requests' tokens are a
 	// part of the finished requests' tokens.
 	w.Tokens.Upper = math.Min(w.Tokens.Upper, w.FinishedTokens)
 	w.Tokens = w.Tokens.NonNegative()
-	if curves, ok := l.tokenCurves(i, p0.t, p1.t); ok {
-		w.Tokens = w.Tokens.Intersect(slo.CoupleTokens(curves, w.Good))
+	if curves, ok := l.tokenCurves(i, p0.t, p1.t, s); ok {
+		w.Tokens = w.Tokens.Intersect(slo.CoupleTokensIn(curves, w.Good, &s.couple))
 	}
 	if spans {
 		l.withSpans(i, i0, i1, &w)
@@ -636,15 +661,15 @@ func (l *Ledger) WindowOf(i int, start, end time.Time, spans bool) (slo.Joint, b
 
 // good bounds SLO i's good requests between checkpoints i0 and i1: the
 // per-interval sums, tightened by the kept intervals' totals and coupling
-// and by the closed blocks.
-func (l *Ledger) good(i, i0, i1 int) slo.Bounded {
+// and by the closed blocks; the coupling's memory is s's.
+func (l *Ledger) good(i, i0, i1 int, s *Scratch) slo.Bounded {
 	p0, p1 := l.points[i0], l.points[i1]
 	a, b := p0.sum(i), p1.sum(i)
 	good := slo.Bounded{Lower: b.lo - a.lo, Upper: b.hi - a.hi, Estimate: b.est - a.est}.NonNegative()
 	if t, ok := l.totals(i, p0.t, p1.t); ok {
 		good = slo.TightenWindow(good, t)
-		if ivs, pre, ok := l.coupled(i, p0.t, p1.t); ok {
-			good = good.Intersect(slo.CoupleWindow(ivs, pre, t.BadAtStart, t.GoodAtStart))
+		if ivs, pre, ok := l.coupled(i, p0.t, p1.t, s); ok {
+			good = good.Intersect(slo.CoupleWindowIn(ivs, pre, t.BadAtStart, t.GoodAtStart, &s.couple))
 		}
 	}
 	if bl, ok := l.blocked(i, i0, i1); ok {
@@ -764,23 +789,28 @@ func (l *Ledger) totals(i int, from, to int64) (slo.WindowTotals, bool) {
 // coupled lists SLO i's kept intervals for slo.CoupleWindow: those of
 // (from, to] (Unix ns), after pre intervals before the window that its
 // finishers can reach; ok is false unless the kept intervals cover the
-// window (totals checks the same).
-func (l *Ledger) coupled(i int, from, to int64) (ivs []slo.CoupledInterval, pre int, ok bool) {
+// window (totals checks the same). The list is in s's memory (nil:
+// allocated), valid until s is used again.
+func (l *Ledger) coupled(i int, from, to int64, s *Scratch) (ivs []slo.CoupledInterval, pre int, ok bool) {
 	first, last, ok := l.span(from, to)
 	if !ok {
 		return nil, 0, false
 	}
+	if s == nil {
+		s = new(Scratch)
+	}
 	// Each interval's reach is looked up once: the window's intervals are
 	// read here for the head, and the head's own reach read below. The
 	// reaches of head's intervals before first are looked up only there.
-	reaches := make([]int, last-first)
+	reaches := grown(s.reaches, last-first)
+	s.reaches = reaches
 	reach := first
 	for k := first; k < last; k++ {
 		reaches[k-first] = l.reachIndex(k)
 		reach = min(reach, reaches[k-first])
 	}
 	head := max(reach, 0)
-	ivs = make([]slo.CoupledInterval, 0, last-head)
+	ivs = grown(s.ivs, last-head)[:0]
 	for k := head; k < last; k++ {
 		iv := &l.intervals[k]
 		j, src := &iv.judged[i], &iv.sources[i]
@@ -799,7 +829,17 @@ func (l *Ledger) coupled(i int, from, to int64) (ivs []slo.CoupledInterval, pre 
 			From: from,
 		})
 	}
+	s.ivs = ivs
 	return ivs, first - head, true
+}
+
+// grown returns n elements of buf's array (their contents undefined),
+// a new array when it has fewer.
+func grown[T any](buf []T, n int) []T {
+	if cap(buf) < n {
+		return make([]T, n)
+	}
+	return buf[:n]
 }
 
 // reachIndex is the index of the earliest kept interval that can hold the
@@ -837,13 +877,15 @@ func (l *Ledger) span(from, to int64) (first, last int, ok bool) {
 
 // tokenCurves lists SLO i's token curves of the counted intervals of
 // (from, to] (Unix ns) for slo.CoupleTokens; ok is false unless the kept
-// intervals cover the window and each has its curve.
-func (l *Ledger) tokenCurves(i int, from, to int64) ([]*slo.TokenCurve, bool) {
+// intervals cover the window and each has its curve. The list is in s's
+// memory, valid until s is used again.
+func (l *Ledger) tokenCurves(i int, from, to int64, s *Scratch) ([]*slo.TokenCurve, bool) {
 	first, last, ok := l.span(from, to)
 	if !ok {
 		return nil, false
 	}
-	out := make([]*slo.TokenCurve, 0, last-first)
+	out := grown(s.curves, last-first)[:0]
+	s.curves = out
 	for k := first; k < last; k++ {
 		iv := &l.intervals[k]
 		if !iv.counted {

@@ -51,7 +51,7 @@ func (p *Pipeline) EvaluateModelAt(name, model string, end time.Time, windows ..
 	if !slices.Contains(t.hist.Models(), model) {
 		return ModelReport{}, fmt.Errorf("target %q: unknown model %q", name, model)
 	}
-	mr := t.evaluateModel(spec, model, end)
+	mr := t.evaluateModel(spec, model, end, nil)
 	mr.GoodRequests = nil
 	return mr, nil
 }

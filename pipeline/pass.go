@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/vllm-slo-exporter/vllm-slo-exporter/history"
+	"github.com/vllm-slo-exporter/vllm-slo-exporter/ledger"
 	"github.com/vllm-slo-exporter/vllm-slo-exporter/slo"
 )
 
@@ -14,13 +15,42 @@ import (
 // however many parts of the report ask for it (the regular windows, the
 // error budgets, the burn-rate alerts' windows, exact mode's lagged
 // windows). Its memory is one evaluated window per distinct (end, length,
-// warm-up) asked for, dropped with the pass. t.mu must be held.
+// warm-up) asked for, taken from its scratch and handed back with the pass
+// (the report copies what it keeps). t.mu must be held.
 type pass struct {
 	t     *target
 	spec  Spec
 	model string
 	now   time.Time
 	done  map[passKey]*evaluated
+	sc    *passScratch
+}
+
+// passScratch is the memory passes reuse one after the other: the
+// ledger's joints' (ledger.Ledger.WindowIn), the pass's index of its
+// windows, and the evaluated windows themselves, so that an evaluation of
+// every target allocates them once per goroutine instead of once per
+// window (what it allocates sets how often the collector marks the heap of
+// histories again). One pass at a time may use it: a pass's evaluated
+// windows are valid until the next pass begins. Its zero value is ready.
+type passScratch struct {
+	joints ledger.Scratch
+	done   map[passKey]*evaluated
+	// windows holds every evaluated window allocated so far; the pass uses
+	// windows[:used].
+	windows []*evaluated
+	used    int
+}
+
+// next returns a zero evaluated window of the pass's memory.
+func (sc *passScratch) next() *evaluated {
+	if sc.used == len(sc.windows) {
+		sc.windows = append(sc.windows, new(evaluated))
+	}
+	e := sc.windows[sc.used]
+	sc.used++
+	*e = evaluated{}
+	return e
 }
 
 // passKey names a window of a pass: where it ends, how long it is, and
@@ -46,8 +76,18 @@ type evaluated struct {
 	quantiles bool
 }
 
-func (t *target) newPass(spec Spec, model string, now time.Time) *pass {
-	return &pass{t: t, spec: spec, model: model, now: now, done: map[passKey]*evaluated{}}
+// newPass begins a pass in sc's memory (nil: its own), which the pass
+// before it on sc hands back.
+func (t *target) newPass(spec Spec, model string, now time.Time, sc *passScratch) *pass {
+	if sc == nil {
+		sc = new(passScratch)
+	}
+	if sc.done == nil {
+		sc.done = map[passKey]*evaluated{}
+	}
+	clear(sc.done)
+	sc.used = 0
+	return &pass{t: t, spec: spec, model: model, now: now, done: sc.done, sc: sc}
 }
 
 // window returns the window (end − length, end], evaluated with the
@@ -59,7 +99,7 @@ func (p *pass) window(end time.Time, length time.Duration, warm, quantiles bool)
 func (p *pass) windowOf(k passKey, quantiles bool) *evaluated {
 	e := p.done[k]
 	if e == nil {
-		e = &evaluated{}
+		e = p.sc.next()
 		e.w, e.ok = p.t.hist.Window(p.model, k.end, k.length, p.t.windowOptions(k.warm))
 		p.done[k] = e
 	} else if !e.ok || e.quantiles || !quantiles {
@@ -102,7 +142,7 @@ func (p *pass) joints(w slo.Window, histograms bool) []*slo.Joint {
 		if !slo.HasPerRequestObjective(s) {
 			continue
 		}
-		j, ok := l.WindowOf(i, w.Start, w.End, !histograms)
+		j, ok := l.WindowIn(i, w.Start, w.End, !histograms, &p.sc.joints)
 		if !ok {
 			continue
 		}
@@ -126,8 +166,10 @@ func (e *evaluated) result(name string) (slo.SLOResult, bool) {
 	return e.rep.SLOs[i], true
 }
 
-func (t *target) evaluateModel(spec Spec, model string, now time.Time) ModelReport {
-	p := t.newPass(spec, model, now)
+// evaluateModel is one pass over model at now in sc's memory (nil: its
+// own).
+func (t *target) evaluateModel(spec Spec, model string, now time.Time, sc *passScratch) ModelReport {
+	p := t.newPass(spec, model, now, sc)
 	mr := ModelReport{Name: model}
 	for _, length := range spec.Windows {
 		wr, exact, ok := p.regular(length)
@@ -138,7 +180,13 @@ func (t *target) evaluateModel(spec Spec, model string, now time.Time) ModelRepo
 			mr.Traces = append(mr.Traces, *exact)
 		}
 		wr.Price(t.spec.HourlyCost)
+		if mr.Windows == nil { // room for all at once: a report is large
+			mr.Windows = make([]slo.WindowReport, 0, len(spec.Windows))
+		}
 		mr.Windows = append(mr.Windows, wr)
+	}
+	if len(spec.SLOs) > 0 {
+		mr.Budgets = make([]Budget, 0, len(spec.SLOs))
 	}
 	for _, s := range spec.SLOs {
 		mr.Budgets = append(mr.Budgets, p.budget(s))

@@ -397,7 +397,7 @@ func (p *Pipeline) Evaluate(now time.Time) *Report {
 	if len(targets) > 0 {
 		rep.Targets = make([]TargetReport, len(targets))
 	}
-	evaluateAll(targets, func(i int) { rep.Targets[i] = targets[i].evaluate(spec, now) })
+	evaluateAll(targets, func(i int, sc *passScratch) { rep.Targets[i] = targets[i].evaluate(spec, now, sc) })
 	conds := alertConditions(rep, spec)
 	p.alertMu.Lock()
 	rep.Alerts = p.alerts.update(now, conds)
@@ -410,21 +410,24 @@ func (p *Pipeline) Evaluate(now time.Time) *Report {
 // target has its own lock and evaluates only its own history and ledgers,
 // and each call writes only its own slot, so the report is the same as
 // in order, sooner on a machine with cores to spare. It returns when every
-// call has.
-func evaluateAll(targets []*target, evaluate func(i int)) {
+// call has. Each goroutine passes its calls one passScratch, the memory of
+// their passes, so that an evaluation allocates it once per goroutine
+// rather than once per window (no two calls share one at once).
+func evaluateAll(targets []*target, evaluate func(i int, sc *passScratch)) {
 	var next atomic.Int64
 	var wg sync.WaitGroup
 	for range min(runtime.GOMAXPROCS(0), len(targets)) {
 		wg.Go(func() {
+			var sc passScratch
 			for i := int(next.Add(1) - 1); i < len(targets); i = int(next.Add(1) - 1) {
-				evaluate(i)
+				evaluate(i, &sc)
 			}
 		})
 	}
 	wg.Wait()
 }
 
-func (t *target) evaluate(spec Spec, now time.Time) TargetReport {
+func (t *target) evaluate(spec Spec, now time.Time, sc *passScratch) TargetReport {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	h := t.scrapes.Clone()
@@ -435,7 +438,7 @@ func (t *target) evaluate(spec Spec, now time.Time) TargetReport {
 	}
 	tr.Warnings = h.Warnings(t.spec.Profile.Name)
 	for _, model := range t.hist.Models() {
-		mr := t.evaluateModel(spec, model, now)
+		mr := t.evaluateModel(spec, model, now, sc)
 		mr.Calibration = t.calibration.Add(model, mr.Traces, t.hist.Models())
 		tr.Models = append(tr.Models, mr)
 	}

@@ -54,9 +54,20 @@ type CoupledInterval struct {
 // which maxFlowConvex solves exactly. Dropping constraints (the in-flight
 // caps between scrapes) only raises an optimum, so the bounds stay valid.
 func CoupleWindow(ivs []CoupledInterval, pre int, badAtStart, goodAtStart float64) Bounded {
+	return CoupleWindowIn(ivs, pre, badAtStart, goodAtStart, nil)
+}
+
+// CoupleWindowIn is CoupleWindow with its transportation problems' memory
+// taken from s (nil: allocated for the call), the same bound to the bit:
+// every slice it takes is cleared or written before it is read.
+func CoupleWindowIn(ivs []CoupledInterval, pre int, badAtStart, goodAtStart float64, s *CoupleScratch) Bounded {
+	if s == nil {
+		s = new(CoupleScratch)
+	}
 	finLo, finHi := 0.0, 0.0
-	buf := make([]float64, 3*len(ivs))
+	buf := s.floatsOf(3 * len(ivs))
 	badCaps, goodCaps, left := buf[:len(ivs)], buf[len(ivs):2*len(ivs)], buf[2*len(ivs):]
+	clear(buf[:2*len(ivs)]) // the caps of the sinks skipped below are 0
 	for j, iv := range ivs {
 		if j < pre || !iv.Counted || !(iv.N > 0) {
 			continue
@@ -66,7 +77,7 @@ func CoupleWindow(ivs []CoupledInterval, pre int, badAtStart, goodAtStart float6
 		badCaps[j] = math.Max(0, math.Min(iv.N-iv.TTFTLo, iv.FinishLo))
 		goodCaps[j] = math.Max(0, math.Min(iv.TTFTHi, iv.FinishHi))
 	}
-	fl := flow{ivs: ivs, left: left, skip: make([]int, 2*len(ivs)+1)}
+	fl := flow{ivs: ivs, left: left, skip: s.intsOf(2*len(ivs) + 1)}
 	fl.reachFrom()
 	bad := fl.maxFlowConvex(0, badCaps, badAtStart, false)
 	good := fl.maxFlowConvex(0, goodCaps, goodAtStart, true)
@@ -77,6 +88,34 @@ func CoupleWindow(ivs []CoupledInterval, pre int, badAtStart, goodAtStart float6
 	res := Bounded{Lower: math.Max(0, finLo-bad), Upper: math.Min(good, finHi)}
 	res.Upper = math.Max(res.Lower, res.Upper) // only inconsistent inputs cross them
 	return res
+}
+
+// CoupleScratch is memory that CoupleWindowIn and CoupleTokensIn reuse
+// from one call to the next, so that a caller coupling many windows in a
+// row (an evaluation of every target) allocates it once instead of per
+// window. Its zero value is ready; it holds nothing a result depends on
+// between calls, and one goroutine at a time may use it.
+type CoupleScratch struct {
+	floats []float64
+	ints   []int
+	steps  stepHeap
+}
+
+// floatsOf returns n floats of s's memory (their contents undefined),
+// grown when it has less.
+func (s *CoupleScratch) floatsOf(n int) []float64 {
+	if cap(s.floats) < n {
+		s.floats = make([]float64, n)
+	}
+	return s.floats[:n]
+}
+
+// intsOf is floatsOf for ints.
+func (s *CoupleScratch) intsOf(n int) []int {
+	if cap(s.ints) < n {
+		s.ints = make([]int, n)
+	}
+	return s.ints[:n]
 }
 
 // flow is the scratch of CoupleWindow's transportation problems over ivs:
@@ -235,7 +274,20 @@ func NewTokenCurve(good Bounded, tokens Histogram) (TokenCurve, bool) {
 // the top. Where the boxes cannot meet the sum, stopping at their corner is
 // the optimum over fewer constraints, still a bound.
 func CoupleTokens(curves []*TokenCurve, good Bounded) Bounded {
-	h := make(stepHeap, 0, len(curves)) // one heap for both: each empties it
+	return CoupleTokensIn(curves, good, nil)
+}
+
+// CoupleTokensIn is CoupleTokens with its heap of steps kept in s (nil:
+// allocated for the call), the same bound to the bit: allocate empties
+// the heap it is given before it pushes.
+func CoupleTokensIn(curves []*TokenCurve, good Bounded, s *CoupleScratch) Bounded {
+	if s == nil {
+		s = new(CoupleScratch)
+	}
+	if cap(s.steps) < len(curves) {
+		s.steps = make(stepHeap, 0, len(curves))
+	}
+	h := s.steps // one heap for both: each empties it
 	lower := allocate(curves, math.Ceil(good.Lower-wholeNoise), true, h)
 	upper := allocate(curves, math.Floor(good.Upper+wholeNoise), false, h)
 	return Bounded{Lower: lower, Upper: math.Max(lower, upper)}

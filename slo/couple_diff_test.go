@@ -91,6 +91,7 @@ func TestAllocateIsThePlainHeap(t *testing.T) {
 	// allocate keeps its heap in the array it is given: one reused (as
 	// CoupleTokens reuses it) and one without room (grown as needed).
 	heapOf := [2]stepHeap{make(stepHeap, 0, 30), nil}
+	var shared CoupleScratch // CoupleTokensIn's memory, reused over every trial
 	for trial := range 1200 {
 		curves := make([]*TokenCurve, r.IntN(30))
 		from, to := 0, 0
@@ -124,6 +125,15 @@ func TestAllocateIsThePlainHeap(t *testing.T) {
 			curves[j] = &c
 			from += c.From
 			to += c.To
+		}
+		for range 3 {
+			lo := float64(from-2) + r.Float64()*float64(to-from+4)
+			good := Bounded{Lower: lo, Upper: lo + r.Float64()*float64(to-from+2)}
+			got, want := CoupleTokensIn(curves, good, &shared), CoupleTokens(curves, good)
+			if math.Float64bits(got.Lower) != math.Float64bits(want.Lower) && !(math.IsNaN(got.Lower) && math.IsNaN(want.Lower)) ||
+				math.Float64bits(got.Upper) != math.Float64bits(want.Upper) && !(math.IsNaN(got.Upper) && math.IsNaN(want.Upper)) {
+				t.Fatalf("trial %d, good %+v: %+v in reused memory, %+v in its own", trial, good, got, want)
+			}
 		}
 		for need := from - 2; need <= to+2; need++ {
 			for _, low := range []bool{true, false} {
@@ -191,8 +201,11 @@ func maxFlowPlain(ivs []CoupledInterval, first int, caps, left []float64, atStar
 // TestCoupleWindowIsThePlainOne compares CoupleWindow with its first
 // form on random windows, with and without intervals before the window,
 // of up to 340 intervals, with reaches in any order and with fractional,
-// NaN and infinite entries, asserting equal bits.
+// NaN and infinite entries, asserting equal bits; and CoupleWindowIn in
+// one scratch reused over every window (of every size, so that each finds
+// what a larger or different one left) with CoupleWindow.
 func TestCoupleWindowIsThePlainOne(t *testing.T) {
+	var shared CoupleScratch
 	r := rand.New(rand.NewPCG(31, 37))
 	odd := []float64{math.NaN(), math.Inf(1), -1, 0.5, 1e-300}
 	same := func(a, b float64) bool {
@@ -227,6 +240,9 @@ func TestCoupleWindowIsThePlainOne(t *testing.T) {
 		want := coupleWindowPlain(c.ivs, c.pre, c.badAtStart, c.goodAtStart)
 		if !same(got.Lower, want.Lower) || !same(got.Upper, want.Upper) || !same(got.Estimate, want.Estimate) {
 			t.Fatalf("trial %d: %+v, the plain coupling gives %+v\n%+v pre %d", trial, got, want, c.ivs, c.pre)
+		}
+		if in := CoupleWindowIn(c.ivs, c.pre, c.badAtStart, c.goodAtStart, &shared); !same(in.Lower, got.Lower) || !same(in.Upper, got.Upper) || !same(in.Estimate, got.Estimate) {
+			t.Fatalf("trial %d: %+v in reused memory, %+v in its own\n%+v pre %d", trial, in, got, c.ivs, c.pre)
 		}
 	}
 }

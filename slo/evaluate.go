@@ -358,15 +358,18 @@ func (rep *WindowReport) throughput(w Window, secs float64) {
 // stage's latency histogram (present only when the histogram is), observed
 // the time-average of the gauges.
 func (rep *WindowReport) concurrency(w Window, secs float64) {
-	stages := []struct {
+	// The gauges of a stage are gauges[:n] (an array, not a slice per
+	// stage: this runs for every window).
+	stages := [...]struct {
 		stage     Stage
 		metric    Metric
-		gauges    []Gauge
+		gauges    [2]Gauge
+		n         int
 		hasGauges bool
 	}{
-		{StageTotal, E2E, []Gauge{w.Running, w.Waiting}, w.Running.Known && w.Waiting.Known},
-		{StageQueue, Queue, []Gauge{w.Waiting}, w.Waiting.Known},
-		{StageRunning, Inference, []Gauge{w.Running}, w.Running.Known},
+		{StageTotal, E2E, [2]Gauge{w.Running, w.Waiting}, 2, w.Running.Known && w.Waiting.Known},
+		{StageQueue, Queue, [2]Gauge{w.Waiting}, 1, w.Waiting.Known},
+		{StageRunning, Inference, [2]Gauge{w.Running}, 1, w.Running.Known},
 	}
 	for _, s := range stages {
 		h, ok := w.Latency[s.metric]
@@ -376,7 +379,7 @@ func (rep *WindowReport) concurrency(w Window, secs float64) {
 		c := Concurrency{Predicted: math.Max(0, h.Sum) / secs}
 		if s.hasGauges {
 			obs := 0.0
-			for _, g := range s.gauges {
+			for _, g := range s.gauges[:s.n] {
 				obs += g.Mean
 			}
 			if finite(obs) {
@@ -391,8 +394,10 @@ func (rep *WindowReport) concurrency(w Window, secs float64) {
 // e2e histogram, else of the first other per-request histogram observed at
 // finish. Client-aborted requests are in none of them.
 func finished(w Window) (float64, bool) {
-	order := append([]Metric{E2E}, Metrics...)
-	for _, m := range order {
+	if n, ok := observations(w.Latency[E2E]); ok {
+		return n, true
+	}
+	for _, m := range Metrics {
 		if !m.ObservedAtFinish() {
 			continue
 		}

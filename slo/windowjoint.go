@@ -165,10 +165,14 @@ func rejectedIn(w Window) (float64, bool) {
 // first token to finish (decode time, else the e2e time as an upper bound).
 func FinishersOf(w Window) Finishers {
 	fin := Finishers{Start: w.Start, End: w.End}
-	for _, m := range append([]Metric{E2E}, Metrics...) {
-		if h, ok := w.Latency[m]; ok && m.ObservedAtFinish() && h.Valid() {
-			fin.N = h.Total()
-			break
+	if h, ok := w.Latency[E2E]; ok && h.Valid() {
+		fin.N = h.Total()
+	} else {
+		for _, m := range Metrics {
+			if h, ok := w.Latency[m]; ok && m.ObservedAtFinish() && h.Valid() {
+				fin.N = h.Total()
+				break
+			}
 		}
 	}
 	if h, ok := w.Latency[Decode]; ok && h.Valid() && h.Total() == fin.N {

@@ -66,6 +66,9 @@ type ledgerPlan struct {
 	// spans are the hierarchy's levels in group intervals (levelSpans);
 	// none for the flat rules.
 	spans []int
+	// reach is what the bounds on an interval's finishers of each TTFT
+	// kind read per server (reach.go); set with a TTFT objective.
+	reach reachPlan
 }
 
 // groupInterval is the evaluation interval of the SLO groups: the shortest
@@ -176,6 +179,7 @@ func newLedgerPlan(cfg *config.Config, s config.SLO, plans []objectivePlan) (led
 	if lp.rejected, err = optionalFamilyNames(cfg, scrape.RequestRejected); err != nil {
 		return lp, false, err
 	}
+	lp.reach, _ = newReachPlan(cfg, lp)
 	return lp, true, nil
 }
 
@@ -360,8 +364,11 @@ func (lp ledgerPlan) intervalRules() []Rule {
 			Rule{Record: recIntJointHi, Expr: finHi, Labels: lp.labels(allObjective)})
 	}
 	bad := fmt.Sprintf("(%s - %s)", lp.sel(recIntFirst, ""), lp.sel(recIntTTFTGoodLo, ""))
-	ttftLo := fmt.Sprintf("clamp_min(%s - %s - on (model_name) group_left () %s, 0)", n, bad, prev)
-	ttftHi := minOf(fmt.Sprintf("(%s + on (model_name) group_left () %s)", lp.sel(recIntTTFTGoodHi, ""), prev), n, "")
+	badOld := fmt.Sprintf("(%s + on (model_name) group_left () %s)", bad, prev)
+	goodOld := minOf(fmt.Sprintf("(%s + on (model_name) group_left () %s)", lp.sel(recIntTTFTGoodHi, ""), prev), n, "")
+	rs = append(rs, lp.reach.finisherRules(lp, badOld, true), lp.reach.finisherRules(lp, goodOld, false))
+	ttftLo := fmt.Sprintf("clamp_min(%s - %s, 0)", n, lp.sel(recIntTTFTBadFin, ""))
+	ttftHi := lp.sel(recIntTTFTGoodFin, "")
 	return append(rs,
 		Rule{Record: recIntJointLo, Labels: lp.labels(allObjective),
 			Expr: fmt.Sprintf("clamp_min(\n  (%s)\n  + %s\n  - %s,\n  0\n)", finLo, ttftLo, n),

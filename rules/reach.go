@@ -20,6 +20,12 @@ const (
 	// recIntTTFTGoodFin is the most finishers of the interval that can
 	// have met TTFT.
 	recIntTTFTGoodFin = "model_name:vllm_slo_ttft_good_finishers_upper:interval"
+	// The per-server bounds they sum: the carried one and the decode-time
+	// reach's (one series per chunk of reaches, label reach).
+	recSrvTTFTBadCarried  = "server:vllm_slo_ttft_bad_finishers_carried_upper:interval"
+	recSrvTTFTGoodCarried = "server:vllm_slo_ttft_good_finishers_carried_upper:interval"
+	recSrvTTFTBadReach    = "server:vllm_slo_ttft_bad_finishers_reach_upper:interval"
+	recSrvTTFTGoodReach   = "server:vllm_slo_ttft_good_finishers_reach_upper:interval"
 )
 
 // candidateLabel tags the candidates of an element-wise minimum (minAll),
@@ -33,7 +39,7 @@ var lags = []int{2, 4, 8}
 
 // maxReachIntervals is the farthest look-back, in group intervals, of a
 // decode-time reach (reachCandidates).
-const maxReachIntervals = 4
+const maxReachIntervals = 10
 
 // decodeReach is one decode-time edge the finishers are split at: the
 // finishers with a decode time at or under edge got their first token
@@ -105,10 +111,15 @@ func reachesOf(edges []float64, interval time.Duration) []decodeReach {
 			continue
 		}
 		fresh := time.Duration(k-1)*interval - time.Duration(math.Round(best*1e9)) - m
-		if fresh > interval {
-			fresh = interval
+		if n := len(out); n > 0 && out[n-1].edge == best && out[n-1].fresh >= interval {
+			continue // the one before already holds an interval of staleness
 		}
 		out = append(out, decodeReach{edge: best, back: k, fresh: fresh})
+		if fresh < interval && k < maxReachIntervals {
+			// The same edge one interval further back, for an interval
+			// whose older sample is late by a failed scrape.
+			out = append(out, decodeReach{edge: best, back: k + 1, fresh: fresh + interval})
+		}
 	}
 	return out
 }
@@ -142,26 +153,38 @@ func at(names []string, suffix, le string, offset, within time.Duration) string 
 // at offset (within one interval): for the TTFT-bad ones the count minus
 // the bucket at the lower edge (the most that missed), for the TTFT-good
 // ones the bucket at the upper edge (the most that met).
-func (rp reachPlan) cumulative(bad bool, offset time.Duration) string {
-	cnt := at(rp.ttft, "_count", "", offset, rp.interval)
+func (rp reachPlan) cumulative(bad bool, k int) string {
+	offset, within := rp.sample(k)
+	cnt := at(rp.ttft, "_count", "", offset, within)
 	if bad {
 		if rp.noLo {
 			return cnt
 		}
-		return "(" + cnt + " - " + at(rp.ttft, "_bucket", leRegex(rp.lo), offset, rp.interval) + ")"
+		return "(" + cnt + " - " + at(rp.ttft, "_bucket", leRegex(rp.lo), offset, within) + ")"
 	}
 	if rp.noHi {
 		return cnt
 	}
-	return at(rp.ttft, "_bucket", leRegex(rp.hi), offset, rp.interval)
+	return at(rp.ttft, "_bucket", leRegex(rp.hi), offset, within)
+}
+
+// sample is where a read k intervals back looks: the interval's own samples
+// (k = 0, 1) are the latest within lookback, those the interval's counts
+// are taken between (intervalDelta), however old after failed scrapes;
+// older ones lie within one interval of their instant, inside the range
+// unreset checks.
+func (rp reachPlan) sample(k int) (offset, within time.Duration) {
+	if k <= 1 {
+		return time.Duration(k) * rp.interval, lookback
+	}
+	return time.Duration(k) * rp.interval, rp.interval
 }
 
 // firstTokens is the most first tokens of one kind per server between the
 // samples near and far intervals back: a counter difference, so missed
 // evaluations of the group change nothing.
 func (rp reachPlan) firstTokens(bad bool, near, far int) string {
-	i := rp.interval
-	return fmt.Sprintf("(%s - %s)", rp.cumulative(bad, time.Duration(near)*i), rp.cumulative(bad, time.Duration(far)*i))
+	return fmt.Sprintf("(%s - %s)", rp.cumulative(bad, near), rp.cumulative(bad, far))
 }
 
 // unreset keeps the servers whose TTFT counter did not reset between the
@@ -190,8 +213,8 @@ func (rp reachPlan) unreset(k int) string {
 // inFlightAt is running + waiting per server at the sample k intervals
 // back (within one interval).
 func (rp reachPlan) inFlightAt(k int) string {
-	o := time.Duration(k) * rp.interval
-	return "(" + at(rp.running, "", "", o, rp.interval) + " + " + at(rp.waiting, "", "", o, rp.interval) + ")"
+	o, within := rp.sample(k)
+	return "(" + at(rp.running, "", "", o, within) + " + " + at(rp.waiting, "", "", o, within) + ")"
 }
 
 // finishedNow is the interval's finishers per server, exactly as
@@ -211,7 +234,7 @@ func (rp reachPlan) finishedNow() string {
 // delta is a histogram series' change per server over the interval, both
 // samples within one interval of their instants.
 func (rp reachPlan) delta(names []string, suffix, le string) string {
-	return fmt.Sprintf("(%s - %s)", at(names, suffix, le, 0, rp.interval), at(names, suffix, le, rp.interval, rp.interval))
+	return fmt.Sprintf("(%s - %s)", at(names, suffix, le, 0, lookback), at(names, suffix, le, rp.interval, lookback))
 }
 
 // minAll is the element-wise minimum of vectors with the same labels, each
@@ -250,19 +273,42 @@ func (rp reachPlan) inFlightKind(bad bool) string {
 	return minAll(terms...)
 }
 
-// finisherBound is, per server, the most finishers of the interval of one
-// TTFT kind; see finisherRules for the proof.
-func (rp reachPlan) finisherBound(bad bool) string {
-	terms := []string{fmt.Sprintf("((%s + %s) and %s)", rp.firstTokens(bad, 0, 1), rp.inFlightKind(bad), rp.unreset(1))}
-	if len(rp.decode) > 0 {
-		same := fmt.Sprintf("(%s == %s)", rp.delta(rp.decode, "_count", ""), rp.delta(rp.e2e, "_count", ""))
-		for _, r := range rp.reaches {
-			longer := fmt.Sprintf("(%s - %s)", rp.delta(rp.decode, "_count", ""), rp.delta(rp.decode, "_bucket", leRegex(r.edge)))
-			freshOld := at(rp.e2e, "_count", "", rp.interval, r.fresh)
-			terms = append(terms, fmt.Sprintf("((%s + %s) and %s and %s and %s)", rp.firstTokens(bad, 0, r.back), longer, same, freshOld, rp.unreset(r.back)))
-		}
+// reachChunk is how many decode-time reaches one per-server rule holds:
+// all of them in one expression would exceed VictoriaMetrics' default
+// -search.maxQueryLen of 16 KiB.
+const reachChunk = 4
+
+// carriedBound is, per server, the carried bound on the interval's
+// finishers of one TTFT kind: the kind's first tokens in the interval plus
+// inFlightKind, with no reset since the interval's older sample (unreset
+// one interval back, or two when that sample is late by a failed scrape).
+func (rp reachPlan) carriedBound(bad bool) string {
+	return fmt.Sprintf("(%s + %s) and (%s or %s)", rp.firstTokens(bad, 0, 1), rp.inFlightKind(bad), rp.unreset(1), rp.unreset(2))
+}
+
+// reachBound is, per server, the least decode-time reach bound over some
+// of the reaches, where the decode-time histogram counted the interval's
+// finishers.
+func (rp reachPlan) reachBound(bad bool, reaches []decodeReach) string {
+	same := fmt.Sprintf("(%s == %s)", rp.delta(rp.decode, "_count", ""), rp.delta(rp.e2e, "_count", ""))
+	terms := make([]string, len(reaches))
+	for j, r := range reaches {
+		longer := fmt.Sprintf("(%s - %s)", rp.delta(rp.decode, "_count", ""), rp.delta(rp.decode, "_bucket", leRegex(r.edge)))
+		freshOld := at(rp.e2e, "_count", "", rp.interval, r.fresh)
+		terms[j] = fmt.Sprintf("((%s + %s) and %s and %s)", rp.firstTokens(bad, 0, r.back), longer, freshOld, rp.unreset(r.back))
 	}
-	return minAll(append([]string{rp.finishedNow()}, terms...)...)
+	return minAll(terms...) + " and " + same
+}
+
+// thisEvaluation reads a per-server series recorded by this evaluation of
+// the group, and nothing older: a server whose bound this evaluation did
+// not record must not take an earlier one. A bare selector would (the
+// lookback on VictoriaMetrics, which has no staleness markers for recorded
+// series, and on Prometheus too after a restart of its rule manager); the
+// range a millisecond short of one interval holds this evaluation's
+// sample only, on both engines.
+func (rp reachPlan) thisEvaluation(sel string) string {
+	return fmt.Sprintf("last_over_time(%s[%s])", sel, model.Duration(rp.interval-time.Millisecond))
 }
 
 // finisherRules are the per-interval bounds on the finishers of each TTFT
@@ -290,17 +336,27 @@ func (rp reachPlan) finisherBound(bad bool) string {
 // Every term needs its samples (and no reset); a server without them keeps
 // the terms it has, and always N. Each server's bound holds for its own
 // finishers, so their sum holds for the model's.
-func (rp reachPlan) finisherRules(lp ledgerPlan, old string, bad bool) Rule {
-	rec, what := recIntTTFTGoodFin, "met"
+func (rp reachPlan) finisherRules(lp ledgerPlan, old string, bad bool) []Rule {
+	rec, carried, reach, what := recIntTTFTGoodFin, recSrvTTFTGoodCarried, recSrvTTFTGoodReach, "met"
 	if bad {
-		rec, what = recIntTTFTBadFin, "missed"
+		rec, carried, reach, what = recIntTTFTBadFin, recSrvTTFTBadCarried, recSrvTTFTBadReach, "missed"
 	}
-	expr := minAll("sum by (model_name) ("+old+")", fmt.Sprintf("sum by (model_name) (\n  %s\n)", rp.finisherBound(bad)))
-	return Rule{Record: rec, Labels: lp.labels(""), Expr: expr,
-		Comment: fmt.Sprintf("The most finishers of the interval that can have %s TTFT: per server the least of N, the first\n"+
-			"tokens of that kind in the interval + those in flight one interval back (running + waiting, or the\n"+
-			"kind's first tokens since k intervals back + running + waiting there), and the decode-time reach\n"+
+	rs := []Rule{{Record: carried, Labels: lp.labels(""), Expr: rp.carriedBound(bad),
+		Comment: fmt.Sprintf("Per server, the most finishers of the interval that can have %s TTFT: the first tokens of\n"+
+			"that kind in the interval + those in flight one interval back (running + waiting there, or the kind's\n"+
+			"first tokens since k intervals back + running + waiting then); and, below, the decode-time reach\n"+
 			"(finishers with a decode time under an edge got their first token within k intervals: the kind's\n"+
-			"first tokens since then + the finishers over the edge); summed, and at most the model-wide bound.\n"+
-			"Proof: Go doc of the rules package's finisherRules.", what)}
+			"first tokens since then + the finishers over the edge). Proof: Go doc of the rules package's finisherRules.", what)}}
+	terms := []string{rp.finishedNow(), "min without (slo) (" + rp.thisEvaluation(lp.sel(carried, "")) + ")"}
+	if len(rp.decode) > 0 && len(rp.reaches) > 0 {
+		for j := 0; j < len(rp.reaches); j += reachChunk {
+			l := lp.labels("")
+			l["reach"] = fmt.Sprint(j / reachChunk)
+			rs = append(rs, Rule{Record: reach, Labels: l, Expr: rp.reachBound(bad, rp.reaches[j:min(j+reachChunk, len(rp.reaches))])})
+		}
+		terms = append(terms, "min without (slo, reach) ("+rp.thisEvaluation(lp.sel(reach, ""))+")")
+	}
+	expr := minAll("sum by (model_name) ("+old+")", fmt.Sprintf("sum by (model_name) (\n  %s\n)", minAll(terms...)))
+	return append(rs, Rule{Record: rec, Labels: lp.labels(""), Expr: expr,
+		Comment: "Per model: the servers' least bounds (N at most) summed, and at most the model-wide bound."})
 }

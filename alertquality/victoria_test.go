@@ -43,7 +43,7 @@ func TestRulesOnVictoriaMetrics(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	prom, err := StartPrometheus(t.TempDir(), runs)
+	prom, flat, err := StartPrometheusWith(t.TempDir(), runs, flat)
 	if err != nil {
 		t.Fatal(err)
 	}

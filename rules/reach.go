@@ -168,14 +168,16 @@ func (rp reachPlan) cumulative(bad bool, k int) string {
 	return at(rp.ttft, "_bucket", leRegex(rp.hi), offset, within)
 }
 
-// sample is where a read k intervals back looks: the interval's own samples
-// (k = 0, 1) are the latest within lookback, those the interval's counts
-// are taken between (intervalDelta), however old after failed scrapes;
-// older ones lie within one interval of their instant, inside the range
-// unreset checks.
+// sample is where a read k intervals back looks. The interval's own samples
+// (k = 0, 1) are those its counts are taken between (intervalDelta: the
+// latest within lookback), read within two intervals: a sample late by a
+// failed scrape is the same sample, an older one reads nothing and the
+// terms on it drop, and a range of two samples instead of lookback's
+// twenty keeps the reads cheap. Older ones lie within one interval of
+// their instant, inside the range unreset checks.
 func (rp reachPlan) sample(k int) (offset, within time.Duration) {
 	if k <= 1 {
-		return time.Duration(k) * rp.interval, lookback
+		return time.Duration(k) * rp.interval, 2 * rp.interval
 	}
 	return time.Duration(k) * rp.interval, rp.interval
 }
@@ -231,10 +233,10 @@ func (rp reachPlan) finishedNow() string {
 	return "(" + strings.Join(parts, " or ") + ")"
 }
 
-// delta is a histogram series' change per server over the interval, both
-// samples within one interval of their instants.
+// delta is a histogram series' change per server over the interval,
+// between the interval's own samples (sample).
 func (rp reachPlan) delta(names []string, suffix, le string) string {
-	return fmt.Sprintf("(%s - %s)", at(names, suffix, le, 0, lookback), at(names, suffix, le, rp.interval, lookback))
+	return fmt.Sprintf("(%s - %s)", at(names, suffix, le, 0, 2*rp.interval), at(names, suffix, le, rp.interval, 2*rp.interval))
 }
 
 // minAll is the element-wise minimum of vectors with the same labels, each

@@ -49,10 +49,11 @@ func TestRulesBoundsHoldDaemonAndTruth(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	prom, rf, err := StartPrometheusWith(t.TempDir(), runs, rf)
+	prom, rfs, err := StartPrometheusWith(t.TempDir(), runs, repeat(rf, len(runs)))
 	if err != nil {
 		t.Fatal(err)
 	}
+	rf = rfs[0]
 	defer prom.Stop()
 	goal := runs[0].Config.SLOs[0].Goal
 	for i, run := range runs {

@@ -32,67 +32,76 @@ func materialized(r rules.Rule) bool {
 	return r.Record != "" && strings.HasPrefix(r.Record, "server:")
 }
 
-// StartPrometheusWith is StartPrometheus for the queries of rule file rf:
-// it evaluates rf's materialized recording rules over each run's scrapes
-// (range queries at the scrape interval, the group's evaluation instants),
-// backfills their results beside the scrapes, restarts Prometheus on both,
-// and returns rf without those rules, for Inline: what Inline makes of a
-// query over it is then what it made of the same query over rf.
-func StartPrometheusWith(dir string, runs []*Run, rf *rules.RuleFile) (*Prometheus, *rules.RuleFile, error) {
+// StartPrometheusWith is StartPrometheus for the queries of the rule files
+// rfs, one per run: it evaluates each run's materialized recording rules
+// over that run's scrapes (range queries at the scrape interval, the
+// group's evaluation instants), backfills their results beside the
+// scrapes, restarts Prometheus on both, and returns each rule file without
+// those rules, for Inline: what Inline makes of a query over it is then
+// what it made of the same query over the whole file. The runs lie
+// runSpacing apart and the stored series are read within one evaluation,
+// so one run's never reaches another's queries.
+func StartPrometheusWith(dir string, runs []*Run, rfs []*rules.RuleFile) (*Prometheus, []*rules.RuleFile, error) {
+	if len(rfs) != len(runs) {
+		return nil, nil, fmt.Errorf("materialize: %d rule files for %d runs", len(rfs), len(runs))
+	}
 	prom, err := StartPrometheus(dir, runs)
 	if err != nil {
 		return nil, nil, err
 	}
-	rest := &rules.RuleFile{Comment: rf.Comment}
 	om := filepath.Join(dir, "recorded.om")
-	f, err := os.Create(om)
-	if err != nil {
-		prom.Stop()
-		return nil, nil, fmt.Errorf("materialize: %w", err)
-	}
-	bw := bufio.NewWriter(f)
-	n := 0
-	for _, g := range rf.Groups {
-		kept := rules.Group{Name: g.Name, Interval: g.Interval, Comment: g.Comment}
-		for _, r := range g.Rules {
-			if !materialized(r) {
-				kept.Rules = append(kept.Rules, r)
-				continue
-			}
-			for i, run := range runs {
-				shift := time.Duration(i) * runSpacing
-				k, err := prom.writeRange(bw, r, run.Scrapes[0].At.Add(shift), run.Scrapes[len(run.Scrapes)-1].At.Add(shift))
-				if err != nil {
-					f.Close()
-					prom.Stop()
-					return nil, nil, fmt.Errorf("materialize %s: %w", r.Record, err)
-				}
-				n += k
-			}
-		}
-		rest.Groups = append(rest.Groups, kept)
-	}
-	bw.WriteString("# EOF\n")
-	if err := bw.Flush(); err != nil {
-		f.Close()
-		prom.Stop()
-		return nil, nil, fmt.Errorf("materialize: %w", err)
-	}
-	if err := f.Close(); err != nil {
-		prom.Stop()
-		return nil, nil, fmt.Errorf("materialize: %w", err)
-	}
+	rest, n, err := prom.materialize(om, runs, rfs)
 	prom.Stop()
-	if n == 0 {
-		p, err := StartPrometheusOn(dir, filepath.Join(dir, "data"), "global: {}\n", 30*time.Second)
-		return p, rest, err
+	if err != nil {
+		return nil, nil, err
 	}
 	data := filepath.Join(dir, "data")
-	if out, err := exec.Command("promtool", "tsdb", "create-blocks-from", "openmetrics", om, data).CombinedOutput(); err != nil {
-		return nil, nil, fmt.Errorf("promtool tsdb create-blocks-from openmetrics: %w\n%s", err, out)
+	if n > 0 {
+		if out, err := exec.Command("promtool", "tsdb", "create-blocks-from", "openmetrics", om, data).CombinedOutput(); err != nil {
+			return nil, nil, fmt.Errorf("promtool tsdb create-blocks-from openmetrics: %w\n%s", err, out)
+		}
 	}
 	p, err := StartPrometheusOn(dir, data, "global: {}\n", 30*time.Second)
 	return p, rest, err
+}
+
+// materialize writes the materialized rules' results of every run to the
+// OpenMetrics file om and returns the rule files without them and how many
+// samples it wrote.
+func (p *Prometheus) materialize(om string, runs []*Run, rfs []*rules.RuleFile) ([]*rules.RuleFile, int, error) {
+	f, err := os.Create(om)
+	if err != nil {
+		return nil, 0, fmt.Errorf("materialize: %w", err)
+	}
+	defer f.Close()
+	bw := bufio.NewWriter(f)
+	n := 0
+	rest := make([]*rules.RuleFile, len(rfs))
+	for i, rf := range rfs {
+		shift := time.Duration(i) * runSpacing
+		start, end := runs[i].Scrapes[0].At.Add(shift), runs[i].Scrapes[len(runs[i].Scrapes)-1].At.Add(shift)
+		rest[i] = &rules.RuleFile{Comment: rf.Comment}
+		for _, g := range rf.Groups {
+			kept := rules.Group{Name: g.Name, Interval: g.Interval, Comment: g.Comment}
+			for _, r := range g.Rules {
+				if !materialized(r) {
+					kept.Rules = append(kept.Rules, r)
+					continue
+				}
+				k, err := p.writeRange(bw, r, start, end)
+				if err != nil {
+					return nil, 0, fmt.Errorf("materialize %s: %w", r.Record, err)
+				}
+				n += k
+			}
+			rest[i].Groups = append(rest[i].Groups, kept)
+		}
+	}
+	bw.WriteString("# EOF\n")
+	if err := bw.Flush(); err != nil {
+		return nil, 0, fmt.Errorf("materialize: %w", err)
+	}
+	return rest, n, f.Close()
 }
 
 // writeRange evaluates r's expression from start to end at the scrape

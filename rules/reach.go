@@ -38,13 +38,13 @@ const candidateLabel = "vllm_slo_candidate"
 var lags = []int{2, 4, 8}
 
 // maxReachIntervals is the farthest look-back, in group intervals, of a
-// decode-time reach (reachCandidates).
+// decode-time reach (reachesOf).
 const maxReachIntervals = 10
 
 // decodeReach is one decode-time edge the finishers are split at: the
 // finishers with a decode time at or under edge got their first token
-// within the last back group intervals, provided the interval's older
-// sample lies at most fresh before the interval's start.
+// after the sample back group intervals ago, provided the interval's older
+// sample lies less than fresh before the interval's start (t − i).
 type decodeReach struct {
 	edge  float64
 	back  int
@@ -150,7 +150,7 @@ func at(names []string, suffix, le string, offset, within time.Duration) string 
 }
 
 // cumulative is the counter of first tokens of one kind per server, read
-// at offset (within one interval): for the TTFT-bad ones the count minus
+// k intervals back (sample): for the TTFT-bad ones the count minus
 // the bucket at the lower edge (the most that missed), for the TTFT-good
 // ones the bucket at the upper edge (the most that met).
 func (rp reachPlan) cumulative(bad bool, k int) string {
@@ -213,7 +213,7 @@ func (rp reachPlan) unreset(k int) string {
 }
 
 // inFlightAt is running + waiting per server at the sample k intervals
-// back (within one interval).
+// back (sample).
 func (rp reachPlan) inFlightAt(k int) string {
 	o, within := rp.sample(k)
 	return "(" + at(rp.running, "", "", o, within) + " + " + at(rp.waiting, "", "", o, within) + ")"
@@ -264,8 +264,7 @@ func minAll(terms ...string) string {
 // s_k; then, unfinished at s_1, it was in flight past its first token at
 // s_k, where running + waiting counts it. No counter reset in between
 // (unreset), so the counter difference counts every first token of the
-// span. Each read is of a sample within one interval of its instant; a
-// server without one (a failed scrape, a new series) has no such term and
+// span. Each read is of the sample sample says; a server without one (a failed scrape, a new series) has no such term and
 // keeps the others: no recursion, so a missed evaluation breaks nothing.
 func (rp reachPlan) inFlightKind(bad bool) string {
 	terms := []string{rp.inFlightAt(1)}

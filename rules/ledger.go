@@ -314,7 +314,9 @@ func (lp ledgerPlan) windowLabels(objective string, w model.Duration) map[string
 //   - Every finisher got its first token in the interval or was past it and
 //     in flight at t−i, where running + waiting R bounds those requests. So
 //     at most (first tokens − TTFT-good lower) + R of them missed TTFT, and
-//     at most (TTFT-good upper) + R met it.
+//     at most (TTFT-good upper) + R met it; finisherRules (reach.go)
+//     tightens both per server (the carried in-flight bound and the
+//     decode-time reach), with these as their upper limit.
 //   - Fréchet over the same N: those meeting them all are at least Σ lower −
 //     (m−1)·N and at most the least upper bound.
 func (lp ledgerPlan) intervalRules() []Rule {

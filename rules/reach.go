@@ -77,8 +77,8 @@ func newReachPlan(cfg *config.Config, lp ledgerPlan) (reachPlan, bool) {
 	p := *lp.ttftPlan
 	rp := reachPlan{interval: lp.interval, ttft: lp.ttft, e2e: lp.e2e, running: lp.running, waiting: lp.waiting,
 		lo: p.edge.Edge, noLo: p.edge.None}
-	rp.hi, rp.noHi = upperEdge(p.edges, p.obj.Threshold)
-	rp.noHi = !rp.noHi
+	hi, ok := upperEdge(p.edges, p.obj.Threshold)
+	rp.hi, rp.noHi = hi, !ok
 	if names, err := histogramNames(cfg, slo.Decode); err == nil {
 		rp.decode = names
 		rp.reaches = reachesOf(cfg.Global.BucketEdges(slo.Decode), lp.interval)

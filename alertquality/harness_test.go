@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/vllm-slo-exporter/vllm-slo-exporter/daemon"
+	"github.com/vllm-slo-exporter/vllm-slo-exporter/rules"
 	"github.com/vllm-slo-exporter/vllm-slo-exporter/slo"
 )
 
@@ -125,20 +126,33 @@ func sameLabels(t *testing.T, run *Run, k Key) {
 // evaluateRules replays every run through the generated rules in Prometheus.
 func evaluateRules(t *testing.T, runs []*Run) {
 	t.Helper()
-	prom, err := StartPrometheus(t.TempDir(), runs)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer prom.Stop()
+	rfs := make([]*rules.RuleFile, len(runs))
 	for i, run := range runs {
 		rf, err := InlinedRules(run.Config)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := prom.EvaluateRules(rf, run, i); err != nil {
+		rfs[i] = rf
+	}
+	prom, rfs, err := StartPrometheusWith(t.TempDir(), runs, rfs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer prom.Stop()
+	for i, run := range runs {
+		if err := prom.EvaluateRules(rfs[i], run, i); err != nil {
 			t.Fatal(err)
 		}
 	}
+}
+
+// repeat is n times the same rule file, one per run.
+func repeat(rf *rules.RuleFile, n int) []*rules.RuleFile {
+	out := make([]*rules.RuleFile, n)
+	for i := range out {
+		out[i] = rf
+	}
+	return out
 }
 
 func installed(bins ...string) bool {

@@ -43,10 +43,11 @@ func TestRulesOnVictoriaMetrics(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	prom, err := StartPrometheus(t.TempDir(), runs)
+	prom, flats, err := StartPrometheusWith(t.TempDir(), runs, repeat(flat, len(runs)))
 	if err != nil {
 		t.Fatal(err)
 	}
+	flat = flats[0]
 	defer prom.Stop()
 	vm, err := StartVictoria(t.TempDir(), runs)
 	if err != nil {

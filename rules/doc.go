@@ -10,9 +10,12 @@
 // the daemon but coarser: each SLO group runs every scrape interval and
 // records exact counter changes over one interval, brackets the finishers of
 // the interval that met every objective (Fréchet over the same finishers,
-// with at most the interval's TTFT-bad first tokens plus running + waiting
-// one interval before having missed TTFT), and windows sum those brackets
-// with sum_over_time, intersected with the whole window's bracket. Requests
+// with the finishers of each TTFT kind bounded per server by the least of
+// the kind's first tokens in the interval plus those in flight before it,
+// and the decode-time reach: finishers with a decode time under an edge
+// got their first token within the last k intervals; finisherRules), and
+// windows sum those brackets with sum_over_time, intersected with the
+// whole window's bracket. Requests
 // abandoned after their first token are bounded by the conservation of the
 // requests past their first token, and counted bad or left out as the SLO's
 // `abandoned` setting says; requests turned away at admission

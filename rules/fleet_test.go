@@ -12,3 +12,14 @@ import "testing"
 func TestFleetLevelSLO(t *testing.T) {
 	runPromtool(t, "test", "rules", "testdata/fleet_test.yml")
 }
+
+// TestDecodeTimeReach replays, through the shipped test rules with
+// promtool, a server whose finishers' decode times place their first
+// tokens within the last two intervals while many TTFT-good requests are
+// in flight, and checks that the decode-time reach bounds the finishers
+// that missed TTFT by the first tokens there (none), so that the window's
+// good requests are bounded exactly; the in-flight bound alone gives 350
+// of 400.
+func TestDecodeTimeReach(t *testing.T) {
+	runPromtool(t, "test", "rules", "testdata/reach_test.yml")
+}

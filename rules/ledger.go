@@ -68,6 +68,9 @@ type ledgerPlan struct {
 	spans []int
 	// long is the long group's interval (longInterval); 0: one group.
 	long time.Duration
+	// reach is what the bounds on an interval's finishers of each TTFT
+	// kind read per server (reach.go); set with a TTFT objective.
+	reach reachPlan
 }
 
 // groupInterval is the evaluation interval of the SLO groups: the shortest
@@ -178,6 +181,7 @@ func newLedgerPlan(cfg *config.Config, s config.SLO, plans []objectivePlan) (led
 	if lp.rejected, err = optionalFamilyNames(cfg, scrape.RequestRejected); err != nil {
 		return lp, false, err
 	}
+	lp.reach, _ = newReachPlan(cfg, lp)
 	return lp, true, nil
 }
 
@@ -312,7 +316,9 @@ func (lp ledgerPlan) windowLabels(objective string, w model.Duration) map[string
 //   - Every finisher got its first token in the interval or was past it and
 //     in flight at t−i, where running + waiting R bounds those requests. So
 //     at most (first tokens − TTFT-good lower) + R of them missed TTFT, and
-//     at most (TTFT-good upper) + R met it.
+//     at most (TTFT-good upper) + R met it; finisherRules (reach.go)
+//     tightens both per server (the carried in-flight bound and the
+//     decode-time reach), with these as their upper limit.
 //   - Fréchet over the same N: those meeting them all are at least Σ lower −
 //     (m−1)·N and at most the least upper bound.
 func (lp ledgerPlan) intervalRules() []Rule {
@@ -362,8 +368,12 @@ func (lp ledgerPlan) intervalRules() []Rule {
 			Rule{Record: recIntJointHi, Expr: finHi, Labels: lp.labels(allObjective)})
 	}
 	bad := fmt.Sprintf("(%s - %s)", lp.sel(recIntFirst, ""), lp.sel(recIntTTFTGoodLo, ""))
-	ttftLo := fmt.Sprintf("clamp_min(%s - %s - on (model_name) group_left () %s, 0)", n, bad, prev)
-	ttftHi := minOf(fmt.Sprintf("(%s + on (model_name) group_left () %s)", lp.sel(recIntTTFTGoodHi, ""), prev), n, "")
+	badOld := fmt.Sprintf("(%s + on (model_name) group_left () %s)", bad, prev)
+	goodOld := minOf(fmt.Sprintf("(%s + on (model_name) group_left () %s)", lp.sel(recIntTTFTGoodHi, ""), prev), n, "")
+	rs = append(rs, lp.reach.finisherRules(lp, badOld, true)...)
+	rs = append(rs, lp.reach.finisherRules(lp, goodOld, false)...)
+	ttftLo := fmt.Sprintf("clamp_min(%s - %s, 0)", n, lp.sel(recIntTTFTBadFin, ""))
+	ttftHi := lp.sel(recIntTTFTGoodFin, "")
 	return append(rs,
 		Rule{Record: recIntJointLo, Labels: lp.labels(allObjective),
 			Expr: fmt.Sprintf("clamp_min(\n  (%s)\n  + %s\n  - %s,\n  0\n)", finLo, ttftLo, n),

@@ -21,15 +21,20 @@ GOCYCLO ?= $(GO) run github.com/fzipp/gocyclo/cmd/gocyclo@v0.6.0
 # CPU (433 s against 204 s) and three times the memory (3.4 GB) on the
 # suite's longest path. Its own concurrent code, the pool that plays the
 # scenarios side by side, is still run under -race on two scenarios.
-# bench's TestFleetSparseHistory runs without -race too: it walks 31 days
-# of one target's samples twice in one goroutine, 8 s plain against 122 s
-# under -race; the rest of bench stays race-tested.
+# PLAIN_TESTS run without -race too, beside alertquality: long walks of
+# simulated days in one goroutine each, whose packages' concurrent code is
+# race-tested by their other tests. bench's TestFleetSparseHistory (31 days
+# of one target's samples twice: 8 s plain against 122 s under -race),
+# pipeline's four truth tests over whole scenarios (15 s against 89 s) and
+# capacity/days' truth test (3 s against about 100 s). The suite is
+# CPU-bound on 2 cores, so this is its time.
 RACE_PKGS = $(shell $(GO) list ./... | grep -v '/alertquality$$')
-PLAIN_TESTS = ^TestFleetSparseHistory$$
+PLAIN_PKGS = ./bench ./pipeline ./capacity/days
+PLAIN_TESTS = ^(TestFleetSparseHistory|TestExactPeriodTracingOnAndOff|TestJointWithinTwiceTheLinearProgram|TestJointAccuracyAgainstTruth|TestLongWindowJointAgainstTruth|TestCapacityAgainstTruth)$$
 
 test: deps fmt-check vet lint cyclo
 	@log="$$(mktemp)"; \
-	( $(GO) test -count=1 -timeout 5m -run '$(PLAIN_TESTS)' ./bench && \
+	( $(GO) test -count=1 -timeout 5m -run '$(PLAIN_TESTS)' $(PLAIN_PKGS) && \
 	  $(GO) test -count=1 -timeout 20m ./alertquality && \
 	  $(GO) test -race -count=1 -timeout 10m -run 'TestAlertQuality$$' ./alertquality \
 	    -args -scenario '^(restart|clock-step)$$' ) >"$$log" 2>&1 & aq=$$!; \

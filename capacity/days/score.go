@@ -114,16 +114,8 @@ func ScoreOf(r Result, k Knees) Score {
 func Table(w io.Writer, scores []Score) {
 	fmt.Fprintln(w, "| day | true knee (req/s) | ours: estimate [interval] per seed | inside | within ±15% | error | width | baseline (req/s) | baseline error |")
 	fmt.Fprintln(w, "|---|---|---|---|---|---|---|---|---|")
-	var order []string
-	by := map[string][]Score{}
-	for _, s := range scores {
-		if _, ok := by[s.Day]; !ok {
-			order = append(order, s.Day)
-		}
-		by[s.Day] = append(by[s.Day], s)
-	}
-	for _, d := range order {
-		ss := by[d]
+	for _, ss := range byDay(scores) {
+		d := ss[0].Day
 		var ests, bases []string
 		inside, within, errs, widths, berr := 0, 0, meanOf{}, meanOf{}, meanOf{}
 		for _, s := range ss {
@@ -184,16 +176,8 @@ func (m meanOf) pct() string {
 func Errors(w io.Writer, scores []Score) {
 	fmt.Fprintln(w, "| day | inside | within ±15% | bounded | mean width | mean error | largest error | over 5% |")
 	fmt.Fprintln(w, "|---|---|---|---|---|---|---|---|")
-	var order []string
-	by := map[string][]Score{}
-	for _, s := range scores {
-		if _, ok := by[s.Day]; !ok {
-			order = append(order, s.Day)
-		}
-		by[s.Day] = append(by[s.Day], s)
-	}
-	for _, d := range order {
-		ss := by[d]
+	for _, ss := range byDay(scores) {
+		d := ss[0].Day
 		inside, within, bounded, over := 0, 0, 0, 0
 		widths, errs := meanOf{}, meanOf{}
 		largest := math.NaN()
@@ -223,4 +207,21 @@ func Errors(w io.Writer, scores []Score) {
 		}
 		fmt.Fprintf(w, "| %s | %d/%d | %d/%d | %d | %s | %s | %s | %d |\n", d, inside, len(ss), within, len(ss), bounded, widths.pct(), errs.pct(), top, over)
 	}
+}
+
+// byDay groups the scores by day, in the order the days first appear.
+func byDay(scores []Score) [][]Score {
+	var order []string
+	by := map[string][]Score{}
+	for _, s := range scores {
+		if _, ok := by[s.Day]; !ok {
+			order = append(order, s.Day)
+		}
+		by[s.Day] = append(by[s.Day], s)
+	}
+	out := make([][]Score, len(order))
+	for i, d := range order {
+		out[i] = by[d]
+	}
+	return out
 }

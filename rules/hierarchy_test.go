@@ -64,18 +64,9 @@ func TestWindowSumTiles(t *testing.T) {
 				if m[3] != "" {
 					off = int(mustDuration(t, m[3]) / lp.interval)
 				}
-				for k := off; k < off+span; k++ {
-					if k >= n {
-						t.Fatalf("term %q reaches evaluation %d, past the window's %d", m[0], k, n)
-					}
-					covered[k]++
-				}
+				cover(t, covered, off, span, m[0])
 			}
-			for k, c := range covered {
-				if c != 1 {
-					t.Fatalf("evaluation %d of %d covered %d times", k, n, c)
-				}
-			}
+			requireCoveredOnce(t, covered)
 			// windowSum's bound: n/s_L + Σ (s_{k+1}/s_k − 1) + s_1 − 1.
 			bound := n/lp.spans[len(lp.spans)-1] + lp.spans[0] - 1
 			for k := 1; k < len(lp.spans); k++ {
@@ -191,4 +182,27 @@ func TestEveryRecordedSeriesReadIsRecorded(t *testing.T) {
 // writes: it has a colon and is not an engine's own (vllm:, sglang:).
 func isRecordedName(name string) bool {
 	return strings.Contains(name, ":") && !strings.HasPrefix(name, "vllm:") && !strings.HasPrefix(name, "sglang:")
+}
+
+// cover counts the evaluations from, …, from+span−1 of a window of
+// len(covered) evaluations as read by term, failing on one past the window.
+func cover(t *testing.T, covered []int, from, span int, term string) {
+	t.Helper()
+	for k := from; k < from+span; k++ {
+		if k >= len(covered) {
+			t.Fatalf("term %q reaches evaluation %d, past the window's %d", term, k, len(covered))
+		}
+		covered[k]++
+	}
+}
+
+// requireCoveredOnce fails unless every evaluation of the window is read by
+// exactly one term: the tiling a window's sum rests on.
+func requireCoveredOnce(t *testing.T, covered []int) {
+	t.Helper()
+	for k, c := range covered {
+		if c != 1 {
+			t.Fatalf("evaluation %d of %d covered %d times", k, len(covered), c)
+		}
+	}
 }

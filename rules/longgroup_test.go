@@ -66,18 +66,9 @@ func TestLongWindowSumTiles(t *testing.T) {
 					}
 					off -= lp.lag()
 				}
-				for k := int(off / lp.interval); k < int(off/lp.interval)+span; k++ {
-					if k >= n {
-						t.Fatalf("term %q reaches evaluation %d, past the window's %d", m[0], k, n)
-					}
-					covered[k]++
-				}
+				cover(t, covered, int(off/lp.interval), span, m[0])
 			}
-			for k, c := range covered {
-				if c != 1 {
-					t.Fatalf("evaluation %d of %d covered %d times", k, n, c)
-				}
-			}
+			requireCoveredOnce(t, covered)
 		})
 	}
 }

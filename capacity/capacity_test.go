@@ -3,6 +3,7 @@ package capacity
 import (
 	"math"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -117,6 +118,41 @@ func TestDrainingWindowsAreLeftOut(t *testing.T) {
 	w.WaitingEnd = 190
 	if w.Draining() {
 		t.Fatal("a window whose queue held is draining")
+	}
+}
+
+// TestDrainWakeIsLeftOut: the window that begins where a draining one
+// ended serves the drain's last queue and its late-admitted batch, so it
+// is left out with the drain; the window after it, a window after a gap,
+// and one after a window whose queue held are kept.
+func TestDrainWakeIsLeftOut(t *testing.T) {
+	cfg := DefaultConfig(0.95)
+	ws := make([]Window, 6)
+	for k := range ws {
+		ws[k] = window(k, 3, 0.99, 300, 0)
+	}
+	ws[1].WaitingStart, ws[1].WaitingEnd = 200, 20 // draining
+	ws[2].Good.Estimate = 0.6 * ws[2].Finished     // its wake, missing 40%
+	ws[4].WaitingStart, ws[4].WaitingEnd = 200, 190
+	kept := usable(ws, cfg)
+	var starts []time.Time
+	for _, w := range kept {
+		starts = append(starts, w.Start)
+	}
+	want := []time.Time{ws[0].Start, ws[3].Start, ws[4].Start, ws[5].Start}
+	if len(starts) != len(want) {
+		t.Fatalf("kept windows starting %v, want %v (the drain and its wake left out)", starts, want)
+	}
+	for i := range want {
+		if !starts[i].Equal(want[i]) {
+			t.Fatalf("kept windows starting %v, want %v (the drain and its wake left out)", starts, want)
+		}
+	}
+	// After a gap the window does not begin in the drain's state.
+	gap := slices.Clone(ws)
+	gap[2].Start, gap[2].End = gap[2].Start.Add(time.Minute), gap[2].End.Add(time.Minute)
+	if got := len(usable(gap, cfg)); got != 5 {
+		t.Fatalf("%d windows kept with a gap after the drain, want 5 (only the drain left out)", got)
 	}
 }
 

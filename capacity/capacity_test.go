@@ -3,6 +3,7 @@ package capacity
 import (
 	"math"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -117,6 +118,46 @@ func TestDrainingWindowsAreLeftOut(t *testing.T) {
 	w.WaitingEnd = 190
 	if w.Draining() {
 		t.Fatal("a window whose queue held is draining")
+	}
+}
+
+// TestDrainContinuationIsLeftOut: the window that begins where a
+// draining one ended and works off the queue it left is left out with the
+// drain; one that begins with no queue after a drain, one after a gap,
+// and the window after a continuation (a request or two waiting: the
+// queue a stationary server holds) are kept.
+func TestDrainContinuationIsLeftOut(t *testing.T) {
+	cfg := DefaultConfig(0.95)
+	day := func() []Window {
+		ws := make([]Window, 8)
+		for k := range ws {
+			ws[k] = window(k, 3, 0.99, 300, 0)
+		}
+		ws[1].WaitingStart, ws[1].WaitingEnd = 200, 20 // draining
+		ws[2].WaitingStart, ws[2].WaitingEnd = 20, 1   // goes on: 20 < 36 = a tenth of its arrivals
+		ws[2].Good.Estimate = 0.6 * ws[2].Finished
+		ws[3].WaitingStart = 1                        // after the continuation
+		ws[5].WaitingStart, ws[5].WaitingEnd = 200, 0 // draining, to an empty queue
+		return ws
+	}
+	starts := func(ws []Window) []time.Time {
+		var out []time.Time
+		for _, w := range usable(ws, cfg) {
+			out = append(out, w.Start)
+		}
+		return out
+	}
+	ws := day()
+	want := []time.Time{ws[0].Start, ws[3].Start, ws[4].Start, ws[6].Start, ws[7].Start}
+	if got := starts(ws); !slices.EqualFunc(got, want, time.Time.Equal) {
+		t.Fatalf("kept windows starting %v, want %v (the drains and the continuation left out)", got, want)
+	}
+	// After a gap the window does not begin with the drain's queue.
+	gap := day()
+	gap[2].Start = gap[2].Start.Add(time.Minute)
+	want = []time.Time{gap[0].Start, gap[2].Start, gap[3].Start, gap[4].Start, gap[6].Start, gap[7].Start}
+	if got := starts(gap); !slices.EqualFunc(got, want, time.Time.Equal) {
+		t.Fatalf("with a gap after the drain: kept windows starting %v, want %v", got, want)
 	}
 }
 

@@ -21,9 +21,11 @@
 // exponentially decaying weights over the last minutes (Config.Memory):
 // a queue has memory, and after a peak the windows at a falling rate still
 // serve requests that waited behind it. Windows in which a large queue
-// drained are left out (Window.Draining): their finishers waited behind an
-// earlier load. Arrivals are the first tokens plus the growth of the
-// waiting queue.
+// drained are left out (Window.Draining), with the window after each that
+// goes on working off the queue the drain left (continuesDrain): their
+// finishers waited behind an earlier load, and the curve assumes each
+// window samples a stationary server at its own load. Arrivals are the
+// first tokens plus the growth of the waiting queue.
 //
 // The windows are sorted by load and pooled into bins 4% wide (attainment
 // over several windows is the ratio of their sums), and the bins are fitted

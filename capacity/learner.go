@@ -62,7 +62,9 @@ func (w Window) Demand() float64 {
 // their attainment says nothing about its own, and at the end of a drain,
 // when the queue is small, not even the queue counted in Load places them
 // right. Under steady load below the knee the queue at a scrape is a few
-// requests, far from a tenth of two minutes' arrivals.
+// requests, far from a tenth of two minutes' arrivals; the window after a
+// drain, whose smaller queue is the drain's remainder, is judged by
+// continuesDrain.
 func (w Window) Draining() bool {
 	return w.WaitingStart > 0.1*w.Arrivals && w.WaitingEnd < 0.5*w.WaitingStart
 }

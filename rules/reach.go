@@ -20,19 +20,18 @@ const (
 	// recIntTTFTGoodFin is the most finishers of the interval that can
 	// have met TTFT.
 	recIntTTFTGoodFin = "model_name:vllm_slo_ttft_good_finishers_upper:interval"
-	// The per-server bounds they sum (finisherBound).
-	recSrvTTFTBadFin  = "server:vllm_slo_ttft_bad_finishers_upper:interval"
-	recSrvTTFTGoodFin = "server:vllm_slo_ttft_good_finishers_upper:interval"
+	// recSrvTTFTFin is the per-server bound they sum, both kinds in one
+	// series name told apart by kindLabel (finisherBound).
+	recSrvTTFTFin = "server:vllm_slo_ttft_finishers_upper:interval"
 )
 
 // Names of the per-server series the bounds' look-backs read (pastRules),
 // recorded at every evaluation from each server's latest sample in the
 // interval ending there.
 const (
-	// recSrvTTFTBadPast and recSrvTTFTGoodPast are the counters of
-	// cumulative (the first tokens that may have missed, and met, TTFT).
-	recSrvTTFTBadPast  = "server:vllm_slo_ttft_bad_first_tokens_upper:last"
-	recSrvTTFTGoodPast = "server:vllm_slo_ttft_good_first_tokens_upper:last"
+	// recSrvTTFTPast is the counters of counter, the first tokens
+	// that may have missed (kindLabel "bad") and met ("good") TTFT.
+	recSrvTTFTPast = "server:vllm_slo_ttft_first_tokens_upper:last"
 	// recSrvInFlightPast is running + waiting.
 	recSrvInFlightPast = "server:vllm_slo_in_flight_requests:last"
 	// recSrvUnresetPast is 1 for a server whose TTFT counter did not go
@@ -44,6 +43,20 @@ const (
 // candidateLabel tags the candidates of an element-wise minimum (minAll),
 // so that `or` keeps them all; the minimum drops it again.
 const candidateLabel = "vllm_slo_candidate"
+
+// kindLabel tells the two TTFT kinds of a per-server series apart: "bad"
+// for the requests that may have missed TTFT, "good" for those that may
+// have met it. One rule bounds both, so that what they share (every read
+// but the TTFT counters) is read once.
+const kindLabel = "vllm_slo_ttft_kind"
+
+// kindName is kindLabel's value of a kind.
+func kindName(bad bool) string {
+	if bad {
+		return "bad"
+	}
+	return "good"
+}
 
 // lags are the look-backs, in group intervals, of the carried in-flight
 // bound (carriedBound): the bound is the least over them, doubling so that
@@ -192,22 +205,12 @@ func (rp reachPlan) counter(bad bool, offset, within time.Duration) string {
 	return at(rp.ttft, "_bucket", leRegex(rp.hi), offset, within)
 }
 
-// cumulative is counter at the interval's own sample k (0 or 1) intervals
-// back (sample).
-func (rp reachPlan) cumulative(bad bool, k int) string {
-	offset, within := rp.sample(k)
-	return rp.counter(bad, offset, within)
-}
-
-// sample is where a read of one of the interval's own samples (k = 0, 1)
-// looks: the latest within two intervals of its instant, so that a sample
-// late by a failed scrape is the same sample (an older one reads nothing
-// and the terms on it drop), and a range of two samples instead of
+// The interval's own samples, s_0 and s_1 (k = 0, 1 intervals back), are
+// read raw, each the latest within two intervals of its instant, so that
+// a sample late by a failed scrape is the same sample (an older one reads
+// nothing and the terms on it drop), and a range of two samples instead of
 // lookback's twenty keeps the reads cheap. Older samples are read from
 // pastRules' series (past).
-func (rp reachPlan) sample(k int) (offset, within time.Duration) {
-	return time.Duration(k) * rp.interval, 2 * rp.interval
-}
 
 // pastRules record, at every evaluation and per server, what the bounds'
 // look-backs read of the server's latest sample in the interval ending
@@ -219,12 +222,15 @@ func (rp reachPlan) sample(k int) (offset, within time.Duration) {
 // there.
 func (rp reachPlan) pastRules() []Rule {
 	l := map[string]string{"slo": rp.slo}
+	kind := func(bad bool) map[string]string {
+		return map[string]string{"slo": rp.slo, kindLabel: kindName(bad)}
+	}
 	return []Rule{
-		{Record: recSrvTTFTBadPast, Labels: l, Expr: rp.counter(true, 0, rp.interval),
+		{Record: recSrvTTFTPast, Labels: kind(true), Expr: rp.counter(true, 0, rp.interval),
 			Comment: "Per server, at its latest sample in the interval: the first tokens that may have missed TTFT and\n" +
 				"those that may have met it, running + waiting, and 1 where the TTFT counter did not go down (and the\n" +
-				"server has a sample within lookback): what the finisher bounds read 2 to 11 intervals back."},
-		{Record: recSrvTTFTGoodPast, Labels: l, Expr: rp.counter(false, 0, rp.interval)},
+				"server has a sample within lookback): what the finisher bounds read 2 to 10 intervals back."},
+		{Record: recSrvTTFTPast, Labels: kind(false), Expr: rp.counter(false, 0, rp.interval)},
 		{Record: recSrvInFlightPast, Labels: l, Expr: rp.inFlightSample(0, rp.interval)},
 		{Record: recSrvUnresetPast, Labels: l, Expr: rp.unresetNow()},
 	}
@@ -308,7 +314,7 @@ func (rp reachPlan) finishedNow() string {
 }
 
 // delta is a histogram series' change per server over the interval,
-// between the interval's own samples (sample).
+// between the interval's own samples, each the latest within two intervals.
 func (rp reachPlan) delta(names []string, suffix, le string) string {
 	return fmt.Sprintf("(%s - %s)", at(names, suffix, le, 0, 2*rp.interval), at(names, suffix, le, rp.interval, 2*rp.interval))
 }
@@ -327,12 +333,19 @@ func minAll(terms ...string) string {
 	return fmt.Sprintf("min without (%s) (\n  %s\n)", candidateLabel, strings.Join(tagged, "\n  or "))
 }
 
-// pastKind is the recorded counter of one TTFT kind (pastRules).
-func pastKind(bad bool) string {
-	if bad {
-		return recSrvTTFTBadPast
-	}
-	return recSrvTTFTGoodPast
+// bothKinds is the counter of both TTFT kinds per server (counter), told
+// apart by kindLabel, at the latest sample in (t − offset − within,
+// t − offset].
+func (rp reachPlan) bothKinds(offset, within time.Duration) string {
+	return fmt.Sprintf("(label_replace(%s, %q, \"bad\", \"\", \"\") or label_replace(%s, %q, \"good\", \"\", \"\"))",
+		rp.counter(true, offset, within), kindLabel, rp.counter(false, offset, within), kindLabel)
+}
+
+// perKind is x − F, x a per-server vector without kindLabel and F a
+// vector of both kinds (bothKinds or past's recSrvTTFTPast): each kind's
+// difference, with its kindLabel.
+func perKind(x, f string) string {
+	return fmt.Sprintf("(%s - ignoring (%s) group_right () %s)", x, kindLabel, f)
 }
 
 // unresetSince keeps, for a look-back k >= 2, the servers whose TTFT
@@ -346,12 +359,12 @@ func (rp reachPlan) unresetSince(term string, k int) string {
 	if k <= 2 {
 		return term
 	}
-	return fmt.Sprintf("(%s and %s)", term, rp.unresetBack(k))
+	return fmt.Sprintf("(%s and ignoring (%s) %s)", term, kindLabel, rp.unresetBack(k))
 }
 
 // carriedTerms are the candidates of the carried bound on the interval's
-// finishers of one TTFT kind, less F(s_0) (finisherBound): B − F(s_1),
-// with F the kind's counter (cumulative) and B the bound on the requests
+// finishers of each TTFT kind, less F(s_0) (finisherBound): B − F(s_1),
+// with F the kind's counter (counter) and B the bound on the requests
 // of the kind past their first token in flight at s_1, the interval's
 // older sample: running + waiting there, R(s_1); or, for a look-back k of
 // lags, the kind's first tokens between the sample k intervals back, s_k,
@@ -364,10 +377,10 @@ func (rp reachPlan) unresetSince(term string, k int) string {
 // token at s_k, where running + waiting counts it. The counter difference
 // counts every first token of (s_k, s_0] with no reset from s_k on
 // (unresetSince).
-func (rp reachPlan) carriedTerms(bad bool) []string {
-	terms := []string{fmt.Sprintf("(%s - %s)", rp.inFlightSample(rp.interval, 2*rp.interval), rp.cumulative(bad, 1))}
+func (rp reachPlan) carriedTerms() []string {
+	terms := []string{perKind(rp.inFlightSample(rp.interval, 2*rp.interval), rp.bothKinds(rp.interval, 2*rp.interval))}
 	for _, k := range lags {
-		terms = append(terms, rp.unresetSince(fmt.Sprintf("(%s - %s)", rp.past(recSrvInFlightPast, k), rp.past(pastKind(bad), k)), k))
+		terms = append(terms, rp.unresetSince(perKind(rp.past(recSrvInFlightPast, k), rp.past(recSrvTTFTPast, k)), k))
 	}
 	return terms
 }
@@ -380,7 +393,7 @@ func (rp reachPlan) carriedTerms(bad bool) []string {
 // reaches of −F(s_k) − D. The reaches of one look-back share the read of
 // F(s_k) and its reset test (unresetSince); the decode-time count's
 // change, filtered on equalling the finishers', is N.
-func (rp reachPlan) reachTerm(bad bool) string {
+func (rp reachPlan) reachTerm() string {
 	var backs []string
 	for j := 0; j < len(rp.reaches); {
 		k := rp.reaches[j].back
@@ -389,34 +402,48 @@ func (rp reachPlan) reachTerm(bad bool) string {
 			r := rp.reaches[j]
 			edges = append(edges, fmt.Sprintf("(-%s and %s)", rp.delta(rp.decode, "_bucket", leRegex(r.edge)), at(rp.e2e, "_count", "", rp.interval, r.fresh)))
 		}
-		backs = append(backs, rp.unresetSince(fmt.Sprintf("(%s - %s)", minAll(edges...), rp.past(pastKind(bad), k)), k))
+		backs = append(backs, rp.unresetSince(perKind(minAll(edges...), rp.past(recSrvTTFTPast, k)), k))
 	}
 	n := fmt.Sprintf("(%s == %s)", rp.delta(rp.decode, "_count", ""), rp.delta(rp.e2e, "_count", ""))
-	return fmt.Sprintf("(%s + %s)", n, minAll(backs...))
+	return fmt.Sprintf("(%s + ignoring (%s) group_right () %s)", n, kindLabel, minAll(backs...))
 }
 
-// finisherBound is, per server, the most finishers of the interval of one
-// TTFT kind: F(s_0), the kind's counter now, plus the least of the
-// carried candidates (carriedTerms) and, with the decode-time histogram,
-// the reach's (reachTerm). Each raw sample and each past read is written
-// once per candidate group; the counts are integers, exact in a float64,
-// so regrouping the sums gives the same numbers.
+// finisherBound is, per server and TTFT kind (kindLabel), the most
+// finishers of the interval of that kind: F(s_0), the kind's counter now,
+// plus the least of the carried candidates (carriedTerms) and, with the
+// decode-time histogram, the reach's (reachTerm). Both kinds are one
+// vector, so every read but the TTFT counters' serves both; each raw
+// sample and each past read is written once per candidate group; the
+// counts are integers, exact in a float64, so regrouping the sums gives
+// the same numbers.
 //
 // No reset may lie between s_k and s_0 for a term on s_k, so that every
 // counter difference counts every first token of its span: the servers
 // with a reset between consecutive samples the later of which lies in the
 // last two intervals are dropped here (resetIn(2); s_1 lies at or after
 // t − 3·i, so this covers the pairs from s_1 on), and a term on s_k also
-// needs unresetSince. Each read is of the sample sample and past say; a
+// needs unresetSince. Each read is of the sample its range and past say; a
 // server without one (a failed scrape, a new series, a missed evaluation)
 // has no such term and keeps the others: no recursion, so a missed
 // evaluation breaks nothing.
-func (rp reachPlan) finisherBound(bad bool) string {
-	terms := rp.carriedTerms(bad)
+func (rp reachPlan) finisherBound() string {
+	terms := rp.carriedTerms()
 	if len(rp.decode) > 0 && len(rp.reaches) > 0 {
-		terms = append(terms, rp.reachTerm(bad))
+		terms = append(terms, rp.reachTerm())
 	}
-	return fmt.Sprintf("(%s + %s) unless %s", rp.cumulative(bad, 0), minAll(terms...), rp.resetIn(2))
+	return fmt.Sprintf("(%s + %s) unless ignoring (%s) %s", rp.bothKinds(0, 2*rp.interval), minAll(terms...), kindLabel, rp.resetIn(2))
+}
+
+// serverRules are the per-server rules of the finisher bounds: pastRules
+// and finisherBound.
+func (rp reachPlan) serverRules() []Rule {
+	return append(rp.pastRules(), Rule{Record: recSrvTTFTFin, Labels: map[string]string{"slo": rp.slo}, Expr: rp.finisherBound(),
+		Comment: "Per server and TTFT kind (vllm_slo_ttft_kind: bad, good), the most finishers of the interval that can have\n" +
+			"missed (met) TTFT: the first tokens of that kind in the interval + those in flight one interval back\n" +
+			"(running + waiting there, or the kind's first tokens since k intervals back + running + waiting then),\n" +
+			"or the decode-time reach (finishers with a decode time under an edge got their first token within k\n" +
+			"intervals: the kind's first tokens since then + the finishers over the edge). Proof: Go doc of the\n" +
+			"rules package's finisherRules and finisherBound."})
 }
 
 // thisEvaluation reads a per-server series recorded by this evaluation of
@@ -456,18 +483,14 @@ func (rp reachPlan) thisEvaluation(sel string) string {
 // the terms it has, and always N. Each server's bound holds for its own
 // finishers, so their sum holds for the model's.
 func (rp reachPlan) finisherRules(lp ledgerPlan, old string, bad bool) []Rule {
-	rec, srv, what := recIntTTFTGoodFin, recSrvTTFTGoodFin, "met"
+	rec := recIntTTFTGoodFin
 	if bad {
-		rec, srv, what = recIntTTFTBadFin, recSrvTTFTBadFin, "missed"
+		rec = recIntTTFTBadFin
 	}
-	rs := []Rule{{Record: srv, Labels: lp.labels(""), Expr: rp.finisherBound(bad),
-		Comment: fmt.Sprintf("Per server, the most finishers of the interval that can have %s TTFT: the first tokens of\n"+
-			"that kind in the interval + those in flight one interval back (running + waiting there, or the kind's\n"+
-			"first tokens since k intervals back + running + waiting then), or the decode-time reach (finishers\n"+
-			"with a decode time under an edge got their first token within k intervals: the kind's first tokens\n"+
-			"since then + the finishers over the edge). Proof: Go doc of the rules package's finisherRules.", what)}}
-	terms := []string{rp.finishedNow(), "min without (slo) (" + rp.thisEvaluation(lp.sel(srv, "")) + ")"}
+	kind := fmt.Sprintf("label_replace(vector(1), %q, %q, \"\", \"\")", kindLabel, kindName(bad))
+	srv := fmt.Sprintf("min without (slo, %s) (%s and on (%s) %s)", kindLabel, rp.thisEvaluation(lp.sel(recSrvTTFTFin, "")), kindLabel, kind)
+	terms := []string{rp.finishedNow(), srv}
 	expr := minAll("sum by (model_name) ("+old+")", fmt.Sprintf("sum by (model_name) (\n  %s\n)", minAll(terms...)))
-	return append(rs, Rule{Record: rec, Labels: lp.labels(""), Expr: expr,
-		Comment: "Per model: the servers' least bounds (N at most) summed, and at most the model-wide bound."})
+	return []Rule{{Record: rec, Labels: lp.labels(""), Expr: expr,
+		Comment: "Per model: the servers' least bounds (N at most) summed, and at most the model-wide bound."}}
 }

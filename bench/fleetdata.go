@@ -52,6 +52,13 @@ type Fleet struct {
 	Full time.Duration
 	// Band is how long after End the measured evaluations run.
 	Band time.Duration
+	// Ahead, when positive, continues every series' scrapes that long past
+	// End, the ledger and level series with them: samples ahead of the
+	// clock at import, which queries read as their time comes. Without it
+	// the evaluations after an import of minutes read servers whose
+	// scrapes stopped at End, and the rules' reads of the last seconds
+	// found nothing and cost little.
+	Ahead time.Duration
 }
 
 // SparseRead is one read that the rules, with the default hierarchy
@@ -329,7 +336,7 @@ func (f Fleet) Walk(emit func(FleetSample) error) error {
 	sums := newLevelSums(f.Levels, len(ledger))
 	lambda := f.Rate * Interval.Seconds()
 	start := f.Start()
-	for k := range f.Steps() {
+	for k := range f.Steps() + int(max(f.Ahead, 0)/Interval) {
 		ms := start.Add(time.Duration(k) * Interval).UnixMilli()
 		all, gauges, levels := f.keep(ms)
 		clear(ledger)

@@ -21,13 +21,15 @@ import (
 
 // materialized reports whether a recording rule's series is stored before
 // the harness inlines the rest: the per-server series (record names
-// "server:..."), which read raw series only and which every reader reads
-// within one evaluation (last_over_time over the group interval less a
-// millisecond). Stored at the group's evaluation instants, such a series
-// reads the same there as its inlined expression (Inline turns the range
-// into a subquery at the same instants), and it is evaluated once per run
-// instead of once per query: these are most of the per-interval ledger's
-// reads, and inlined they multiplied the Prometheus side's time.
+// "server:..."), which read raw series and each other only (the finisher
+// bounds read the per-server samples recorded intervals before, inlined
+// when they are stored) and which every reader reads at one evaluation
+// (last_over_time over the group interval less a millisecond). Stored at
+// the group's evaluation instants, such a series reads the same there as
+// its inlined expression (Inline turns the range into a subquery at the
+// same instants), and it is evaluated once per run instead of once per
+// query: these are most of the per-interval ledger's reads, and inlined
+// they multiplied the Prometheus side's time.
 func materialized(r rules.Rule) bool {
 	return r.Record != "" && strings.HasPrefix(r.Record, "server:")
 }
@@ -88,7 +90,15 @@ func (p *Prometheus) materialize(om string, runs []*Run, rfs []*rules.RuleFile) 
 					kept.Rules = append(kept.Rules, r)
 					continue
 				}
-				k, err := p.writeRange(bw, r, start, end)
+				// A per-server series read by another is stored beside
+				// it, not before: the reader's reads of it are inlined.
+				expr, err := Inline(rf, r.Expr)
+				if err != nil {
+					return nil, 0, fmt.Errorf("materialize %s: %w", r.Record, err)
+				}
+				inlined := r
+				inlined.Expr = expr
+				k, err := p.writeRange(bw, inlined, start, end)
 				if err != nil {
 					return nil, 0, fmt.Errorf("materialize %s: %w", r.Record, err)
 				}

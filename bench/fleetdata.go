@@ -18,9 +18,9 @@ import (
 // Fleet is the history of a fleet of simulated vLLM servers as a TSDB would
 // hold it after History of 15 s scrapes ending at End: Targets servers
 // (instance t0, t1, …), each serving one of Models models on one engine,
-// with the families the generated rules read (the TTFT, TPOT and e2e
-// histograms with every bucket vLLM exposes by default, and the running and
-// waiting gauges), plus the per-interval ledger series the generated rules
+// with the families the generated rules read (the TTFT, TPOT, e2e and
+// decode-time histograms with every bucket vLLM exposes by default, and the
+// running and waiting gauges), plus the per-interval ledger series the generated rules
 // would have recorded every 15 s over the same history, per model.
 //
 // The series are synthetic: each interval draws a Poisson number of
@@ -52,6 +52,13 @@ type Fleet struct {
 	Full time.Duration
 	// Band is how long after End the measured evaluations run.
 	Band time.Duration
+	// Ahead, when positive, continues every series' scrapes that long past
+	// End, the ledger and level series with them: samples ahead of the
+	// clock at import, which queries read as their time comes. Without it
+	// the evaluations after an import of minutes read servers whose
+	// scrapes stopped at End, and the rules' reads of the last seconds
+	// found nothing and cost little.
+	Ahead time.Duration
 }
 
 // SparseRead is one read that the rules, with the default hierarchy
@@ -172,12 +179,15 @@ func newFleetFamily(name string, edges []float64, median, shape float64) fleetFa
 }
 
 // fleetFamilies are the histograms of every server: TTFT around 150 ms,
-// TPOT around 25 ms and e2e around 6 s, with a tail past each objective.
+// TPOT around 25 ms, e2e around 6 s, with a tail past each objective, and
+// the decode time around 5.5 s (the rules' decode-time reach reads it;
+// every family counts the same requests, as vLLM's do at a finish).
 func fleetFamilies() []fleetFamily {
 	return []fleetFamily{
 		newFleetFamily("vllm:time_to_first_token_seconds", buckets.Default(buckets.TimeToFirstToken), 0.15, 0.8),
 		newFleetFamily("vllm:request_time_per_output_token_seconds", buckets.Default(buckets.InterTokenLatency), 0.025, 0.4),
 		newFleetFamily("vllm:e2e_request_latency_seconds", buckets.Default(buckets.RequestLatency), 6, 0.6),
+		newFleetFamily("vllm:request_decode_time_seconds", buckets.Default(buckets.RequestLatency), 5.5, 0.6),
 	}
 }
 
@@ -326,7 +336,7 @@ func (f Fleet) Walk(emit func(FleetSample) error) error {
 	sums := newLevelSums(f.Levels, len(ledger))
 	lambda := f.Rate * Interval.Seconds()
 	start := f.Start()
-	for k := range f.Steps() {
+	for k := range f.Steps() + int(max(f.Ahead, 0)/Interval) {
 		ms := start.Add(time.Duration(k) * Interval).UnixMilli()
 		all, gauges, levels := f.keep(ms)
 		clear(ledger)

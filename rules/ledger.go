@@ -370,6 +370,7 @@ func (lp ledgerPlan) intervalRules() []Rule {
 	bad := fmt.Sprintf("(%s - %s)", lp.sel(recIntFirst, ""), lp.sel(recIntTTFTGoodLo, ""))
 	badOld := fmt.Sprintf("(%s + on (model_name) group_left () %s)", bad, prev)
 	goodOld := minOf(fmt.Sprintf("(%s + on (model_name) group_left () %s)", lp.sel(recIntTTFTGoodHi, ""), prev), n, "")
+	rs = append(rs, lp.reach.serverRules()...)
 	rs = append(rs, lp.reach.finisherRules(lp, badOld, true)...)
 	rs = append(rs, lp.reach.finisherRules(lp, goodOld, false)...)
 	ttftLo := fmt.Sprintf("clamp_min(%s - %s, 0)", n, lp.sel(recIntTTFTBadFin, ""))

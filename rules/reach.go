@@ -20,26 +20,62 @@ const (
 	// recIntTTFTGoodFin is the most finishers of the interval that can
 	// have met TTFT.
 	recIntTTFTGoodFin = "model_name:vllm_slo_ttft_good_finishers_upper:interval"
-	// The per-server bounds they sum: the carried one and the decode-time
-	// reach's (one series per chunk of reaches, label reach).
-	recSrvTTFTBadCarried  = "server:vllm_slo_ttft_bad_finishers_carried_upper:interval"
-	recSrvTTFTGoodCarried = "server:vllm_slo_ttft_good_finishers_carried_upper:interval"
-	recSrvTTFTBadReach    = "server:vllm_slo_ttft_bad_finishers_reach_upper:interval"
-	recSrvTTFTGoodReach   = "server:vllm_slo_ttft_good_finishers_reach_upper:interval"
+	// recSrvTTFTFin is the per-server bound they sum, both kinds in one
+	// series name told apart by kindLabel (finisherBound).
+	recSrvTTFTFin = "server:vllm_slo_ttft_finishers_upper:interval"
+)
+
+// Names of the per-server series the bounds' look-backs read (pastRules),
+// recorded at every evaluation from each server's latest sample in the
+// interval ending there.
+const (
+	// recSrvTTFTPast is the counters of counter, the first tokens
+	// that may have missed (kindLabel "bad") and met ("good") TTFT.
+	recSrvTTFTPast = "server:vllm_slo_ttft_first_tokens_upper:last"
+	// recSrvInFlightPast is running + waiting.
+	recSrvInFlightPast = "server:vllm_slo_in_flight_requests:last"
+	// recSrvUnresetPast is 1 for a server whose TTFT counter did not go
+	// down between any two consecutive samples the later of which lies in
+	// the interval (unresetNow).
+	recSrvUnresetPast = "server:vllm_slo_ttft_first_tokens_unreset:interval"
 )
 
 // candidateLabel tags the candidates of an element-wise minimum (minAll),
 // so that `or` keeps them all; the minimum drops it again.
 const candidateLabel = "vllm_slo_candidate"
 
+// kindLabel tells the two TTFT kinds of a per-server series apart: "bad"
+// for the requests that may have missed TTFT, "good" for those that may
+// have met it. One rule bounds both, so that what they share (every read
+// but the TTFT counters) is read once.
+const kindLabel = "vllm_slo_ttft_kind"
+
+// kindName is kindLabel's value of a kind.
+func kindName(bad bool) string {
+	if bad {
+		return "bad"
+	}
+	return "good"
+}
+
 // lags are the look-backs, in group intervals, of the carried in-flight
-// bound (inFlightKind): the bound is the least over them, doubling so that
+// bound (carriedBound): the bound is the least over them, doubling so that
 // a few reads reach far back.
 var lags = []int{2, 4, 8}
 
-// maxReachIntervals is the farthest look-back, in group intervals, of a
-// decode-time reach (reachesOf).
-const maxReachIntervals = 10
+// reachBacks are the look-backs, in group intervals, of the decode-time
+// reach (reachesOf), about doubling up to the farthest, 10 intervals. Each
+// look-back costs reads of every server at every evaluation (its sample's
+// counter and reset test, and per edge the decode-time bucket's change and
+// a freshness test): all of 2 to 10 doubled the reach's reads, for the
+// edges between those picked (vLLM's defaults 40 and 60 s at 15 s), which
+// bound the finishers with such decode times by an interval or two fewer
+// first tokens. The alert-quality scenarios' 1m joint width moved by 0.3%
+// to 0.7% of its value without them; with 2, 4 and 10 alone, by 1.2 to 2.4%.
+var reachBacks = []int{2, 3, 5, 10}
+
+// maxReachIntervals is the farthest look-back of reachBacks.
+var maxReachIntervals = reachBacks[len(reachBacks)-1]
 
 // decodeReach is one decode-time edge the finishers are split at: the
 // finishers with a decode time at or under edge got their first token
@@ -54,6 +90,7 @@ type decodeReach struct {
 // reachPlan is what the bounds on an interval's finishers of one TTFT kind
 // read, per server (series of the same labels in every family).
 type reachPlan struct {
+	slo      string
 	interval time.Duration
 	ttft     []string
 	e2e      []string
@@ -75,7 +112,7 @@ func newReachPlan(cfg *config.Config, lp ledgerPlan) (reachPlan, bool) {
 		return reachPlan{}, false
 	}
 	p := *lp.ttftPlan
-	rp := reachPlan{interval: lp.interval, ttft: lp.ttft, e2e: lp.e2e, running: lp.running, waiting: lp.waiting,
+	rp := reachPlan{slo: lp.slo.Name, interval: lp.interval, ttft: lp.ttft, e2e: lp.e2e, running: lp.running, waiting: lp.waiting,
 		lo: p.edge.Edge, noLo: p.edge.None}
 	hi, ok := upperEdge(p.edges, p.obj.Threshold)
 	rp.hi, rp.noHi = hi, !ok
@@ -86,8 +123,8 @@ func newReachPlan(cfg *config.Config, lp ledgerPlan) (reachPlan, bool) {
 	return rp, true
 }
 
-// reachesOf picks, for each look-back of 2 to maxReachIntervals group
-// intervals, the largest decode-time edge whose finishers' first tokens it
+// reachesOf picks, for each look-back of reachBacks, the largest
+// decode-time edge whose finishers' first tokens it
 // can hold, and how fresh the interval's older sample must then be.
 //
 // A finisher of the interval (s_0, s] (s_0 the latest sample at or before
@@ -99,7 +136,7 @@ func newReachPlan(cfg *config.Config, lp ledgerPlan) (reachPlan, bool) {
 func reachesOf(edges []float64, interval time.Duration) []decodeReach {
 	var out []decodeReach
 	m := slo.MatchMargin
-	for k := 2; k <= maxReachIntervals; k++ {
+	for _, k := range reachBacks {
 		best := -1.0
 		for _, e := range edges {
 			d := time.Duration(math.Round(e * 1e9))
@@ -149,12 +186,12 @@ func at(names []string, suffix, le string, offset, within time.Duration) string 
 	return "(" + strings.Join(parts, " or ") + ")"
 }
 
-// cumulative is the counter of first tokens of one kind per server, read
-// k intervals back (sample): for the TTFT-bad ones the count minus
-// the bucket at the lower edge (the most that missed), for the TTFT-good
-// ones the bucket at the upper edge (the most that met).
-func (rp reachPlan) cumulative(bad bool, k int) string {
-	offset, within := rp.sample(k)
+// counter is the counter of first tokens of one kind per server at its
+// latest sample in (t − offset − within, t − offset]: for the TTFT-bad
+// ones the count minus the bucket at the lower edge (the most that
+// missed), for the TTFT-good ones the bucket at the upper edge (the most
+// that met).
+func (rp reachPlan) counter(bad bool, offset, within time.Duration) string {
 	cnt := at(rp.ttft, "_count", "", offset, within)
 	if bad {
 		if rp.noLo {
@@ -168,43 +205,68 @@ func (rp reachPlan) cumulative(bad bool, k int) string {
 	return at(rp.ttft, "_bucket", leRegex(rp.hi), offset, within)
 }
 
-// sample is where a read k intervals back looks. The interval's own samples
-// (k = 0, 1) are those its counts are taken between (intervalDelta: the
-// latest within lookback), read within two intervals: a sample late by a
-// failed scrape is the same sample, an older one reads nothing and the
-// terms on it drop, and a range of two samples instead of lookback's
-// twenty keeps the reads cheap. Older ones lie within one interval of
-// their instant, inside the range unreset checks.
-func (rp reachPlan) sample(k int) (offset, within time.Duration) {
-	if k <= 1 {
-		return time.Duration(k) * rp.interval, 2 * rp.interval
+// The interval's own samples, s_0 and s_1 (k = 0, 1 intervals back), are
+// read raw, each the latest within two intervals of its instant, so that
+// a sample late by a failed scrape is the same sample (an older one reads
+// nothing and the terms on it drop), and a range of two samples instead of
+// lookback's twenty keeps the reads cheap. Older samples are read from
+// pastRules' series (past).
+
+// pastRules record, at every evaluation and per server, what the bounds'
+// look-backs read of the server's latest sample in the interval ending
+// there, (t − i, t]: the counters of each TTFT kind (counter), running +
+// waiting, and whether the TTFT counter was unreset (unresetNow). A
+// look-back k >= 2 intervals reads them (past) instead of the raw series:
+// one read of one series per server where the raw reads were up to five
+// of several, and the same read shared by every bound that looks back
+// there.
+func (rp reachPlan) pastRules() []Rule {
+	l := map[string]string{"slo": rp.slo}
+	kind := func(bad bool) map[string]string {
+		return map[string]string{"slo": rp.slo, kindLabel: kindName(bad)}
 	}
-	return time.Duration(k) * rp.interval, rp.interval
+	return []Rule{
+		{Record: recSrvTTFTPast, Labels: kind(true), Expr: rp.counter(true, 0, rp.interval),
+			Comment: "Per server, at its latest sample in the interval: the first tokens that may have missed TTFT and\n" +
+				"those that may have met it, running + waiting, and 1 where the TTFT counter did not go down (and the\n" +
+				"server has a sample within lookback): what the finisher bounds read 2 to 10 intervals back."},
+		{Record: recSrvTTFTPast, Labels: kind(false), Expr: rp.counter(false, 0, rp.interval)},
+		{Record: recSrvInFlightPast, Labels: l, Expr: rp.inFlightSample(0, rp.interval)},
+		{Record: recSrvUnresetPast, Labels: l, Expr: rp.unresetNow()},
+	}
 }
 
-// firstTokens is the most first tokens of one kind per server between the
-// samples near and far intervals back: a counter difference, so missed
-// evaluations of the group change nothing.
-func (rp reachPlan) firstTokens(bad bool, near, far int) string {
-	return fmt.Sprintf("(%s - %s)", rp.cumulative(bad, near), rp.cumulative(bad, far))
+// past reads a series of pastRules as recorded k >= 2 intervals back,
+// without its slo label, so that it matches the raw series' labels.
+//
+// Proof of phase: pastRules are in the same group as their readers, whose
+// evaluations are stamped at t_j = t_0 + j·i (Prometheus and vmalert stamp
+// each evaluation of a group one interval after the one before). At t_j
+// the range [t_j − k·i − i + 1 ms, t_j − k·i], i consecutive milliseconds,
+// holds exactly one evaluation, t_{j−k}, whose sample is the server's
+// latest in (t_j − (k+1)·i, t_j − k·i]: what a raw read k intervals back
+// within one interval selects. The condition, as for the long group
+// (longgroup.go): that evaluation ran and its series are searchable two
+// intervals later. When not, the term on it is absent and the bound keeps
+// its other terms: wider, never wrong.
+func (rp reachPlan) past(name string, k int) string {
+	return fmt.Sprintf("min without (slo) (last_over_time(%s[%s] offset %s))", selector(name, "slo", rp.slo),
+		model.Duration(rp.interval-time.Millisecond), model.Duration(time.Duration(k)*rp.interval))
 }
 
-// unreset keeps the servers whose TTFT counter did not reset between the
-// sample k intervals back (within one interval) and now: a restart empties
-// the server, and a counter difference across it says nothing. The
-// samples from the one k intervals back on are those of the range
-// (t − (k+1)·i, t], and resets() over it compares each with the next; the
-// pair of that sample and the one before it (at or before t − (k+1)·i) is
-// compared on its own, so that Prometheus, whose resets() reads the range's
-// samples only, and VictoriaMetrics, whose resets() also compares the first
-// of them with the sample before the range, drop the same servers.
-func (rp reachPlan) unreset(k int) string {
-	r := model.Duration(time.Duration(k+1)*rp.interval - time.Millisecond)
+// resetIn selects the servers whose TTFT counter went down between two
+// consecutive samples the later of which lies in the last n intervals,
+// (t − n·i, t]: resets() over that range counts the pairs inside it, and
+// its least sample below the latest sample at or before t − n·i is the pair
+// across its start. VictoriaMetrics' resets() also compares the range's
+// first sample with the one before it, which the second test already
+// does, so both engines select the same servers.
+func (rp reachPlan) resetIn(n int) string {
+	r := model.Duration(time.Duration(n)*rp.interval - time.Millisecond)
 	parts := make([]string, len(rp.ttft))
-	for j, n := range rp.ttft {
-		far := at([]string{n}, "_count", "", time.Duration(k)*rp.interval, rp.interval)
-		before := latest(n+"_count", time.Duration(k+1)*rp.interval)
-		parts[j] = fmt.Sprintf("(resets(%[1]s_count[%[2]s]) == 0 and (%[3]s >= %[4]s or %[3]s unless %[4]s))", n, r, far, before)
+	for j, name := range rp.ttft {
+		parts[j] = fmt.Sprintf("(resets(%[1]s_count[%[2]s]) > 0 or min_over_time(%[1]s_count[%[2]s]) < %[3]s)",
+			name, r, latest(name+"_count", time.Duration(n)*rp.interval))
 	}
 	if len(parts) == 1 {
 		return parts[0]
@@ -212,11 +274,29 @@ func (rp reachPlan) unreset(k int) string {
 	return "(" + strings.Join(parts, " or ") + ")"
 }
 
-// inFlightAt is running + waiting per server at the sample k intervals
-// back (sample).
-func (rp reachPlan) inFlightAt(k int) string {
-	o, within := rp.sample(k)
-	return "(" + at(rp.running, "", "", o, within) + " + " + at(rp.waiting, "", "", o, within) + ")"
+// unresetNow is 1 for every server with a TTFT count within lookback but
+// none of resetIn(1): no reset between consecutive samples the later of
+// which lies in this interval (nothing to compare when it has none).
+func (rp reachPlan) unresetNow() string {
+	return fmt.Sprintf("(%s * 0 + 1) unless %s", at(rp.ttft, "_count", "", 0, lookback), rp.resetIn(1))
+}
+
+// unresetBack keeps, for k >= 3, the servers of pastRules' unreset series
+// at every evaluation 2 to k − 1 intervals back (k − 2 samples, past's
+// phase: the range [t − k·i + 1 ms, t − 2·i] holds exactly those
+// evaluations): no reset between consecutive samples the later of which
+// lies in (t − k·i, t − 2·i]. A missed evaluation, or a rule that failed
+// there, counts as a reset.
+func (rp reachPlan) unresetBack(k int) string {
+	r := model.Duration(time.Duration(k-2)*rp.interval - time.Millisecond)
+	return fmt.Sprintf("min without (slo) (count_over_time(%s[%s] offset %s) == %d)", selector(recSrvUnresetPast, "slo", rp.slo),
+		r, model.Duration(2*rp.interval), k-2)
+}
+
+// inFlightSample is running + waiting per server at its latest sample in
+// (t − offset − within, t − offset].
+func (rp reachPlan) inFlightSample(offset, within time.Duration) string {
+	return "(" + at(rp.running, "", "", offset, within) + " + " + at(rp.waiting, "", "", offset, within) + ")"
 }
 
 // finishedNow is the interval's finishers per server, exactly as
@@ -234,7 +314,7 @@ func (rp reachPlan) finishedNow() string {
 }
 
 // delta is a histogram series' change per server over the interval,
-// between the interval's own samples (sample).
+// between the interval's own samples, each the latest within two intervals.
 func (rp reachPlan) delta(names []string, suffix, le string) string {
 	return fmt.Sprintf("(%s - %s)", at(names, suffix, le, 0, 2*rp.interval), at(names, suffix, le, rp.interval, 2*rp.interval))
 }
@@ -253,52 +333,117 @@ func minAll(terms ...string) string {
 	return fmt.Sprintf("min without (%s) (\n  %s\n)", candidateLabel, strings.Join(tagged, "\n  or "))
 }
 
-// inFlightKind bounds, per server, the requests of one TTFT kind past their
-// first token in flight at the interval's older sample s_1 (one interval
-// back): running + waiting there, or, for a look-back k of lags, the first
-// tokens of that kind between the sample k intervals back, s_k, and s_1,
-// plus running + waiting at s_k.
+// bothKinds is the counter of both TTFT kinds per server (counter), told
+// apart by kindLabel, at the latest sample in (t − offset − within,
+// t − offset].
+func (rp reachPlan) bothKinds(offset, within time.Duration) string {
+	return fmt.Sprintf("(label_replace(%s, %q, \"bad\", \"\", \"\") or label_replace(%s, %q, \"good\", \"\", \"\"))",
+		rp.counter(true, offset, within), kindLabel, rp.counter(false, offset, within), kindLabel)
+}
+
+// perKind is x − F, x a per-server vector without kindLabel and F a
+// vector of both kinds (bothKinds or past's recSrvTTFTPast): each kind's
+// difference, with its kindLabel.
+func perKind(x, f string) string {
+	return fmt.Sprintf("(%s - ignoring (%s) group_right () %s)", x, kindLabel, f)
+}
+
+// unresetSince keeps, for a look-back k >= 2, the servers whose TTFT
+// counter did not go down between consecutive samples from s_k on, s_k
+// the latest sample k intervals back within one interval (past): those
+// the later of which lies in the last two intervals are the bound's own
+// test (resetIn(2) in finisherBound); those in (t − k·i, t − 2·i],
+// unresetBack's, from k = 3 on. Samples before s_k do not matter: the
+// terms on s_k count first tokens after it and requests in flight at it.
+func (rp reachPlan) unresetSince(term string, k int) string {
+	if k <= 2 {
+		return term
+	}
+	return fmt.Sprintf("(%s and ignoring (%s) %s)", term, kindLabel, rp.unresetBack(k))
+}
+
+// carriedTerms are the candidates of the carried bound on the interval's
+// finishers of each TTFT kind, less F(s_0) (finisherBound): B − F(s_1),
+// with F the kind's counter (counter) and B the bound on the requests
+// of the kind past their first token in flight at s_1, the interval's
+// older sample: running + waiting there, R(s_1); or, for a look-back k of
+// lags, the kind's first tokens between the sample k intervals back, s_k,
+// and s_1, plus running + waiting at s_k, F(s_1) − F(s_k) + R(s_k). So
+// the candidates are R(s_1) − F(s_1) and R(s_k) − F(s_k).
 //
-// Proof: such a request got its first token after s_k, and then it is one
-// of the first tokens of its kind counted in (s_k, s_1], or at or before
-// s_k; then, unfinished at s_1, it was in flight past its first token at
-// s_k, where running + waiting counts it. No counter reset in between
-// (unreset), so the counter difference counts every first token of the
-// span. Each read is of the sample sample says; a server without one (a failed scrape, a new series) has no such term and
-// keeps the others: no recursion, so a missed evaluation breaks nothing.
-func (rp reachPlan) inFlightKind(bad bool) string {
-	terms := []string{rp.inFlightAt(1)}
+// Proof of B: such a request got its first token after s_k, and then it
+// is one of the first tokens of its kind counted in (s_k, s_1], or at or
+// before s_k; then, unfinished at s_1, it was in flight past its first
+// token at s_k, where running + waiting counts it. The counter difference
+// counts every first token of (s_k, s_0] with no reset from s_k on
+// (unresetSince).
+func (rp reachPlan) carriedTerms() []string {
+	terms := []string{perKind(rp.inFlightSample(rp.interval, 2*rp.interval), rp.bothKinds(rp.interval, 2*rp.interval))}
 	for _, k := range lags {
-		terms = append(terms, fmt.Sprintf("((%s + %s) and %s)", rp.firstTokens(bad, 1, k), rp.inFlightAt(k), rp.unreset(k)))
+		terms = append(terms, rp.unresetSince(perKind(rp.past(recSrvInFlightPast, k), rp.past(recSrvTTFTPast, k)), k))
 	}
-	return minAll(terms...)
+	return terms
 }
 
-// reachChunk is how many decode-time reaches one per-server rule holds:
-// all of them in one expression would exceed VictoriaMetrics' default
-// -search.maxQueryLen of 16 KiB.
-const reachChunk = 4
-
-// carriedBound is, per server, the carried bound on the interval's
-// finishers of one TTFT kind: the kind's first tokens in the interval plus
-// inFlightKind, with no reset since the interval's older sample (unreset
-// one interval back, or two when that sample is late by a failed scrape).
-func (rp reachPlan) carriedBound(bad bool) string {
-	return fmt.Sprintf("(%s + %s) and (%s or %s)", rp.firstTokens(bad, 0, 1), rp.inFlightKind(bad), rp.unreset(1), rp.unreset(2))
+// reachTerm is the decode-time reach's candidate, less F(s_0)
+// (finisherBound), where the decode-time histogram counted the
+// interval's finishers: for a reach (edge e, look-back k), F(s_0) −
+// F(s_k) + N − D (finisherRules) with N the interval's finishers and D
+// those with a decode time at or under e, so N + the least over the
+// reaches of −F(s_k) − D. The reaches of one look-back share the read of
+// F(s_k) and its reset test (unresetSince); the decode-time count's
+// change, filtered on equalling the finishers', is N.
+func (rp reachPlan) reachTerm() string {
+	var backs []string
+	for j := 0; j < len(rp.reaches); {
+		k := rp.reaches[j].back
+		var edges []string
+		for ; j < len(rp.reaches) && rp.reaches[j].back == k; j++ {
+			r := rp.reaches[j]
+			edges = append(edges, fmt.Sprintf("(-%s and %s)", rp.delta(rp.decode, "_bucket", leRegex(r.edge)), at(rp.e2e, "_count", "", rp.interval, r.fresh)))
+		}
+		backs = append(backs, rp.unresetSince(perKind(minAll(edges...), rp.past(recSrvTTFTPast, k)), k))
+	}
+	n := fmt.Sprintf("(%s == %s)", rp.delta(rp.decode, "_count", ""), rp.delta(rp.e2e, "_count", ""))
+	return fmt.Sprintf("(%s + ignoring (%s) group_right () %s)", n, kindLabel, minAll(backs...))
 }
 
-// reachBound is, per server, the least decode-time reach bound over some
-// of the reaches, where the decode-time histogram counted the interval's
-// finishers.
-func (rp reachPlan) reachBound(bad bool, reaches []decodeReach) string {
-	same := fmt.Sprintf("(%s == %s)", rp.delta(rp.decode, "_count", ""), rp.delta(rp.e2e, "_count", ""))
-	terms := make([]string, len(reaches))
-	for j, r := range reaches {
-		longer := fmt.Sprintf("(%s - %s)", rp.delta(rp.decode, "_count", ""), rp.delta(rp.decode, "_bucket", leRegex(r.edge)))
-		freshOld := at(rp.e2e, "_count", "", rp.interval, r.fresh)
-		terms[j] = fmt.Sprintf("((%s + %s) and %s and %s)", rp.firstTokens(bad, 0, r.back), longer, freshOld, rp.unreset(r.back))
+// finisherBound is, per server and TTFT kind (kindLabel), the most
+// finishers of the interval of that kind: F(s_0), the kind's counter now,
+// plus the least of the carried candidates (carriedTerms) and, with the
+// decode-time histogram, the reach's (reachTerm). Both kinds are one
+// vector, so every read but the TTFT counters' serves both; each raw
+// sample and each past read is written once per candidate group; the
+// counts are integers, exact in a float64, so regrouping the sums gives
+// the same numbers.
+//
+// No reset may lie between s_k and s_0 for a term on s_k, so that every
+// counter difference counts every first token of its span: the servers
+// with a reset between consecutive samples the later of which lies in the
+// last two intervals are dropped here (resetIn(2); s_1 lies at or after
+// t − 3·i, so this covers the pairs from s_1 on), and a term on s_k also
+// needs unresetSince. Each read is of the sample its range and past say; a
+// server without one (a failed scrape, a new series, a missed evaluation)
+// has no such term and keeps the others: no recursion, so a missed
+// evaluation breaks nothing.
+func (rp reachPlan) finisherBound() string {
+	terms := rp.carriedTerms()
+	if len(rp.decode) > 0 && len(rp.reaches) > 0 {
+		terms = append(terms, rp.reachTerm())
 	}
-	return minAll(terms...) + " and " + same
+	return fmt.Sprintf("(%s + %s) unless ignoring (%s) %s", rp.bothKinds(0, 2*rp.interval), minAll(terms...), kindLabel, rp.resetIn(2))
+}
+
+// serverRules are the per-server rules of the finisher bounds: pastRules
+// and finisherBound.
+func (rp reachPlan) serverRules() []Rule {
+	return append(rp.pastRules(), Rule{Record: recSrvTTFTFin, Labels: map[string]string{"slo": rp.slo}, Expr: rp.finisherBound(),
+		Comment: "Per server and TTFT kind (vllm_slo_ttft_kind: bad, good), the most finishers of the interval that can have\n" +
+			"missed (met) TTFT: the first tokens of that kind in the interval + those in flight one interval back\n" +
+			"(running + waiting there, or the kind's first tokens since k intervals back + running + waiting then),\n" +
+			"or the decode-time reach (finishers with a decode time under an edge got their first token within k\n" +
+			"intervals: the kind's first tokens since then + the finishers over the edge). Proof: Go doc of the\n" +
+			"rules package's finisherRules and finisherBound."})
 }
 
 // thisEvaluation reads a per-server series recorded by this evaluation of
@@ -324,7 +469,7 @@ func (rp reachPlan) thisEvaluation(sel string) string {
 //   - At most N.
 //   - Carried: a finisher's first token came in (s_1, s_0], counted in the
 //     first tokens of its kind there, or it was past its first token in
-//     flight at s_1, bounded by inFlightKind.
+//     flight at s_1, bounded by carriedBound's B.
 //   - Decode-time reach: when the decode-time histogram counted the same N
 //     finishers in the interval, D of them with a decode time at or under
 //     an edge e, and s_1 is fresh enough (reachesOf), those D got their
@@ -338,26 +483,14 @@ func (rp reachPlan) thisEvaluation(sel string) string {
 // the terms it has, and always N. Each server's bound holds for its own
 // finishers, so their sum holds for the model's.
 func (rp reachPlan) finisherRules(lp ledgerPlan, old string, bad bool) []Rule {
-	rec, carried, reach, what := recIntTTFTGoodFin, recSrvTTFTGoodCarried, recSrvTTFTGoodReach, "met"
+	rec := recIntTTFTGoodFin
 	if bad {
-		rec, carried, reach, what = recIntTTFTBadFin, recSrvTTFTBadCarried, recSrvTTFTBadReach, "missed"
+		rec = recIntTTFTBadFin
 	}
-	rs := []Rule{{Record: carried, Labels: lp.labels(""), Expr: rp.carriedBound(bad),
-		Comment: fmt.Sprintf("Per server, the most finishers of the interval that can have %s TTFT: the first tokens of\n"+
-			"that kind in the interval + those in flight one interval back (running + waiting there, or the kind's\n"+
-			"first tokens since k intervals back + running + waiting then); and, below, the decode-time reach\n"+
-			"(finishers with a decode time under an edge got their first token within k intervals: the kind's\n"+
-			"first tokens since then + the finishers over the edge). Proof: Go doc of the rules package's finisherRules.", what)}}
-	terms := []string{rp.finishedNow(), "min without (slo) (" + rp.thisEvaluation(lp.sel(carried, "")) + ")"}
-	if len(rp.decode) > 0 && len(rp.reaches) > 0 {
-		for j := 0; j < len(rp.reaches); j += reachChunk {
-			l := lp.labels("")
-			l["reach"] = fmt.Sprint(j / reachChunk)
-			rs = append(rs, Rule{Record: reach, Labels: l, Expr: rp.reachBound(bad, rp.reaches[j:min(j+reachChunk, len(rp.reaches))])})
-		}
-		terms = append(terms, "min without (slo, reach) ("+rp.thisEvaluation(lp.sel(reach, ""))+")")
-	}
+	kind := fmt.Sprintf("label_replace(vector(1), %q, %q, \"\", \"\")", kindLabel, kindName(bad))
+	srv := fmt.Sprintf("min without (slo, %s) (%s and on (%s) %s)", kindLabel, rp.thisEvaluation(lp.sel(recSrvTTFTFin, "")), kindLabel, kind)
+	terms := []string{rp.finishedNow(), srv}
 	expr := minAll("sum by (model_name) ("+old+")", fmt.Sprintf("sum by (model_name) (\n  %s\n)", minAll(terms...)))
-	return append(rs, Rule{Record: rec, Labels: lp.labels(""), Expr: expr,
-		Comment: "Per model: the servers' least bounds (N at most) summed, and at most the model-wide bound."})
+	return []Rule{{Record: rec, Labels: lp.labels(""), Expr: expr,
+		Comment: "Per model: the servers' least bounds (N at most) summed, and at most the model-wide bound."}}
 }

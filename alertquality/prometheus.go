@@ -12,9 +12,11 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/prometheus/common/model"
@@ -37,26 +39,67 @@ type sample struct {
 	v  float64
 }
 
-// WriteOpenMetrics writes every successful scrape of the runs as OpenMetrics
-// text with timestamps, one series after the other (each in time order), for
-// `promtool tsdb create-blocks-from openmetrics`. Run i is shifted by i ×
-// runSpacing.
-func WriteOpenMetrics(w io.Writer, runs []*Run) error {
+// WriteOpenMetrics writes every successful scrape of a run as OpenMetrics
+// text with timestamps, shifted by shift, one series after the other (each
+// in time order), for `promtool tsdb create-blocks-from openmetrics`.
+func WriteOpenMetrics(w io.Writer, run *Run, shift time.Duration) error {
 	bw := bufio.NewWriter(w)
-	for i, run := range runs {
-		series, err := runSeries(run, time.Duration(i)*runSpacing)
-		if err != nil {
-			return err
-		}
-		for _, name := range slices.Sorted(maps.Keys(series)) {
-			for _, s := range series[name] {
-				fmt.Fprintf(bw, "%s %s %s\n", name, strconv.FormatFloat(s.v, 'g', -1, 64),
-					strconv.FormatFloat(float64(s.ms)/1000, 'f', 3, 64))
-			}
+	series, err := runSeries(run, shift)
+	if err != nil {
+		return err
+	}
+	for _, name := range slices.Sorted(maps.Keys(series)) {
+		for _, s := range series[name] {
+			fmt.Fprintf(bw, "%s %s %s\n", name, strconv.FormatFloat(s.v, 'g', -1, 64),
+				strconv.FormatFloat(float64(s.ms)/1000, 'f', 3, 64))
 		}
 	}
 	bw.WriteString("# EOF\n")
 	return bw.Flush()
+}
+
+// backfill writes n OpenMetrics files under dir, the i-th by write(i, w),
+// and turns each into TSDB blocks under data with promtool, on as many
+// goroutines as there are CPUs. One file per run, because promtool parses
+// its whole input once per two hours between the earliest and the latest
+// sample: runs runSpacing apart in one file cost it 48 parses a run.
+func backfill(dir, data, name string, n int, write func(i int, w io.Writer) error) error {
+	errs := make([]error, n)
+	next := make(chan int)
+	var wg sync.WaitGroup
+	for range runtime.GOMAXPROCS(0) {
+		wg.Go(func() {
+			for i := range next {
+				errs[i] = backfillOne(filepath.Join(dir, fmt.Sprintf("%s%d.om", name, i)), data, func(w io.Writer) error { return write(i, w) })
+			}
+		})
+	}
+	for i := range n {
+		next <- i
+	}
+	close(next)
+	wg.Wait()
+	return errors.Join(errs...)
+}
+
+// backfillOne writes one OpenMetrics file by write and turns it into TSDB
+// blocks under data.
+func backfillOne(om, data string, write func(w io.Writer) error) error {
+	f, err := os.Create(om)
+	if err != nil {
+		return fmt.Errorf("backfill: %w", err)
+	}
+	if err := write(f); err != nil {
+		f.Close()
+		return fmt.Errorf("backfill %s: %w", om, err)
+	}
+	if err := f.Close(); err != nil {
+		return fmt.Errorf("backfill: %w", err)
+	}
+	if out, err := exec.Command("promtool", "tsdb", "create-blocks-from", "openmetrics", om, data).CombinedOutput(); err != nil {
+		return fmt.Errorf("promtool tsdb create-blocks-from openmetrics %s: %w\n%s", om, err, out)
+	}
+	return nil
 }
 
 // runSeries parses a run's scrapes into series, keyed by their OpenMetrics
@@ -131,21 +174,12 @@ type Prometheus struct {
 // promtool and starts Debian's prometheus on it, listening on 127.0.0.1. It
 // waits until the server is ready; Stop ends it.
 func StartPrometheus(dir string, runs []*Run) (*Prometheus, error) {
-	om := filepath.Join(dir, "scrapes.om")
-	f, err := os.Create(om)
-	if err != nil {
-		return nil, fmt.Errorf("backfill: %w", err)
-	}
-	if err := WriteOpenMetrics(f, runs); err != nil {
-		f.Close()
-		return nil, fmt.Errorf("backfill: %w", err)
-	}
-	if err := f.Close(); err != nil {
-		return nil, fmt.Errorf("backfill: %w", err)
-	}
 	data := filepath.Join(dir, "data")
-	if out, err := exec.Command("promtool", "tsdb", "create-blocks-from", "openmetrics", om, data).CombinedOutput(); err != nil {
-		return nil, fmt.Errorf("promtool tsdb create-blocks-from openmetrics: %w\n%s", err, out)
+	err := backfill(dir, data, "scrapes", len(runs), func(i int, w io.Writer) error {
+		return WriteOpenMetrics(w, runs[i], time.Duration(i)*runSpacing)
+	})
+	if err != nil {
+		return nil, err
 	}
 	return StartPrometheusOn(dir, data, "global: {}\n", 30*time.Second)
 }

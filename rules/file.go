@@ -24,6 +24,10 @@ type Group struct {
 	Name string `yaml:"name"`
 	// Interval overrides Prometheus's evaluation_interval when non-zero.
 	Interval model.Duration `yaml:"interval,omitempty"`
+	// Concurrency is, for vmalert only, how many of the group's rules it
+	// evaluates at once (its group field of that name); 0 leaves the field
+	// out, as Prometheus requires (it rejects the field).
+	Concurrency int `yaml:"concurrency,omitempty"`
 	// Rules are the group's rules, in evaluation order.
 	Rules []Rule `yaml:"rules"`
 	// Lag is, for an SLO's long group, how far before each of its

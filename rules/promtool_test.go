@@ -4,6 +4,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
 )
 
@@ -61,4 +62,55 @@ func TestPromtoolCheckConfig(t *testing.T) {
 // series and checks the page fires during the breach only.
 func TestPromtoolTestRules(t *testing.T) {
 	runPromtool(t, "test", "rules", filepath.Join(deployDir, "rules_test.yml"))
+}
+
+// TestVmalertConcurrency checks the group field vmalert's rule concurrency
+// is written as: left out at 0, where promtool accepts the file and rejects
+// it with the field (so Generate must leave it 0), and accepted by vmalert
+// (-dryRun) when set.
+func TestVmalertConcurrency(t *testing.T) {
+	f := generateCase(t, configCases[1].yaml)
+	dir := t.TempDir()
+	write := func(name string, c int) string {
+		t.Helper()
+		cp := *f
+		cp.Groups = append([]Group(nil), f.Groups...)
+		for i := range cp.Groups {
+			cp.Groups[i].Concurrency = c
+		}
+		out, err := cp.YAML()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got, want := strings.Count(string(out), "\n    concurrency: "), min(c, 1)*len(cp.Groups); got != want {
+			t.Fatalf("concurrency %d: the field appears %d times, want %d", c, got, want)
+		}
+		path := filepath.Join(dir, name)
+		if err := os.WriteFile(path, out, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return path
+	}
+	plain, concurrent := write("plain.yml", 0), write("concurrent.yml", 2)
+	runPromtool(t, "check", "rules", plain)
+	if out, err := exec.Command(promtool(t), "check", "rules", concurrent).CombinedOutput(); err == nil {
+		t.Errorf("promtool accepted a group with the concurrency field:\n%s", out)
+	}
+	vmalert := lookEngine(t, "vmalert")
+	if out, err := exec.Command(vmalert, "-dryRun", "-rule="+concurrent).CombinedOutput(); err != nil {
+		t.Errorf("vmalert -dryRun refused concurrency 2: %v\n%s", err, out)
+	}
+}
+
+// lookEngine returns the path of an engine's binary, as promtool does.
+func lookEngine(t *testing.T, name string) string {
+	t.Helper()
+	p, err := exec.LookPath(name)
+	if err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatalf("%s is required in CI: %v", name, err)
+		}
+		t.Skipf("%s not on PATH (set CI=true to make this fail): %v", name, err)
+	}
+	return p
 }

@@ -66,8 +66,8 @@ var lags = []int{2, 4, 8}
 // reachBacks are the look-backs, in group intervals, of the decode-time
 // reach (reachesOf), about doubling up to the farthest, 10 intervals. Each
 // look-back costs reads of every server at every evaluation (its sample's
-// counter and reset test, and per edge the decode-time bucket's change and
-// a freshness test): all of 2 to 10 doubled the reach's reads, for the
+// counter and reset test and a freshness test, and the decode-time
+// bucket's change per edge it adds): all of 2 to 10 doubled the reach's reads, for the
 // edges between those picked (vLLM's defaults 40 and 60 s at 15 s), which
 // bound the finishers with such decode times by an interval or two fewer
 // first tokens. The alert-quality scenarios' 1m joint width moved by 0.3%
@@ -388,24 +388,44 @@ func (rp reachPlan) carriedTerms() []string {
 // reachTerm is the decode-time reach's candidate, less F(s_0)
 // (finisherBound), where the decode-time histogram counted the
 // interval's finishers: for a reach (edge e, look-back k), F(s_0) −
-// F(s_k) + N − D (finisherRules) with N the interval's finishers and D
-// those with a decode time at or under e, so N + the least over the
-// reaches of −F(s_k) − D. The reaches of one look-back share the read of
-// F(s_k) and its reset test (unresetSince); the decode-time count's
-// change, filtered on equalling the finishers', is N.
+// F(s_k) + N − D_e (finisherRules) with N the interval's finishers and
+// D_e those with a decode time at or under e, so N + the least over the
+// reaches of −D_e − F(s_k). The decode-time count's change, filtered on
+// equalling the finishers', is N; the rest is edgeTerm per edge.
 func (rp reachPlan) reachTerm() string {
-	var backs []string
+	var edges []string
 	for j := 0; j < len(rp.reaches); {
-		k := rp.reaches[j].back
-		var edges []string
-		for ; j < len(rp.reaches) && rp.reaches[j].back == k; j++ {
-			r := rp.reaches[j]
-			edges = append(edges, fmt.Sprintf("(-%s and %s)", rp.delta(rp.decode, "_bucket", leRegex(r.edge)), at(rp.e2e, "_count", "", rp.interval, r.fresh)))
+		e := rp.reaches[j].edge
+		var same []decodeReach
+		for ; j < len(rp.reaches) && rp.reaches[j].edge == e; j++ {
+			same = append(same, rp.reaches[j])
 		}
-		backs = append(backs, rp.unresetSince(perKind(minAll(edges...), rp.past(recSrvTTFTPast, k)), k))
+		edges = append(edges, rp.edgeTerm(same))
 	}
 	n := fmt.Sprintf("(%s == %s)", rp.delta(rp.decode, "_count", ""), rp.delta(rp.e2e, "_count", ""))
-	return fmt.Sprintf("(%s + ignoring (%s) group_right () %s)", n, kindLabel, minAll(backs...))
+	return plusPerKind(n, minAll(edges...))
+}
+
+// edgeTerm is the least over reaches of one edge e (consecutive in
+// reachesOf, one look-back apart) of −D_e − F(s_k): −D_e, read once, plus
+// the least of −F(s_k) over the reaches whose freshness test holds and
+// whose counter did not reset from s_k on (unresetSince). Regrouping the
+// least of sums so is exact: the counts are integers, exact in a float64.
+// A reach's term exists exactly where it did with its own −D_e: every
+// server with D_e, the freshness sample, F(s_k) and no reset.
+func (rp reachPlan) edgeTerm(reaches []decodeReach) string {
+	backs := make([]string, len(reaches))
+	for i, r := range reaches {
+		fresh := fmt.Sprintf("(-%s and ignoring (%s) %s)", rp.past(recSrvTTFTPast, r.back), kindLabel, at(rp.e2e, "_count", "", rp.interval, r.fresh))
+		backs[i] = rp.unresetSince(fresh, r.back)
+	}
+	return plusPerKind("-"+rp.delta(rp.decode, "_bucket", leRegex(reaches[0].edge)), minAll(backs...))
+}
+
+// plusPerKind is x + F, x a per-server vector without kindLabel and F a
+// vector of both kinds: each kind's sum, with its kindLabel.
+func plusPerKind(x, f string) string {
+	return fmt.Sprintf("(%s + ignoring (%s) group_right () %s)", x, kindLabel, f)
 }
 
 // finisherBound is, per server and TTFT kind (kindLabel), the most

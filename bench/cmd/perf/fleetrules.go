@@ -41,8 +41,13 @@ func runFleetRules(args []string) error {
 	flat := fl.Bool("flat", false, "the flat rules: every window sums the per-interval series (no hierarchy)")
 	reps := fl.Int("query-times", 0, "after the evaluations, time every rule of the SLO group alone as an instant query, fastest of this many runs, and print the times by kind (0: off)")
 	vmFlags := fl.String("vm-flags", "", "extra flags of victoria-metrics, space-separated (-search.disableCache: without its rollup cache)")
+	conc := fl.String("vmalert-concurrency", "1", "vmalert's rule concurrency within each group (its group field concurrency), comma-separated: one vmalert run per value on the same import")
 	full := fl.Duration("full", 0, "how much of the history (ending now) holds every series; before it only what the rules read there (bench.Fleet.Full; 0: all)")
 	if err := fl.Parse(args); err != nil {
+		return err
+	}
+	concurrencies, err := parseConcurrencies(*conc)
+	if err != nil {
 		return err
 	}
 	if *models <= 0 {
@@ -94,7 +99,7 @@ func runFleetRules(args []string) error {
 		size += ", victoria-metrics " + *vmFlags
 	}
 	for _, e := range strings.Split(*engines, ",") {
-		rows, err := measureEngine(e, f, rf, ruleFile, dir, measureOpts{evals: *evals, reps: *reps, vmFlags: strings.Fields(*vmFlags)})
+		rows, err := measureEngine(e, f, rf, ruleFile, dir, measureOpts{evals: *evals, reps: *reps, vmFlags: strings.Fields(*vmFlags), concurrency: concurrencies})
 		if err != nil {
 			return fmt.Errorf("%s: %w", e, err)
 		}
@@ -143,10 +148,26 @@ func printSLOQueryTimes(base string, rf *rules.RuleFile, reps int) error {
 }
 
 // measureOpts are how an engine is measured: evals group evaluations, each
-// rule timed alone reps times (0: not), and extra victoria-metrics flags.
+// rule timed alone reps times (0: not), extra victoria-metrics flags, and
+// vmalert's rule concurrencies, one run each.
 type measureOpts struct {
 	evals, reps int
 	vmFlags     []string
+	concurrency []int
+}
+
+// parseConcurrencies reads -vmalert-concurrency: positive integers,
+// comma-separated.
+func parseConcurrencies(s string) ([]int, error) {
+	var out []int
+	for _, f := range strings.Split(s, ",") {
+		c, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil || c < 1 {
+			return nil, fmt.Errorf("-vmalert-concurrency: %q is not a positive integer", f)
+		}
+		out = append(out, c)
+	}
+	return out, nil
 }
 
 // measureEngine measures the rules on one engine (prometheus or
@@ -328,11 +349,11 @@ func queryAPI(base string, form url.Values, data any) error {
 	return nil
 }
 
-// measureVictoria imports the fleet into victoria-metrics, runs vmalert
-// live on the rules and reads vmalert_iteration_duration_seconds after evals
-// evaluations of every group.
+// measureVictoria imports the fleet into victoria-metrics and, once per
+// rule concurrency of mo, runs vmalert live on the rules and reads
+// vmalert_iteration_duration_seconds after evals evaluations of every
+// group; the rules are timed alone after the first run.
 func measureVictoria(f bench.Fleet, rf *rules.RuleFile, ruleFile, dir string, mo measureOpts) ([]groupRow, error) {
-	evals := mo.evals
 	// The servers keep being scraped through the evaluations: VictoriaMetrics
 	// takes samples ahead of its clock and serves each once its time comes.
 	f.Ahead = sparseBand
@@ -341,28 +362,90 @@ func measureVictoria(f bench.Fleet, rf *rules.RuleFile, ruleFile, dir string, mo
 		return nil, err
 	}
 	defer vm.Stop()
-	alertAddr, err := alertquality.Loopback()
-	if err != nil {
-		return nil, err
-	}
 	notifier, err := blackhole()
 	if err != nil {
 		return nil, err
 	}
 	defer notifier.Close()
-	va, err := alertquality.StartProcess(filepath.Join(dir, "vmalert.log"), "vmalert", "-rule="+ruleFile, "-datasource.url="+base,
-		"-remoteWrite.url="+base, "-notifier.url=http://"+notifier.Addr, "-evaluationInterval=15s", "-httpListenAddr="+alertAddr)
+	var rows []groupRow
+	for i, c := range mo.concurrency {
+		file := ruleFile
+		if c > 1 {
+			if file, err = withConcurrency(rf, c, filepath.Join(dir, fmt.Sprintf("rules-concurrency-%d.yml", c))); err != nil {
+				return nil, err
+			}
+		}
+		reps := 0
+		if i == 0 {
+			reps = mo.reps
+		}
+		run, err := runVmalert(vmRun{base: base, notifier: notifier.Addr, ruleFile: file, log: filepath.Join(dir, fmt.Sprintf("vmalert-%d.log", i)),
+			concurrency: c, load: load, evals: mo.evals, reps: reps}, rf)
+		if err != nil {
+			return nil, err
+		}
+		rows = append(rows, run...)
+	}
+	return rows, nil
+}
+
+// groupNames are the names of rf's groups.
+func groupNames(rf *rules.RuleFile) []string {
+	var names []string
+	for _, g := range rf.Groups {
+		names = append(names, g.Name)
+	}
+	return names
+}
+
+// withConcurrency writes rf with every group's vmalert concurrency set to c
+// to path.
+func withConcurrency(rf *rules.RuleFile, c int, path string) (string, error) {
+	cp := *rf
+	cp.Groups = slices.Clone(rf.Groups)
+	for i := range cp.Groups {
+		cp.Groups[i].Concurrency = c
+	}
+	text, err := cp.YAML()
+	if err != nil {
+		return "", err
+	}
+	return path, os.WriteFile(path, text, 0o600)
+}
+
+// vmRun is one vmalert run of measureVictoria.
+type vmRun struct {
+	base, notifier, ruleFile, log string
+	concurrency                   int
+	load                          time.Duration
+	evals, reps                   int
+}
+
+// runVmalert runs vmalert on r's rule file against the imported
+// VictoriaMetrics at r.base until every group has r.evals evaluations,
+// then, with vmalert stopped, times the SLO group's rules alone (r.reps).
+func runVmalert(r vmRun, rf *rules.RuleFile) ([]groupRow, error) {
+	alertAddr, err := alertquality.Loopback()
+	if err != nil {
+		return nil, err
+	}
+	va, err := alertquality.StartProcess(r.log, "vmalert", "-rule="+r.ruleFile, "-datasource.url="+r.base,
+		"-remoteWrite.url="+r.base, "-notifier.url=http://"+r.notifier, "-evaluationInterval=15s", "-httpListenAddr="+alertAddr)
 	if err != nil {
 		return nil, err
 	}
 	defer va.Stop()
-	p := &vmalertPoll{vmURL: base, alertURL: "http://" + alertAddr, sloGroup: rf.Groups[0].Name,
+	engine := "VictoriaMetrics 1.79 + vmalert"
+	if r.concurrency > 1 {
+		engine += fmt.Sprintf(" (concurrency %d)", r.concurrency)
+	}
+	p := &vmalertPoll{vmURL: r.base, alertURL: "http://" + alertAddr, sloGroup: rf.Groups[0].Name, engine: engine, want: groupNames(rf),
 		groups: map[string]*groupRow{}, last: map[string]float64{}, readFrom: -1}
-	err = va.WaitFor(time.Duration(evals+4)*longest(rf), "vmalert evaluations", func() (bool, error) { return p.poll(evals, load) })
+	err = va.WaitFor(time.Duration(r.evals+4)*longest(rf), "vmalert evaluations", func() (bool, error) { return p.poll(r.evals, r.load) })
 	if err != nil {
 		return nil, err
 	}
-	m, err := scrapeMetrics(base + "/metrics")
+	m, err := scrapeMetrics(r.base + "/metrics")
 	if err != nil {
 		return nil, err
 	}
@@ -374,7 +457,7 @@ func measureVictoria(f bench.Fleet, rf *rules.RuleFile, ruleFile, dir string, mo
 	// vmalert stops first, so that the rules timed alone do not share the
 	// engine with its evaluations.
 	va.Stop()
-	if err := printSLOQueryTimes(base, rf, mo.reps); err != nil {
+	if err := printSLOQueryTimes(r.base, rf, r.reps); err != nil {
 		return nil, err
 	}
 	// Rows read need two polls of the SLO group: with one, "–".
@@ -385,15 +468,15 @@ func measureVictoria(f bench.Fleet, rf *rules.RuleFile, ruleFile, dir string, mo
 		if p.groups[g.Name] == nil {
 			return nil, fmt.Errorf("vmalert reported no evaluation of group %s", g.Name)
 		}
-		r := *p.groups[g.Name]
-		r.rss, r.rules = rss, len(g.Rules)
+		row := *p.groups[g.Name]
+		row.rss, row.rules = rss, len(g.Rules)
 		if g.Name == p.sloGroup && iters >= 1 {
-			r.samples = fmt.Sprintf("%.0f (rows read)", read)
+			row.samples = fmt.Sprintf("%.0f (rows read)", read)
 			if len(rf.Groups) > 1 && rf.Groups[1].Lag > 0 {
-				r.samples = fmt.Sprintf("%.0f (rows read, with the long group's)", read)
+				row.samples = fmt.Sprintf("%.0f (rows read, with the long group's)", read)
 			}
 		}
-		rows = append(rows, r)
+		rows = append(rows, row)
 	}
 	return rows, nil
 }
@@ -446,10 +529,14 @@ func startImported(f bench.Fleet, dir string, extra []string) (*alertquality.Pro
 // other group selects the exporter's own series, absent here, and reads
 // none).
 type vmalertPoll struct {
-	vmURL, alertURL, sloGroup string
-	groups                    map[string]*groupRow
-	last                      map[string]float64
-	readFrom, sloFrom         float64
+	vmURL, alertURL, sloGroup, engine string
+	// want are the groups that must each have evals evaluations: every
+	// group of the rule file, a group that vmalert has not evaluated yet
+	// has no metrics to wait on.
+	want              []string
+	groups            map[string]*groupRow
+	last              map[string]float64
+	readFrom, sloFrom float64
 }
 
 // poll reads vmalert's metrics once and reports whether every group has
@@ -462,7 +549,7 @@ func (p *vmalertPoll) poll(evals int, load time.Duration) (bool, error) {
 	for _, l := range m.lines("vmalert_iteration_duration_seconds_sum") {
 		g := labelValue(l, "group")
 		if p.groups[g] == nil {
-			p.groups[g] = &groupRow{engine: "VictoriaMetrics 1.79 + vmalert", group: g, load: load, samples: "–"}
+			p.groups[g] = &groupRow{engine: p.engine, group: g, load: load, samples: "–"}
 		}
 		sum := m.get("vmalert_iteration_duration_seconds_sum", `group="`+g+`"`)
 		cnt := m.get("vmalert_iteration_duration_seconds_count", `group="`+g+`"`)
@@ -478,11 +565,12 @@ func (p *vmalertPoll) poll(evals int, load time.Duration) (bool, error) {
 		}
 		p.readFrom, p.sloFrom = vmm.get("vm_rows_read_per_query_sum", ""), p.last[p.sloGroup]
 	}
-	done := len(p.groups) > 0
-	for _, g := range p.groups {
-		done = done && len(g.ms) >= evals
+	for _, g := range p.want {
+		if p.groups[g] == nil || len(p.groups[g].ms) < evals {
+			return false, nil
+		}
 	}
-	return done, nil
+	return true, nil
 }
 
 // blackhole is an Alertmanager stand-in on 127.0.0.1 that accepts and

@@ -67,10 +67,10 @@ var lags = []int{2, 4, 8}
 // reach (reachesOf), about doubling up to the farthest, 10 intervals. Each
 // look-back costs reads of every server at every evaluation (its sample's
 // counter and reset test and a freshness test, and the decode-time
-// bucket's change per edge it adds): all of 2 to 10 doubled the reach's reads, for the
-// edges between those picked (vLLM's defaults 40 and 60 s at 15 s), which
-// bound the finishers with such decode times by an interval or two fewer
-// first tokens. The alert-quality scenarios' 1m joint width moved by 0.3%
+// bucket's change per edge it adds): all of 2 to 10 doubled the reach's
+// reads, for the edges between those picked (vLLM's defaults 40 and 60 s
+// at 15 s), which bound the finishers with such decode times by an
+// interval or two fewer first tokens. The alert-quality scenarios' 1m joint width moved by 0.3%
 // to 0.7% of its value without them; with 2, 4 and 10 alone, by 1.2 to 2.4%.
 var reachBacks = []int{2, 3, 5, 10}
 

@@ -3,6 +3,7 @@ package rules
 import (
 	"bytes"
 	"fmt"
+	"slices"
 
 	"github.com/prometheus/common/model"
 	"gopkg.in/yaml.v3"
@@ -56,6 +57,17 @@ type Rule struct {
 	// Comment is written above the rule, e.g. to say that a threshold was
 	// rounded down to a bucket edge.
 	Comment string `yaml:"-"`
+}
+
+// WithConcurrency is a copy of f with every group's vmalert concurrency
+// (Group.Concurrency) set to c; f is unchanged.
+func (f *RuleFile) WithConcurrency(c int) *RuleFile {
+	cp := *f
+	cp.Groups = slices.Clone(f.Groups)
+	for i := range cp.Groups {
+		cp.Groups[i].Concurrency = c
+	}
+	return &cp
 }
 
 // YAML renders the rule file as YAML with its comments, ready for

@@ -8,18 +8,10 @@ import (
 	"testing"
 )
 
-// promtool returns the path of promtool. Without it the test is skipped
-// locally but fails in CI (CI=true), where it must be installed.
+// promtool returns the path of promtool (lookEngine).
 func promtool(t *testing.T) string {
 	t.Helper()
-	p, err := exec.LookPath("promtool")
-	if err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("promtool is required in CI: %v", err)
-		}
-		t.Skipf("promtool not on PATH (install prometheus, or set CI=true to make this fail): %v", err)
-	}
-	return p
+	return lookEngine(t, "promtool")
 }
 
 func runPromtool(t *testing.T, args ...string) {
@@ -73,11 +65,7 @@ func TestVmalertConcurrency(t *testing.T) {
 	dir := t.TempDir()
 	write := func(name string, c int) string {
 		t.Helper()
-		cp := *f
-		cp.Groups = append([]Group(nil), f.Groups...)
-		for i := range cp.Groups {
-			cp.Groups[i].Concurrency = c
-		}
+		cp := f.WithConcurrency(c)
 		out, err := cp.YAML()
 		if err != nil {
 			t.Fatal(err)
@@ -102,7 +90,8 @@ func TestVmalertConcurrency(t *testing.T) {
 	}
 }
 
-// lookEngine returns the path of an engine's binary, as promtool does.
+// lookEngine returns the path of an engine's binary. Without it the test
+// is skipped locally but fails in CI (CI=true), where make deps installs it.
 func lookEngine(t *testing.T, name string) string {
 	t.Helper()
 	p, err := exec.LookPath(name)

@@ -401,12 +401,7 @@ func groupNames(rf *rules.RuleFile) []string {
 // withConcurrency writes rf with every group's vmalert concurrency set to c
 // to path.
 func withConcurrency(rf *rules.RuleFile, c int, path string) (string, error) {
-	cp := *rf
-	cp.Groups = slices.Clone(rf.Groups)
-	for i := range cp.Groups {
-		cp.Groups[i].Concurrency = c
-	}
-	text, err := cp.YAML()
+	text, err := rf.WithConcurrency(c).YAML()
 	if err != nil {
 		return "", err
 	}

@@ -102,7 +102,54 @@ func TestRulesBoundsHoldDaemonAndTruth(t *testing.T) {
 				}
 			}
 		}
+		streamingHoldsTruth(t, prom, rf, run, shift)
 	}
+}
+
+// streamingHoldsTruth checks, at every scrape of a run, that the rules'
+// bound on the requests past their first token in flight
+// (model_name:vllm_slo_streaming_requests_upper:sum) holds the true number
+// at the latest scrape that succeeded (the samples it reads), and that it
+// is there at most scrapes. The windows' abandoned and joint
+// bounds take it at their edges.
+func streamingHoldsTruth(t *testing.T, prom *Prometheus, rf *rules.RuleFile, run *Run, shift time.Duration) {
+	t.Helper()
+	expr, err := Inline(rf, "model_name:vllm_slo_streaming_requests_upper:sum")
+	if err != nil {
+		t.Fatal(err)
+	}
+	bound, err := prom.values(expr, run.Scrapes[0].At.Add(shift), run.Scrapes[len(run.Scrapes)-1].At.Add(shift))
+	if err != nil {
+		t.Fatal(err)
+	}
+	checked, exact := 0, 0
+	var seen time.Time // the latest scrape that succeeded, whose samples the rules read
+	for _, sc := range run.Scrapes {
+		if sc.Body != nil {
+			seen = sc.At
+		}
+		b, ok := bound[sc.At.Add(shift).Unix()]
+		if !ok || seen.IsZero() {
+			continue
+		}
+		truth := 0
+		for _, r := range run.Requests {
+			if !r.FirstToken.IsZero() && !r.FirstToken.After(seen) && (r.Finish.IsZero() || r.Finish.After(seen)) {
+				truth++
+			}
+		}
+		checked++
+		if float64(truth) > b {
+			t.Errorf("%s at %v: %d requests past their first token in flight, above the rules' bound %v", run.Scenario.Name, sc.Offset, truth, b)
+		}
+		if float64(truth) == b {
+			exact++
+		}
+	}
+	if checked < len(run.Scrapes)/2 {
+		t.Errorf("%s: the bound on the requests past their first token at %d of %d scrapes", run.Scenario.Name, checked, len(run.Scrapes))
+	}
+	t.Logf("%s: requests past their first token in flight within the bound at %d scrapes (equal at %d)", run.Scenario.Name, checked, exact)
 }
 
 // trueAttainment is the share of the requests that ended in (from, to]

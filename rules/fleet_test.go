@@ -23,3 +23,13 @@ func TestFleetLevelSLO(t *testing.T) {
 func TestDecodeTimeReach(t *testing.T) {
 	runPromtool(t, "test", "rules", "testdata/reach_test.yml")
 }
+
+// TestStreamingBound replays, through the shipped test rules with
+// promtool, a server at which a queue of 300 forms, and checks that the
+// windows bound the requests past their first token in flight at their
+// start by the first tokens and finishers since an earlier window's start
+// (20), not by running + waiting (320): in the abandoned requests' upper
+// bound and in the window's good requests' lower bound.
+func TestStreamingBound(t *testing.T) {
+	runPromtool(t, "test", "rules", "testdata/streaming_test.yml")
+}

@@ -355,6 +355,7 @@ func (lp ledgerPlan) intervalRules() []Rule {
 	}
 	rs = append(rs, lp.newInFlightRules()...)
 	rs = append(rs, lp.sharedInFlightRules()...)
+	rs = append(rs, lp.streamingNowRule())
 	if len(lp.rejected) > 0 {
 		rs = append(rs, Rule{Record: recIntRejected, Expr: intervalDelta(lp.rejected, "", "", i), Labels: lp.labels(""),
 			Comment: "Requests turned away at admission in the interval (HTTP 503 when the queue is full), every reason:\n" +
@@ -444,6 +445,11 @@ func (lp ledgerPlan) sumOver(name, objective string, w model.Duration) string {
 //     first token at S or with a first token in the window finished in it,
 //     left unfinished, or is in flight at the end: Q_S + F = N + A + Q_E
 //     with 0 <= Q <= R, so A lies in [F − N − R_E, F − N + R_S], and >= 0.
+//     For a window up to streamingReach, Q has tighter bounds at both
+//     edges, Q̂_S (streamingAtStart) and Q̂_E (streamingNowRule), and A
+//     lies in [F − N − Q̂_E, F − N + Q̂_S]; the whole window's joint above
+//     takes Q̂_S for R_S too, since the TTFT-bad (or TTFT-good) requests
+//     past their first token at S are some of Q_S.
 //   - Rejected requests J (turned away at admission, never served): the sum
 //     of the intervals' exact counter changes, 0 where the server has no
 //     such counter (it turns none away).
@@ -454,41 +460,62 @@ func (lp ledgerPlan) sumOver(name, objective string, w model.Duration) string {
 //     are A's (or 0) plus J (or 0), J being exact; at most 1.
 func (lp ledgerPlan) windowRules(w model.Duration, first bool) []Rule {
 	rStart, rEnd := lp.sel(windowed(recInFlightAtStart, w), ""), lp.now(recInFlightNow, w)
+	qStart := rStart
 	n := lp.sumOver(recIntFinished, "", w)
 	f := lp.sumOver(recIntFirst, "", w)
+	abandonedHi := func(start string) string {
+		return fmt.Sprintf("clamp_min(%s - %s + on (model_name) group_left () %s, 0)", f, n, start)
+	}
+	qEnd := rEnd
+	rs := lp.windowStartRules(w, first)
+	if lp.streamingBounded(w) {
+		qStart, qEnd = lp.sel(windowed(recStreamingAtStart, w), ""), lp.now(recStreamingNow, w)
+		rs = append(rs, Rule{Record: windowed(recStreamingAtStart, w), Labels: lp.windowLabels("", w), Expr: lp.streamingAtStart(w)})
+		if first {
+			rs[len(rs)-1].Comment = "The most requests past their first token in flight at the window's start: the least of running +\n" +
+				"waiting there and the bound recorded then (model_name:vllm_slo_streaming_requests_upper:sum)."
+		}
+	}
 	sumLo := "sum without (objective) (" + lp.sumOver(recIntJointLo, allObjective, w) + ")"
 	sumHi := "sum without (objective) (" + lp.sumOver(recIntJointHi, allObjective, w) + ")"
-	winLo, winHi := lp.windowJoint(w, rStart)
+	winLo, winHi := lp.windowJoint(w, qStart)
 	lo, hi := sumLo, sumHi
 	if winLo != "" {
 		lo, hi = maxOf(sumLo, winLo), minOf(sumHi, winHi, "")
 	}
-	rs := lp.windowStartRules(w, first)
+	base := len(rs)
 	rs = append(rs, []Rule{
 		{Record: windowed(recFinished, w), Expr: n, Labels: lp.windowLabels("", w)},
 		{Record: windowed(recJointGoodLo, w), Expr: lo, Labels: lp.windowLabels(allObjective, w)},
 		{Record: windowed(recJointGoodHi, w), Expr: hi, Labels: lp.windowLabels(allObjective, w)},
 		{Record: windowed(recAbandonedLo, w), Labels: lp.windowLabels("", w),
-			Expr: fmt.Sprintf("clamp_min(%s - %s - on (model_name) group_left () %s, 0)", f, n, rEnd)},
-		{Record: windowed(recAbandonedHi, w), Labels: lp.windowLabels("", w),
-			Expr: fmt.Sprintf("clamp_min(%s - %s + on (model_name) group_left () %s, 0)", f, n, rStart)},
+			Expr: fmt.Sprintf("clamp_min(%s - %s - on (model_name) group_left () %s, 0)", f, n, qEnd)},
+		{Record: windowed(recAbandonedHi, w), Labels: lp.windowLabels("", w), Expr: abandonedHi(qStart)},
 	}...)
 	// The estimate, as the daemon's: Q at a scrape taken to be the running
 	// gauge there (at the window's start, when the series began inside the
-	// window, its value at its first sample: runningAtStart). It lies within the
-	// bounds without clamping: 0 <= running <= running + waiting at both
-	// edges.
-	rs = append(rs, Rule{Record: windowed(recAbandoned, w), Labels: lp.windowLabels("", w),
-		Expr: fmt.Sprintf("clamp_min(%s - %s + on (model_name) group_left () (%s - on (model_name) %s), 0)", f, n, lp.sel(windowed(recRunningAtStart, w), ""), lp.now(recRunningNow, w))})
+	// window, its value at its first sample: runningAtStart). With
+	// running + waiting at both edges it lies within the bounds without
+	// clamping (0 <= running <= running + waiting); with the tighter bounds
+	// on Q of a window up to streamingReach it is clamped into them, which
+	// changes it only where it is impossible (running also counts prompts
+	// still in prefill).
+	est := fmt.Sprintf("clamp_min(%s - %s + on (model_name) group_left () (%s - on (model_name) %s), 0)",
+		f, n, lp.sel(windowed(recRunningAtStart, w), ""), lp.now(recRunningNow, w))
+	if lp.streamingBounded(w) {
+		lo, hi := lp.sel(windowed(recAbandonedLo, w), ""), lp.sel(windowed(recAbandonedHi, w), "")
+		est = fmt.Sprintf("((%s <= on (model_name) %s or on (model_name) %s) >= on (model_name) %s or on (model_name) %s)", est, hi, hi, lo, lo)
+	}
+	rs = append(rs, Rule{Record: windowed(recAbandoned, w), Labels: lp.windowLabels("", w), Expr: est})
 	rs = append(rs, lp.rejectedRule(w, first))
 	if first {
 		rs[len(rs)-2].Comment = "Their estimate: first tokens - finished + running at the window's start - running at its end\n" +
-			"(the requests past their first token in flight taken to be the running ones), within the bounds."
-		rs[3].Comment = "Requests of the window that met every objective: the per-interval bounds summed, intersected\n" +
-			"with the whole window's (Frechet, at most TTFT-bad first tokens + running + waiting at the\n" +
-			"window's start of the finishers missed TTFT)."
-		rs[5].Comment = "Requests abandoned after their first token (no finish): first tokens - finished, give or\n" +
-			"take the requests in flight at the window's edges (running + waiting)."
+			"(the requests past their first token in flight taken to be the running ones), clamped into the bounds."
+		rs[base+1].Comment = "Requests of the window that met every objective: the per-interval bounds summed, intersected\n" +
+			"with the whole window's (Frechet, at most TTFT-bad first tokens + the requests past their first\n" +
+			"token in flight at the window's start of the finishers missed TTFT)."
+		rs[base+3].Comment = "Requests abandoned after their first token (no finish): first tokens - finished, give or\n" +
+			"take the requests past their first token in flight at the window's edges."
 	}
 	return append(rs, lp.attainmentRules(w, first)...)
 }

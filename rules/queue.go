@@ -2,7 +2,7 @@ package rules
 
 import (
 	"fmt"
-		"time"
+	"time"
 
 	"github.com/prometheus/common/model"
 )

@@ -26,10 +26,11 @@ import (
 // "server:...", read over a few evaluations by the finisher bounds) and
 // every rule whose inlined expression reads raw series over at most
 // Prometheus's lookback and recorded series at one evaluation only (ranges
-// and subqueries shorter than an interval): the per-interval ledger. The
-// windows are not: stored, each would evaluate the ledger at every instant
-// of its window again, where inlined over the stored ledger it sums the
-// ledger's samples.
+// and subqueries shorter than an interval; a rule without a window label,
+// stored series over up to storedReach): the per-interval ledger and the
+// bound on the requests past their first token. The windows are not:
+// stored, each would evaluate the ledger at every instant of its window
+// again, where inlined over the stored ledger it sums the ledger's samples.
 //
 // Stored at the group's evaluation instants (range queries at the scrape
 // interval from the run's first scrape, on the 15 s grid), such a series
@@ -52,6 +53,9 @@ func materializable(r rules.Rule, inlined string, stored map[string]bool) (bool,
 			limit := lookback
 			if vs, ok := n.VectorSelector.(*parser.VectorSelector); ok && stored[vs.Name] {
 				limit = Interval - time.Millisecond
+				if r.Labels["window"] == "" {
+					limit = storedReach
+				}
 			}
 			oneEvaluation = oneEvaluation && n.Range <= limit
 		case *parser.SubqueryExpr:
@@ -61,6 +65,14 @@ func materializable(r rules.Rule, inlined string, stored map[string]bool) (bool,
 	})
 	return oneEvaluation, nil
 }
+
+// storedReach is the longest range over a stored series that a rule
+// without a window may read and still be stored: the bound on the requests
+// past their first token (model_name:vllm_slo_streaming_requests_upper:sum)
+// sums the stored ledger over look-backs up to an hour, once per
+// evaluation; inlined, every window would evaluate those sums again at
+// each of its reads. A window's rules stay inlined.
+const storedReach = time.Hour
 
 // lookback is Prometheus's lookback, the longest range the ledger's reads
 // of a raw counter's latest sample take (rules/lookback.go).

@@ -34,22 +34,31 @@ func TestReadAtEvaluation(t *testing.T) {
 }
 
 // TestMaterializable: what a stage may store is what reads raw series
-// within the lookback and stored series at one evaluation; a window is not.
+// within the lookback and stored series at one evaluation, or, without a
+// window, over up to an hour; a window is not.
 func TestMaterializable(t *testing.T) {
 	stored := map[string]bool{"a:x": true}
 	for _, c := range []struct {
-		record, expr string
-		want         bool
+		record, window, expr string
+		want                 bool
 	}{
-		{"m:interval", `last_over_time(vllm:e2e_count[4m59s999ms]) - last_over_time(vllm:e2e_count[4m59s999ms] offset 15s)`, true},
-		{"m:joint", `last_over_time(a:x[14s999ms]) * 2`, true},
-		{"m:inlined", `last_over_time((vllm:x * 2)[14s999ms:15s])`, true},
-		{"m:window5m", `sum_over_time(a:x[4m59s999ms])`, false},
-		{"m:window1h", `sum_over_time((vllm:x)[59m59s999ms:15s])`, false},
-		{"m:rate", `rate(vllm:x[10m])`, false},
-		{"server:reach", `max_over_time((vllm:x)[1m59s999ms:15s])`, true},
+		{"m:interval", "", `last_over_time(vllm:e2e_count[4m59s999ms]) - last_over_time(vllm:e2e_count[4m59s999ms] offset 15s)`, true},
+		{"m:joint", "", `last_over_time(a:x[14s999ms]) * 2`, true},
+		{"m:inlined", "", `last_over_time((vllm:x * 2)[14s999ms:15s])`, true},
+		{"m:window5m", "5m", `sum_over_time(a:x[4m59s999ms])`, false},
+		{"m:window1h", "1h", `sum_over_time((vllm:x)[59m59s999ms:15s])`, false},
+		{"m:rate", "", `rate(vllm:x[10m])`, false},
+		{"server:reach", "", `max_over_time((vllm:x)[1m59s999ms:15s])`, true},
+		// No window: up to an hour over stored series, not raw ones.
+		{"m:streaming", "", `sum_over_time(a:x[59m59s999ms]) + last_over_time(a:x[14s999ms] offset 1h)`, true},
+		{"m:budget", "", `sum_over_time(a:x[29d23h59m59s999ms])`, false},
+		{"m:raw1h", "", `sum_over_time((vllm:x)[59m59s999ms:15s])`, false},
 	} {
-		got, err := materializable(rules.Rule{Record: c.record}, c.expr, stored)
+		r := rules.Rule{Record: c.record}
+		if c.window != "" {
+			r.Labels = map[string]string{"window": c.window}
+		}
+		got, err := materializable(r, c.expr, stored)
 		if err != nil {
 			t.Fatal(err)
 		}

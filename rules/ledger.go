@@ -463,9 +463,6 @@ func (lp ledgerPlan) windowRules(w model.Duration, first bool) []Rule {
 	qStart := rStart
 	n := lp.sumOver(recIntFinished, "", w)
 	f := lp.sumOver(recIntFirst, "", w)
-	abandonedHi := func(start string) string {
-		return fmt.Sprintf("clamp_min(%s - %s + on (model_name) group_left () %s, 0)", f, n, start)
-	}
 	qEnd := rEnd
 	rs := lp.windowStartRules(w, first)
 	if lp.streamingBounded(w) {
@@ -490,7 +487,8 @@ func (lp ledgerPlan) windowRules(w model.Duration, first bool) []Rule {
 		{Record: windowed(recJointGoodHi, w), Expr: hi, Labels: lp.windowLabels(allObjective, w)},
 		{Record: windowed(recAbandonedLo, w), Labels: lp.windowLabels("", w),
 			Expr: fmt.Sprintf("clamp_min(%s - %s - on (model_name) group_left () %s, 0)", f, n, qEnd)},
-		{Record: windowed(recAbandonedHi, w), Labels: lp.windowLabels("", w), Expr: abandonedHi(qStart)},
+		{Record: windowed(recAbandonedHi, w), Labels: lp.windowLabels("", w),
+			Expr: fmt.Sprintf("clamp_min(%s - %s + on (model_name) group_left () %s, 0)", f, n, qStart)},
 	}...)
 	// The estimate, as the daemon's: Q at a scrape taken to be the running
 	// gauge there (at the window's start, when the series began inside the

@@ -53,8 +53,11 @@ func (lp ledgerPlan) streamingBounded(w model.Duration) bool {
 // first token; a span that reaches back before a queue built up counts only
 // those that got one since, so in a burst this is far below running +
 // waiting (the daemon carries the same bound from scrape to scrape,
-// slo.InFlightQueue). A model with no series L ago (all its servers began
-// since) has running + waiting 0 there, as presentSum takes it.
+// slo.InFlightQueue). A term needs every evaluation of its span: a missed
+// one would leave out its interval's first tokens, some of them still in
+// flight, so the term is kept only where each per-interval series it sums
+// has all L / interval samples and running + waiting was recorded L ago;
+// otherwise it is left out, which only widens the bound.
 func (lp ledgerPlan) streamingNowRule() Rule {
 	now := lp.sel(recInFlightNow, "")
 	terms := []string{now}
@@ -63,9 +66,13 @@ func (lp ledgerPlan) streamingNowRule() Rule {
 		sum := func(name string) string {
 			return fmt.Sprintf("sum without (slo) (sum_over_time(%s[%s]))", lp.sel(name, ""), r)
 		}
-		then := fmt.Sprintf("(last_over_time(%s[%s] offset %s) or 0 * %s)", now, model.Duration(lp.interval-time.Millisecond), model.Duration(l), now)
-		terms = append(terms, fmt.Sprintf("clamp_min(%s + on (model_name) (%s + %s - %s), 0)",
-			then, sum(recIntNewInFlight), sum(recIntFirst), sum(recIntFinished)))
+		then := fmt.Sprintf("last_over_time(%s[%s] offset %s)", now, model.Duration(lp.interval-time.Millisecond), model.Duration(l))
+		whole := ""
+		for _, name := range []string{recIntNewInFlight, recIntFirst, recIntFinished} {
+			whole += fmt.Sprintf(" and on (model_name) (count_over_time(%s[%s]) == %d)", lp.sel(name, ""), r, int(l/lp.interval))
+		}
+		terms = append(terms, fmt.Sprintf("clamp_min(%s + on (model_name) (%s + %s - %s), 0)%s",
+			then, sum(recIntNewInFlight), sum(recIntFirst), sum(recIntFinished), whole))
 	}
 	return Rule{Record: recStreamingNow, Labels: lp.labels(""), Expr: "min by (model_name) (" + minAll(terms...) + ")",
 		Comment: "The most requests past their first token in flight now, per model: the least of running + waiting\n" +

@@ -25,7 +25,11 @@ var evidenceScenarios = regexp.MustCompile(`^(cancel15-(bad|excluded)-1d|joint-o
 // is the daemon's slo.Evidence.Observed: the same formula over the same counter
 // changes, so equal but for floating-point rounding (1e-9 relative). The
 // page's evidence is the larger of it and the lower bound on both paths, so
-// this is what makes the two paths page at the same steps.
+// this is what makes the two paths page at the same steps. The rules are
+// the flat ones over the staged harness (StartPrometheusWith), as the
+// other replays: the hierarchy's windowed series, this one among them,
+// equal the flat rules' at every evaluation (TestHierarchyEqualsFlat), and
+// inlined whole the hierarchy re-evaluates every stored stage at each read.
 func TestRulesEvidenceIsTheDaemons(t *testing.T) {
 	if testing.Short() || !installed("prometheus", "promtool") {
 		t.Skip("needs Debian's prometheus and promtool, and not -short")
@@ -41,16 +45,21 @@ func TestRulesEvidenceIsTheDaemons(t *testing.T) {
 		}
 		runs = append(runs, run)
 	}
-	prom, err := StartPrometheus(t.TempDir(), runs)
+	rfs := make([]*rules.RuleFile, len(runs))
+	for i, run := range runs {
+		rf, err := InlinedRules(run.Config)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rfs[i] = rf
+	}
+	prom, rfs, err := StartPrometheusWith(t.TempDir(), runs, rfs)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer prom.Stop()
 	for i, run := range runs {
-		rf, err := rules.Generate(run.Config)
-		if err != nil {
-			t.Fatal(err)
-		}
+		rf := rfs[i]
 		shift := time.Duration(i) * runSpacing
 		for _, k := range run.Keys {
 			for wi, w := range []time.Duration{k.Long, k.Short} {

@@ -2,6 +2,7 @@ package rules
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -35,21 +36,57 @@ const (
 	// inFlightAtStart and runningAtStart of a window.
 	recInFlightAtStart = "model_name:vllm_slo_in_flight_requests_at_start:sum"
 	recRunningAtStart  = "model_name:vllm_slo_running_requests_at_start:sum"
+	// recGaugeNow is one gauge family's latest sample within lookback,
+	// summed per model (label vllm_slo_gauge: the family): what running +
+	// waiting now sums, and the models present now for every window's
+	// start (presentSum).
+	recGaugeNow = "model_name:vllm_slo_gauge_latest:sum"
 )
+
+// gaugeLabel names the gauge family of a recGaugeNow series.
+const gaugeLabel = "vllm_slo_gauge"
 
 // sharedInFlightRules record the in-flight bounds at the evaluation's own
 // scrapes once per evaluation: running + waiting now and one interval ago,
 // and running now. Each is exactly the expression its readers wrote out
 // before, evaluated at the same instant, so every bound built on it is the
 // same number.
+//
+// Each gauge family's latest sample is read from the targets once
+// (recGaugeNow) and running + waiting now sums those records: the same
+// per-model sums (gaugeSum at offset 0 is the families' sums joined by or),
+// and the windows' starts take from them the models present now, which
+// they read from every target's gauges once per window and family before.
 func (lp ledgerPlan) sharedInFlightRules() []Rule {
-	return []Rule{
-		{Record: recInFlightNow, Labels: lp.labels(""), Expr: lp.inFlight(0),
-			Comment: "Running + waiting now, per model, and the same one interval ago, and running alone now: recorded\n" +
-				"once per evaluation for every rule that bounds the requests in flight at an interval's or a window's edges."},
-		{Record: recIntInFlightBefore, Labels: lp.labels(""), Expr: lp.inFlight(lp.interval)},
-		{Record: recRunningNow, Labels: lp.labels(""), Expr: gaugeEstimate(lp.running, 0)},
+	var rs []Rule
+	for _, n := range slices.Concat(lp.running, lp.waiting) {
+		l := lp.labels("")
+		l[gaugeLabel] = n
+		rs = append(rs, Rule{Record: recGaugeNow, Labels: l, Expr: fmt.Sprintf("sum by (model_name) (%s)", latest(n, 0))})
 	}
+	rs[0].Comment = "Each gauge family's latest sample per model, running + waiting now, the same one interval ago, and\n" +
+		"running alone now: recorded once per evaluation for every rule that bounds the requests in flight\n" +
+		"at an interval's or a window's edges."
+	return append(rs,
+		Rule{Record: recInFlightNow, Labels: lp.labels(""), Expr: "(" + lp.gaugeNow(lp.running) + " + " + lp.gaugeNow(lp.waiting) + ")"},
+		Rule{Record: recIntInFlightBefore, Labels: lp.labels(""), Expr: lp.inFlight(lp.interval)},
+		Rule{Record: recRunningNow, Labels: lp.labels(""), Expr: gaugeEstimate(lp.running, 0)},
+	)
+}
+
+// gaugeNow is gaugeSum(names, 0) read from the families' recGaugeNow
+// records of this evaluation.
+func (lp ledgerPlan) gaugeNow(names []string) string {
+	parts := make([]string, len(names))
+	for i, n := range names {
+		parts[i] = lp.gaugeNowOf(n)
+	}
+	return "(" + strings.Join(parts, " or ") + ")"
+}
+
+// gaugeNowOf is the recGaugeNow record of one family, by model_name only.
+func (lp ledgerPlan) gaugeNowOf(name string) string {
+	return fmt.Sprintf("sum by (model_name) (%s)", selector(recGaugeNow, "slo", lp.slo.Name, gaugeLabel, name))
 }
 
 // windowStartRules record, for one window, the bound on the requests in
@@ -92,7 +129,7 @@ func (lp ledgerPlan) newInFlightRules() []Rule {
 // waiting at the same sample, so the estimate stays inside the bounds
 // without clamping.
 func (lp ledgerPlan) runningAtStart(w model.Duration) string {
-	present := presentSum(lp.running, lp.windowStart(w))
+	present := lp.presentSum(lp.running, lp.windowStart(w))
 	if lp.inLong(w) {
 		present = lp.fastAt(lp.sel(windowed(recRunningPresentAtStart, w), ""), 0)
 	}
@@ -128,7 +165,7 @@ func newSeriesSum(names []string, interval time.Duration) string {
 // lookback counts as new again, which only widens the bounds.
 func (lp ledgerPlan) inFlightAtStart(w model.Duration) string {
 	start := lp.windowStart(w)
-	present := "(" + presentSum(lp.running, start) + " + " + presentSum(lp.waiting, start) + ")"
+	present := "(" + lp.presentSum(lp.running, start) + " + " + lp.presentSum(lp.waiting, start) + ")"
 	if lp.inLong(w) {
 		present = lp.fastAt(lp.sel(windowed(recInFlightPresentAtStart, w), ""), 0)
 	}
@@ -137,11 +174,12 @@ func (lp ledgerPlan) inFlightAtStart(w model.Duration) string {
 
 // presentSum is a gauge's sum per model_name at offset before now, over the
 // series present then; 0 for a model present now whose series all began
-// later.
-func presentSum(names []string, offset time.Duration) string {
+// later (present now: the family's recGaugeNow record of this evaluation,
+// the same per-model sum of the latest samples).
+func (lp ledgerPlan) presentSum(names []string, offset time.Duration) string {
 	parts := make([]string, len(names))
 	for i, n := range names {
-		parts[i] = fmt.Sprintf("(sum by (model_name) (%s) or 0 * sum by (model_name) (%s))", latest(n, offset), latest(n, 0))
+		parts[i] = fmt.Sprintf("(sum by (model_name) (%s) or 0 * %s)", latest(n, offset), lp.gaugeNowOf(n))
 	}
 	return "(" + strings.Join(parts, " or ") + ")"
 }

@@ -146,10 +146,13 @@ const (
 // inFlightAtStart and runningAtStart that read the raw gauges.
 func (lp ledgerPlan) presentAtStartRules(w model.Duration, first bool) []Rule {
 	start := lp.windowStart(w)
+	// Running first: running + waiting adds waiting to its record of this
+	// evaluation, so each target's running gauge at the start is read once.
+	running := fmt.Sprintf("sum by (model_name) (%s)", selector(windowed(recRunningPresentAtStart, w), "slo", lp.slo.Name, "window", w.String()))
 	rs := []Rule{
+		{Record: windowed(recRunningPresentAtStart, w), Labels: lp.windowLabels("", w), Expr: lp.presentSum(lp.running, start)},
 		{Record: windowed(recInFlightPresentAtStart, w), Labels: lp.windowLabels("", w),
-			Expr: "(" + presentSum(lp.running, start) + " + " + presentSum(lp.waiting, start) + ")"},
-		{Record: windowed(recRunningPresentAtStart, w), Labels: lp.windowLabels("", w), Expr: presentSum(lp.running, start)},
+			Expr: "(" + running + " + " + lp.presentSum(lp.waiting, start) + ")"},
 	}
 	if first {
 		rs[0].Comment = "Running + waiting, and running alone, at the start of each window the long group records, over the\n" +

@@ -64,9 +64,11 @@ func (lp ledgerPlan) sharedInFlightRules() []Rule {
 		l[gaugeLabel] = n
 		rs = append(rs, Rule{Record: recGaugeNow, Labels: l, Expr: fmt.Sprintf("sum by (model_name) (%s)", latest(n, 0))})
 	}
-	rs[0].Comment = "Each gauge family's latest sample per model, running + waiting now, the same one interval ago, and\n" +
-		"running alone now: recorded once per evaluation for every rule that bounds the requests in flight\n" +
-		"at an interval's or a window's edges."
+	if len(rs) > 0 {
+		rs[0].Comment = "Each gauge family's latest sample per model, running + waiting now, the same one interval ago, and\n" +
+			"running alone now: recorded once per evaluation for every rule that bounds the requests in flight\n" +
+			"at an interval's or a window's edges."
+	}
 	return append(rs,
 		Rule{Record: recInFlightNow, Labels: lp.labels(""), Expr: "(" + lp.gaugeNow(lp.running) + " + " + lp.gaugeNow(lp.waiting) + ")"},
 		Rule{Record: recIntInFlightBefore, Labels: lp.labels(""), Expr: lp.inFlight(lp.interval)},

@@ -45,14 +45,7 @@ func TestRulesEvidenceIsTheDaemons(t *testing.T) {
 		}
 		runs = append(runs, run)
 	}
-	rfs := make([]*rules.RuleFile, len(runs))
-	for i, run := range runs {
-		rf, err := InlinedRules(run.Config)
-		if err != nil {
-			t.Fatal(err)
-		}
-		rfs[i] = rf
-	}
+	rfs := inlinedRulesOf(t, runs)
 	prom, rfs, err := StartPrometheusWith(t.TempDir(), runs, rfs)
 	if err != nil {
 		t.Fatal(err)

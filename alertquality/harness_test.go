@@ -126,14 +126,7 @@ func sameLabels(t *testing.T, run *Run, k Key) {
 // evaluateRules replays every run through the generated rules in Prometheus.
 func evaluateRules(t *testing.T, runs []*Run) {
 	t.Helper()
-	rfs := make([]*rules.RuleFile, len(runs))
-	for i, run := range runs {
-		rf, err := InlinedRules(run.Config)
-		if err != nil {
-			t.Fatal(err)
-		}
-		rfs[i] = rf
-	}
+	rfs := inlinedRulesOf(t, runs)
 	prom, rfs, err := StartPrometheusWith(t.TempDir(), runs, rfs)
 	if err != nil {
 		t.Fatal(err)
@@ -144,6 +137,20 @@ func evaluateRules(t *testing.T, runs []*Run) {
 			t.Fatal(err)
 		}
 	}
+}
+
+// inlinedRulesOf is each run's InlinedRules, in the runs' order.
+func inlinedRulesOf(t *testing.T, runs []*Run) []*rules.RuleFile {
+	t.Helper()
+	rfs := make([]*rules.RuleFile, len(runs))
+	for i, run := range runs {
+		rf, err := InlinedRules(run.Config)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rfs[i] = rf
+	}
+	return rfs
 }
 
 // repeat is n times the same rule file, one per run.

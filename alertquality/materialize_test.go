@@ -93,14 +93,7 @@ func TestMaterializedEqualsInlined(t *testing.T) {
 		}
 		runs = append(runs, run)
 	}
-	rfs := make([]*rules.RuleFile, len(runs))
-	for i, run := range runs {
-		rf, err := InlinedRules(run.Config)
-		if err != nil {
-			t.Fatal(err)
-		}
-		rfs[i] = rf
-	}
+	rfs := inlinedRulesOf(t, runs)
 	plain, err := StartPrometheus(t.TempDir(), runs)
 	if err != nil {
 		t.Fatal(err)

@@ -195,7 +195,7 @@ func (d *Daemon) Run(ctx context.Context) error {
 		g.Add(func() error { return d.exact.Run(ctx) }, stop)
 	}
 	if d.opts.ServeProbes != nil {
-		probes := exporter.NewServer(exporter.NewProbeHandler(d.loops.allTried))
+		probes := exporter.NewServer(exporter.NewProbeHandler(d.ready))
 		g.Add(func() error { return d.serve(d.opts.ServeProbes, probes) }, func(error) { d.shutdownHTTP(probes) })
 	}
 	err := g.Run()
@@ -250,6 +250,32 @@ func (d *Daemon) shutdownHTTP(srv *http.Server) {
 	}
 }
 
+// ready reports whether the daemon serves every running target: each has
+// finished a scrape and the published report holds it, tried. A loop marks
+// its target tried before the evaluation that follows its first scrape has
+// published a report, so the flags alone would answer ready while /metrics
+// still lacks the target.
+func (d *Daemon) ready() bool {
+	names, ok := d.loops.triedTargets()
+	if !ok {
+		return false
+	}
+	rep := d.report.Load()
+	if rep == nil {
+		return false
+	}
+	tried := make(map[string]bool, len(rep.Targets))
+	for _, t := range rep.Targets {
+		tried[t.Name] = t.Tried
+	}
+	for _, n := range names {
+		if !tried[n] {
+			return false
+		}
+	}
+	return true
+}
+
 // handler serves /metrics, the landing page, /config, /-/healthy, /-/ready
 // and, with the lifecycle API enabled, /-/reload for this daemon.
 func (d *Daemon) handler() http.Handler {
@@ -259,7 +285,7 @@ func (d *Daemon) handler() http.Handler {
 	}
 	return exporter.NewHandler(exporter.Endpoints{
 		Report:         d.report.Load,
-		Ready:          d.loops.allTried,
+		Ready:          d.ready,
 		Reload:         reload,
 		ConfigYAML:     func() ([]byte, error) { return d.config.get().Redacted() },
 		Self:           d.self,

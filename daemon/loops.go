@@ -126,18 +126,27 @@ func (s *scrapeLoops) stopped() bool {
 	}
 }
 
-// allTried reports whether every running loop has finished a scrape.
-func (s *scrapeLoops) allTried() bool {
+// triedTargets names the targets of the running loops, and reports whether
+// every one of them has finished a scrape.
+func (s *scrapeLoops) triedTargets() ([]string, bool) {
 	loops := s.current.Load()
 	if loops == nil {
-		return false
+		return nil, false
 	}
+	names := make([]string, 0, len(*loops))
 	for _, l := range *loops {
 		if !l.tried.Load() {
-			return false
+			return nil, false
 		}
+		names = append(names, l.target.Name)
 	}
-	return true
+	return names, true
+}
+
+// allTried reports whether every running loop has finished a scrape.
+func (s *scrapeLoops) allTried() bool {
+	_, ok := s.triedTargets()
+	return ok
 }
 
 // apply stops the loops of targets that are gone or changed, waits for them,

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/vllm-slo-exporter/vllm-slo-exporter/config"
+	"github.com/vllm-slo-exporter/vllm-slo-exporter/pipeline"
 	"github.com/vllm-slo-exporter/vllm-slo-exporter/scrape"
 )
 
@@ -152,4 +153,38 @@ func TestTargetErrorLoggedOnce(t *testing.T) {
 			t.Errorf("target a not up after its server came")
 		}
 	})
+}
+
+// TestReadyWaitsForTheReport: the daemon is ready once every running loop
+// has finished a scrape and the published report holds each of their
+// targets, tried; a loop's flag alone, set before the evaluation that
+// follows its first scrape publishes, is not enough.
+func TestReadyWaitsForTheReport(t *testing.T) {
+	a := &runningLoop{target: config.Target{Name: "a"}}
+	b := &runningLoop{target: config.Target{Name: "b"}}
+	d := &Daemon{loops: &scrapeLoops{}}
+	report := func(targets ...pipeline.TargetReport) { d.report.Store(&pipeline.Report{Targets: targets}) }
+	check := func(what string, want bool) {
+		t.Helper()
+		if got := d.ready(); got != want {
+			t.Errorf("%s: ready %v, want %v", what, got, want)
+		}
+	}
+	check("no loops yet", false)
+	d.loops.current.Store(&[]*runningLoop{a})
+	check("a not tried", false)
+	a.tried.Store(true)
+	check("a tried, no report", false)
+	report(pipeline.TargetReport{Name: "other", Tried: true})
+	check("a tried, the report without a", false)
+	report(pipeline.TargetReport{Name: "a"})
+	check("a tried, the report from before its scrape", false)
+	report(pipeline.TargetReport{Name: "a", Tried: true})
+	check("a tried and reported", true)
+	d.loops.current.Store(&[]*runningLoop{a, b})
+	check("b added by a reload, not tried", false)
+	b.tried.Store(true)
+	check("b tried, not yet reported", false)
+	report(pipeline.TargetReport{Name: "a", Tried: true}, pipeline.TargetReport{Name: "b", Tried: true})
+	check("both reported", true)
 }

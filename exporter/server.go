@@ -27,7 +27,8 @@ import (
 type Endpoints struct {
 	// Report returns the latest report (nil before the first evaluation).
 	Report ReportSource
-	// Ready reports whether every target has been tried at least once.
+	// Ready reports whether every target has been tried at least once and
+	// the published report holds it.
 	Ready func() bool
 	// Reload applies the configuration file again; it returns an error and
 	// keeps the old configuration when the new one is invalid. Nil turns

@@ -21,6 +21,7 @@ import (
 // window's concern, not this identity's) and the exporter's clock does not
 // step. The log says how often P_start − P_end is not 0 and how large.
 func TestAbandonedEstimateErrsByPrefill(t *testing.T) {
+	t.Parallel()
 	for _, sc := range Library() {
 		if sc.Full || sc.Failed != nil || sc.StepBy != 0 || len(sc.Sim(time.Time{}).Restarts) > 0 {
 			continue

@@ -31,6 +31,7 @@ import (
 // are not the simulator's; so are those with a configuration of their own
 // (the policy variants), which the default scenarios' rules do not judge.
 func TestRulesBoundsHoldDaemonAndTruth(t *testing.T) {
+	t.Parallel()
 	if testing.Short() || !installed("prometheus", "promtool") {
 		t.Skip("needs Debian's prometheus and promtool, and not -short")
 	}

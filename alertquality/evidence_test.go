@@ -31,6 +31,7 @@ var evidenceScenarios = regexp.MustCompile(`^(cancel15-(bad|excluded)-1d|joint-o
 // equal the flat rules' at every evaluation (TestHierarchyEqualsFlat), and
 // inlined whole the hierarchy re-evaluates every stored stage at each read.
 func TestRulesEvidenceIsTheDaemons(t *testing.T) {
+	t.Parallel()
 	if testing.Short() || !installed("prometheus", "promtool") {
 		t.Skip("needs Debian's prometheus and promtool, and not -short")
 	}

@@ -16,6 +16,7 @@ import (
 // With -v it prints, per alert, when each path fired and how much earlier
 // exact mode first paged than the histograms (negative: later).
 func TestExactModePages(t *testing.T) {
+	t.Parallel()
 	var table strings.Builder
 	table.WriteString("| scenario | alert | truth fires | histograms fire | exact fires | false: histograms / exact | exact earlier by |\n|---|---|---|---|---|---|---|\n")
 	for _, sc := range Library() {

@@ -48,6 +48,7 @@ func selected(t *testing.T) []Scenario {
 // docs/alert-quality.md and the candidate policies the daemon's was chosen
 // against.
 func TestAlertQuality(t *testing.T) {
+	t.Parallel()
 	var runs []*Run
 	for _, sc := range selected(t) {
 		run, err := playShared(sc)
@@ -248,6 +249,7 @@ func count(bs []bool) int {
 // objectives alone (the same requests judged on that objective only) it
 // never does; and the daemon pages.
 func TestJointOnlyBreach(t *testing.T) {
+	t.Parallel()
 	for _, sc := range Library() {
 		if !strings.HasPrefix(sc.Name, "joint-only") {
 			continue

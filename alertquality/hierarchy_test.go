@@ -48,6 +48,7 @@ var hierarchyScenarios = []string{"restart", "scrape-failures"}
 // and the hierarchy must be read (some window longer than the second
 // level), or the test would compare flat with flat.
 func TestHierarchyEqualsFlat(t *testing.T) {
+	t.Parallel()
 	if testing.Short() || !installed("victoria-metrics", "vmalert", "promtool") {
 		t.Skip("needs Debian's victoria-metrics (victoria-metrics, vmalert) and prometheus (promtool), and not -short")
 	}

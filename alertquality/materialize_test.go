@@ -15,6 +15,7 @@ import (
 // offset, becomes a read of the sample at the reader's evaluation; ranges
 // over it and reads of series not stored are left alone.
 func TestReadAtEvaluation(t *testing.T) {
+	t.Parallel()
 	stored := map[string]bool{"a:x": true}
 	for _, c := range []struct{ in, want string }{
 		{`a:x`, `last_over_time(a:x[14s999ms])`},
@@ -37,6 +38,7 @@ func TestReadAtEvaluation(t *testing.T) {
 // within the lookback and stored series at one evaluation, or, without a
 // window, over up to an hour; a window is not.
 func TestMaterializable(t *testing.T) {
+	t.Parallel()
 	stored := map[string]bool{"a:x": true}
 	for _, c := range []struct {
 		record, window, expr string
@@ -78,6 +80,7 @@ func TestMaterializable(t *testing.T) {
 // bare read of a stored series would otherwise read an old sample, and one
 // with abandoned streams under `abandoned: bad`.
 func TestMaterializedEqualsInlined(t *testing.T) {
+	t.Parallel()
 	if testing.Short() || !installed("prometheus", "promtool") {
 		t.Skip("needs Debian's prometheus and promtool, and not -short")
 	}

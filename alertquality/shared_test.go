@@ -6,6 +6,12 @@ import (
 	"sync"
 )
 
+// Every test of the package runs in parallel (t.Parallel, as many at once
+// as -parallel allows, GOMAXPROCS by default): each starts its own engines
+// on free loopback ports in a directory of its own, and reads the shared
+// runs only, so the suite's longest package uses both cores once the rest
+// is done.
+
 // sharedRuns holds the scenarios this test binary has played, by name: a
 // scenario is deterministic (its seed is part of it), so every test reads
 // the same run, and playing each once keeps the harness's time to the

@@ -12,6 +12,7 @@ import (
 // complete, also where a rule reads what a later group records (an SLO
 // group's alerts reading its long group's windows).
 func TestStageRules(t *testing.T) {
+	t.Parallel()
 	rf := &rules.RuleFile{Groups: []rules.Group{
 		{Name: "g", Interval: 15e9, Rules: []rules.Rule{
 			{Record: "a", Expr: "sum(raw)"},

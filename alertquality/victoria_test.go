@@ -29,6 +29,7 @@ var vmScenarios = []string{"fast-burn", "restart", "scrape-failures", "cancel-st
 // alerts have no false and no missed page, firing when Prometheus's do.
 // With -v it prints the agreement table of docs/victoriametrics.md.
 func TestRulesOnVictoriaMetrics(t *testing.T) {
+	t.Parallel()
 	if testing.Short() || !installed("victoria-metrics", "vmalert", "prometheus", "promtool") {
 		t.Skip("needs Debian's victoria-metrics (victoria-metrics, vmalert) and prometheus (promtool), and not -short")
 	}

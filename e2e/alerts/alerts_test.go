@@ -251,6 +251,7 @@ func TestPageAlertReachesAlertmanagerByBothPaths(t *testing.T) {
 	if testing.Short() {
 		t.Skip("takes three minutes")
 	}
+	t.Parallel() // beside TestOneBreachAcrossTargets: both mostly wait on wall-clock time
 	need(t, "prometheus", "prometheus-alertmanager", "promtool")
 	dir := t.TempDir()
 	bin := build(t, dir)

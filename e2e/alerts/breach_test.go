@@ -169,6 +169,7 @@ func TestOneBreachAcrossTargets(t *testing.T) {
 	if testing.Short() {
 		t.Skip("takes four minutes")
 	}
+	t.Parallel() // beside TestPageAlertReachesAlertmanagerByBothPaths: both mostly wait on wall-clock time
 	need(t, "prometheus-alertmanager")
 	dir := t.TempDir()
 	bin := build(t, dir)

@@ -29,9 +29,9 @@ GOCYCLO ?= $(GO) run github.com/fzipp/gocyclo/cmd/gocyclo@v0.6.0
 # by TestPassScratchIsFreshMemory and the daemon's tests, reliability's by
 # its storms and concurrent clients). Under -race, beside the rest, they took
 # 10 to 20 times their plain time (TestPipelineHeapBounded 74 s against 7 s,
-# TestSoakHostileFleet 51 s against 4 s, TestPromtool* aside the largest of
-# the race run): with them here the suite went from about 21 to 16 minutes
-# of CPU, which on 2 cores is its time. plain-check fails when a name is not
+# TestSoakHostileFleet 51 s against 4 s), and were most of the race run's
+# longest tests: with them here the suite went from about 21 to 14-16
+# minutes of CPU, which on 2 cores is its time. plain-check fails when a name is not
 # a test of its package or is one of another package too, where -skip would
 # drop it from every run.
 RACE_PKGS = $(shell $(GO) list ./... | grep -v '/alertquality$$')

@@ -8,10 +8,9 @@ import (
 )
 
 // The long group. Every rule of an SLO group is evaluated every scrape
-// interval, and on vmalert each rule costs about 3 ms of its own work
-// (request, decoding, write-back) whatever it reads (BENCHMARKS.md §12):
-// most of the group's rules are the hierarchy's levels and the windows it
-// serves, whose values change little in an interval. With
+// interval, its queries with it (BENCHMARKS.md §12): most of the group's
+// rules are the hierarchy's levels and the windows it serves, whose values
+// change little in an interval. With
 // Options.LongInterval, those rules go to a second group per SLO, the long
 // group, evaluated every long interval, and the SLO group keeps what must
 // run every interval: the per-interval ledger, the windows summed flat and

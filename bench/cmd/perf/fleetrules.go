@@ -42,6 +42,7 @@ func runFleetRules(args []string) error {
 	reps := fl.Int("query-times", 0, "after the evaluations, time every rule of the SLO group alone as an instant query, fastest of this many runs, and print the times by kind (0: off)")
 	vmFlags := fl.String("vm-flags", "", "extra flags of victoria-metrics, space-separated (-search.disableCache: without its rollup cache)")
 	conc := fl.String("vmalert-concurrency", "1", "vmalert's rule concurrency within each group (its group field concurrency), comma-separated: one vmalert run per value on the same import")
+	pad := fl.Int("pad-rules", 0, "append this many cheap recording rules to the first group (each reads one recorded per-interval series, one sample per model, and writes as many series as a window rule): what a rule costs the group whatever it reads")
 	full := fl.Duration("full", 0, "how much of the history (ending now) holds every series; before it only what the rules read there (bench.Fleet.Full; 0: all)")
 	if err := fl.Parse(args); err != nil {
 		return err
@@ -71,6 +72,7 @@ func runFleetRules(args []string) error {
 	if err := checkLedgerNames(rf, opts.Levels); err != nil {
 		return err
 	}
+	padRules(rf, *pad)
 	dir, err := os.MkdirTemp("", "perf-fleet-rules")
 	if err != nil {
 		return err
@@ -94,6 +96,9 @@ func runFleetRules(args []string) error {
 	}
 	if *flat {
 		size += ", flat"
+	}
+	if *pad > 0 {
+		size += fmt.Sprintf(", %d cheap rules added", *pad)
 	}
 	if *vmFlags != "" {
 		size += ", victoria-metrics " + *vmFlags
@@ -664,4 +669,21 @@ func labelValue(line, name string) string {
 		return ""
 	}
 	return rest[:j]
+}
+
+// padRules appends n recording rules to the file's first group, the SLO
+// group, each a bare read of the finished requests' per-interval series
+// that group records (one sample per model) under a label of its own: the
+// query costs next to nothing, the result has as many series as a window
+// rule's, so the group's added time is what a rule costs it whatever it
+// reads (vmalert's request, decoding and write-back).
+func padRules(rf *rules.RuleFile, n int) {
+	if n <= 0 || len(rf.Groups) == 0 {
+		return
+	}
+	g := &rf.Groups[0]
+	for i := range n {
+		g.Rules = append(g.Rules, rules.Rule{Record: "vllm_slo_bench_pad", Expr: "model_name:vllm_slo_finished_requests:interval_increase",
+			Labels: map[string]string{"pad": strconv.Itoa(i)}})
+	}
 }

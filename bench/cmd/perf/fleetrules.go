@@ -72,7 +72,9 @@ func runFleetRules(args []string) error {
 	if err := checkLedgerNames(rf, opts.Levels); err != nil {
 		return err
 	}
-	padRules(rf, *pad)
+	if err := padRules(rf, *pad); err != nil {
+		return err
+	}
 	dir, err := os.MkdirTemp("", "perf-fleet-rules")
 	if err != nil {
 		return err
@@ -671,19 +673,27 @@ func labelValue(line, name string) string {
 	return rest[:j]
 }
 
+// padSeries is what padRules' rules read: the finished requests'
+// per-interval series, which the SLO group records.
+const padSeries = "model_name:vllm_slo_finished_requests:interval_increase"
+
 // padRules appends n recording rules to the file's first group, the SLO
-// group, each a bare read of the finished requests' per-interval series
-// that group records (one sample per model) under a label of its own: the
-// query costs next to nothing, the result has as many series as a window
-// rule's, so the group's added time is what a rule costs it whatever it
-// reads (vmalert's request, decoding and write-back).
-func padRules(rf *rules.RuleFile, n int) {
-	if n <= 0 || len(rf.Groups) == 0 {
-		return
+// group, each a bare read of padSeries (one sample per model) under a label
+// of its own: the query costs next to nothing, the result has as many
+// series as a window rule's, so the group's added time is what a rule costs
+// it whatever it reads (vmalert's request, decoding and write-back). It
+// fails when the group does not record padSeries: the added rules would
+// read nothing and cost less than a rule that writes.
+func padRules(rf *rules.RuleFile, n int) error {
+	if n <= 0 {
+		return nil
+	}
+	if len(rf.Groups) == 0 || !slices.ContainsFunc(rf.Groups[0].Rules, func(r rules.Rule) bool { return r.Record == padSeries }) {
+		return fmt.Errorf("-pad-rules: the first group records no %s to read", padSeries)
 	}
 	g := &rf.Groups[0]
 	for i := range n {
-		g.Rules = append(g.Rules, rules.Rule{Record: "vllm_slo_bench_pad", Expr: "model_name:vllm_slo_finished_requests:interval_increase",
-			Labels: map[string]string{"pad": strconv.Itoa(i)}})
+		g.Rules = append(g.Rules, rules.Rule{Record: "vllm_slo_bench_pad", Expr: padSeries, Labels: map[string]string{"pad": strconv.Itoa(i)}})
 	}
+	return nil
 }

@@ -92,19 +92,7 @@ func runFleetRules(args []string) error {
 		fmt.Println("| targets × history | engine | group (rules, interval) | load | evaluation ms, median (max) | share of the group's interval, median (max) | samples read per evaluation | engine RSS MiB |")
 		fmt.Println("|---|---|---|---|---|---|---|---|")
 	}
-	size := fmt.Sprintf("%d × %gd", *targets, *days)
-	if f.Full > 0 && f.Full < f.History {
-		size += fmt.Sprintf(" (every series over the last %s, before it what the rules read)", *full)
-	}
-	if *flat {
-		size += ", flat"
-	}
-	if *pad > 0 {
-		size += fmt.Sprintf(", %d cheap rules added", *pad)
-	}
-	if *vmFlags != "" {
-		size += ", victoria-metrics " + *vmFlags
-	}
+	size := sizeLabel(f, *days, *flat, *pad, *vmFlags)
 	for _, e := range strings.Split(*engines, ",") {
 		rows, err := measureEngine(e, f, rf, ruleFile, dir, measureOpts{evals: *evals, reps: *reps, vmFlags: strings.Fields(*vmFlags), concurrency: concurrencies})
 		if err != nil {
@@ -117,6 +105,25 @@ func runFleetRules(args []string) error {
 		}
 	}
 	return nil
+}
+
+// sizeLabel is the table's first column: the fleet's size and history, and
+// every option that changes what the row measures.
+func sizeLabel(f bench.Fleet, days float64, flat bool, pad int, vmFlags string) string {
+	size := fmt.Sprintf("%d × %gd", f.Targets, days)
+	if f.Full > 0 && f.Full < f.History {
+		size += fmt.Sprintf(" (every series over the last %s, before it what the rules read)", f.Full)
+	}
+	if flat {
+		size += ", flat"
+	}
+	if pad > 0 {
+		size += fmt.Sprintf(", %d cheap rules added", pad)
+	}
+	if vmFlags != "" {
+		size += ", victoria-metrics " + vmFlags
+	}
+	return size
 }
 
 // groupInterval is the evaluation interval of the named group of rf: its

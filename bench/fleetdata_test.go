@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -244,3 +245,64 @@ func TestFleetSparseHistory(t *testing.T) {
 		t.Errorf("%d samples of series no rule reads there", n)
 	}
 }
+
+// TestWriteImportLive checks the live split against WriteImport: the
+// history and the scrape bodies, concatenated, are its text; the history
+// holds no sample after End and is closed once; each scrape holds one
+// scrape time after End, the times in order Interval apart, every series
+// once each.
+func TestWriteImportLive(t *testing.T) {
+	f := Fleet{Targets: 3, Models: 2, History: 10 * time.Minute, End: Epoch.Add(time.Hour), Rate: 2, Seed: 1, Ahead: 2 * time.Minute}
+	var whole strings.Builder
+	total, err := f.WriteImport(&whole)
+	if err != nil {
+		t.Fatal(err)
+	}
+	hist := &closeCounter{}
+	var scrapes strings.Builder
+	var times []time.Time
+	n, err := f.WriteImportLive(LiveImport{History: hist, Scrape: func(at time.Time, body []byte) error {
+		if hist.closed != 1 {
+			t.Fatalf("scrape at %s before the history was closed", at)
+		}
+		for _, line := range strings.Split(strings.TrimSuffix(string(body), "\n"), "\n") {
+			if ts := line[strings.LastIndexByte(line, ' ')+1:]; ts != strconv.FormatInt(at.UnixMilli(), 10) {
+				t.Fatalf("scrape at %d holds a sample at %s", at.UnixMilli(), ts)
+			}
+		}
+		if got, want := strings.Count(string(body), "\n"), len(f.Series()); got != want {
+			t.Fatalf("scrape at %s: %d samples, want one per series (%d)", at, got, want)
+		}
+		times = append(times, at)
+		scrapes.Write(body)
+		return nil
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if hist.closed != 1 {
+		t.Fatalf("history closed %d times, want 1", hist.closed)
+	}
+	if got := hist.String() + scrapes.String(); got != whole.String() {
+		t.Fatal("history + scrapes differ from WriteImport's text")
+	}
+	if want := f.Steps(); n != want*len(f.Series()) || total != n+len(times)*len(f.Series()) {
+		t.Fatalf("history %d samples, whole %d, %d scrapes of %d series; want %d history steps", n, total, len(times), len(f.Series()), want)
+	}
+	if len(times) != int(f.Ahead/Interval) {
+		t.Fatalf("%d scrapes after End, want %d", len(times), f.Ahead/Interval)
+	}
+	for i, at := range times {
+		if want := f.End.Add(time.Duration(i+1) * Interval); !at.Equal(want) {
+			t.Fatalf("scrape %d at %s, want %s", i, at, want)
+		}
+	}
+}
+
+// closeCounter is a strings.Builder that counts its Close calls.
+type closeCounter struct {
+	strings.Builder
+	closed int
+}
+
+func (c *closeCounter) Close() error { c.closed++; return nil }

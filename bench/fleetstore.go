@@ -114,13 +114,87 @@ func (f Fleet) WriteImport(w io.Writer) (int, error) {
 	names := f.seriesNames()
 	bw := bufio.NewWriterSize(w, 1<<20)
 	n := 0
+	var line []byte
 	err := f.Walk(func(s FleetSample) error {
 		n++
-		_, err := fmt.Fprintf(bw, "%s %s %d\n", names[s.Series], strconv.FormatFloat(s.V, 'g', -1, 64), s.T)
+		line = appendImportLine(line[:0], names, s)
+		_, err := bw.Write(line)
 		return err
 	})
 	if err != nil {
 		return n, fmt.Errorf("write import: %w", err)
 	}
 	return n, bw.Flush()
+}
+
+// appendImportLine appends one sample as a line of the import format.
+func appendImportLine(b []byte, names []string, s FleetSample) []byte {
+	return fmt.Appendf(b, "%s %s %d\n", names[s.Series], strconv.FormatFloat(s.V, 'g', -1, 64), s.T)
+}
+
+// LiveImport is the fleet's import in two parts, as a live engine receives
+// it: History takes every sample up to End and is closed there; Scrape
+// takes each later scrape's samples (Ahead of End), one scrape time at a
+// time and in order, in the format of WriteImport. A Scrape that waits for
+// its time to come feeds the scrapes at the pace of the clock, so the
+// engine stores the newest minutes as it would store live scrapes rather
+// than in the blocks of one import.
+type LiveImport struct {
+	History io.WriteCloser
+	Scrape  func(at time.Time, body []byte) error
+}
+
+// WriteImportLive writes the fleet as li's two parts and returns the
+// number of samples of the history. Concatenated, History and the Scrape
+// bodies are WriteImport's text.
+func (f Fleet) WriteImportLive(li LiveImport) (int, error) {
+	names := f.seriesNames()
+	end := f.End.UnixMilli()
+	bw := bufio.NewWriterSize(li.History, 1<<20)
+	var (
+		history, at int64
+		line        []byte
+		scrape      []byte
+		closed      bool
+	)
+	closeHistory := func() error {
+		if closed {
+			return nil
+		}
+		closed = true
+		if err := bw.Flush(); err != nil {
+			return err
+		}
+		return li.History.Close()
+	}
+	err := f.Walk(func(s FleetSample) error {
+		if s.T <= end {
+			history++
+			line = appendImportLine(line[:0], names, s)
+			_, err := bw.Write(line)
+			return err
+		}
+		if err := closeHistory(); err != nil {
+			return err
+		}
+		if s.T != at && len(scrape) > 0 {
+			if err := li.Scrape(time.UnixMilli(at), scrape); err != nil {
+				return err
+			}
+			scrape = scrape[:0]
+		}
+		at = s.T
+		scrape = appendImportLine(scrape, names, s)
+		return nil
+	})
+	if err == nil {
+		err = closeHistory()
+	}
+	if err == nil && len(scrape) > 0 {
+		err = li.Scrape(time.UnixMilli(at), scrape)
+	}
+	if err != nil {
+		return int(history), fmt.Errorf("write live import: %w", err)
+	}
+	return int(history), nil
 }

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"context"
 	"encoding/json"
 	"errors"
 	"flag"
@@ -43,6 +44,7 @@ func runFleetRules(args []string) error {
 	vmFlags := fl.String("vm-flags", "", "extra flags of victoria-metrics, space-separated (-search.disableCache: without its rollup cache)")
 	conc := fl.String("vmalert-concurrency", "1", "vmalert's rule concurrency within each group (its group field concurrency), comma-separated: one vmalert run per value on the same import")
 	pad := fl.Int("pad-rules", 0, "append this many cheap recording rules to the first group (each reads one recorded per-interval series, one sample per model, and writes as many series as a window rule): what a rule costs the group whatever it reads")
+	ahead := fl.Bool("import-ahead", false, "VictoriaMetrics: import the hour of scrapes after the history with it, ahead of the clock (before 2026-12-04), instead of feeding each scrape as its time comes")
 	full := fl.Duration("full", 0, "how much of the history (ending now) holds every series; before it only what the rules read there (bench.Fleet.Full; 0: all)")
 	if err := fl.Parse(args); err != nil {
 		return err
@@ -93,8 +95,11 @@ func runFleetRules(args []string) error {
 		fmt.Println("|---|---|---|---|---|---|---|---|")
 	}
 	size := sizeLabel(f, *days, *flat, *pad, *vmFlags)
+	if *ahead {
+		size += ", scrapes after it imported ahead"
+	}
 	for _, e := range strings.Split(*engines, ",") {
-		rows, err := measureEngine(e, f, rf, ruleFile, dir, measureOpts{evals: *evals, reps: *reps, vmFlags: strings.Fields(*vmFlags), concurrency: concurrencies})
+		rows, err := measureEngine(e, f, rf, ruleFile, dir, measureOpts{evals: *evals, reps: *reps, vmFlags: strings.Fields(*vmFlags), concurrency: concurrencies, importAhead: *ahead})
 		if err != nil {
 			return fmt.Errorf("%s: %w", e, err)
 		}
@@ -168,6 +173,9 @@ type measureOpts struct {
 	evals, reps int
 	vmFlags     []string
 	concurrency []int
+	// importAhead imports the scrapes after the history with it, ahead of
+	// the clock, instead of feeding them live (liveFeed).
+	importAhead bool
 }
 
 // parseConcurrencies reads -vmalert-concurrency: positive integers,
@@ -367,21 +375,21 @@ func queryAPI(base string, form url.Values, data any) error {
 // rule concurrency of mo, runs vmalert live on the rules and reads
 // vmalert_iteration_duration_seconds after evals evaluations of every
 // group; the rules are timed alone after the first run.
-func measureVictoria(f bench.Fleet, rf *rules.RuleFile, ruleFile, dir string, mo measureOpts) ([]groupRow, error) {
-	// The servers keep being scraped through the evaluations: VictoriaMetrics
-	// takes samples ahead of its clock and serves each once its time comes.
+func measureVictoria(f bench.Fleet, rf *rules.RuleFile, ruleFile, dir string, mo measureOpts) (rows []groupRow, err error) {
+	// The servers keep being scraped through the evaluations: fed as their
+	// time comes (liveFeed), or with -import-ahead imported with the history
+	// and served once their time comes.
 	f.Ahead = sparseBand
-	vm, base, load, err := startImported(f, dir, mo.vmFlags)
+	vm, err := startImported(f, dir, mo.vmFlags, mo.importAhead)
 	if err != nil {
 		return nil, err
 	}
-	defer vm.Stop()
+	defer vm.stop(&err)
 	notifier, err := blackhole()
 	if err != nil {
 		return nil, err
 	}
 	defer notifier.Close()
-	var rows []groupRow
 	for i, c := range mo.concurrency {
 		file := ruleFile
 		if c > 1 {
@@ -393,8 +401,8 @@ func measureVictoria(f bench.Fleet, rf *rules.RuleFile, ruleFile, dir string, mo
 		if i == 0 {
 			reps = mo.reps
 		}
-		run, err := runVmalert(vmRun{base: base, notifier: notifier.Addr, ruleFile: file, log: filepath.Join(dir, fmt.Sprintf("vmalert-%d.log", i)),
-			concurrency: c, load: load, evals: mo.evals, reps: reps}, rf)
+		run, err := runVmalert(vmRun{base: vm.base, notifier: notifier.Addr, ruleFile: file, log: filepath.Join(dir, fmt.Sprintf("vmalert-%d.log", i)),
+			concurrency: c, load: vm.load, evals: mo.evals, reps: reps, targets: f.Targets}, rf)
 		if err != nil {
 			return nil, err
 		}
@@ -428,6 +436,25 @@ type vmRun struct {
 	concurrency                   int
 	load                          time.Duration
 	evals, reps                   int
+	// targets is the fleet's size, for checkReadLive.
+	targets int
+}
+
+// checkReadLive fails unless the SLO group's last minute recorded the
+// finisher bound of every server and TTFT kind: it reads each server's
+// samples of the last 30 s, so a bound missing there means that the rules
+// found no live scrapes and the times measured are those of reading
+// nothing.
+func checkReadLive(base string, targets int) error {
+	const expr = "count(last_over_time(server:vllm_slo_ttft_finishers_upper:interval[1m]))"
+	n, err := instant(base, expr)
+	if err != nil {
+		return err
+	}
+	if n != float64(2*targets) {
+		return fmt.Errorf("%s = %v, want %d (two TTFT kinds per server): the rules did not read every server's live scrapes", expr, n, 2*targets)
+	}
+	return nil
 }
 
 // runVmalert runs vmalert on r's rule file against the imported
@@ -463,6 +490,9 @@ func runVmalert(r vmRun, rf *rules.RuleFile) ([]groupRow, error) {
 		return nil, err
 	}
 	rss := mb(uint64(m.get("process_resident_memory_bytes", ""))) + " + vmalert " + mb(uint64(am.get("process_resident_memory_bytes", "")))
+	if err := checkReadLive(r.base, r.targets); err != nil {
+		return nil, err
+	}
 	// vmalert stops first, so that the rules timed alone do not share the
 	// engine with its evaluations.
 	va.Stop()
@@ -490,46 +520,87 @@ func runVmalert(r vmRun, rf *rules.RuleFile) ([]groupRow, error) {
 	return rows, nil
 }
 
-// startImported starts victoria-metrics under dir, imports the fleet and
-// waits until VictoriaMetrics has stored and flushed every sample; it
-// returns the server, its URL and how long the import took.
-func startImported(f bench.Fleet, dir string, extra []string) (*alertquality.Process, string, time.Duration, error) {
+// imported is a VictoriaMetrics holding the fleet: its process, URL, how
+// long the history took to import and, fed live, the feed of the scrapes
+// after it.
+type imported struct {
+	vm   *alertquality.Process
+	base string
+	load time.Duration
+	feed *liveFeed
+}
+
+// stop stops the feed and the engine; a feed that failed while the rules
+// were measured sets *err, since the rules then read stale data.
+func (im *imported) stop(err *error) {
+	if im.feed != nil {
+		if ferr := im.feed.stop(); ferr != nil && *err == nil {
+			*err = ferr
+		}
+	}
+	im.vm.Stop()
+}
+
+// startImported starts victoria-metrics under dir and imports the fleet:
+// the history, and either the scrapes after it with the history (ahead)
+// or fed as their time comes, caught up to the clock before it returns.
+// It waits until VictoriaMetrics has stored and flushed the history.
+func startImported(f bench.Fleet, dir string, extra []string, ahead bool) (*imported, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return nil, "", 0, err
+		return nil, err
 	}
 	addr, err := alertquality.Loopback()
 	if err != nil {
-		return nil, "", 0, err
+		return nil, err
 	}
 	args := append([]string{"-storageDataPath=" + filepath.Join(dir, "data"), "-httpListenAddr=" + addr, "-retentionPeriod=100y", "-loggerLevel=WARN"}, extra...)
 	vm, err := alertquality.StartProcess(filepath.Join(dir, "victoria-metrics.log"), "victoria-metrics", args...)
 	if err != nil {
-		return nil, "", 0, err
+		return nil, err
 	}
-	base := "http://" + addr
-	fail := func(err error) (*alertquality.Process, string, time.Duration, error) {
-		vm.Stop()
-		return nil, "", 0, err
+	im := &imported{vm: vm, base: "http://" + addr}
+	if err := im.fill(f, ahead); err != nil {
+		var ignored error
+		im.stop(&ignored)
+		return nil, err
 	}
-	if err := vm.WaitFor(time.Minute, "victoria-metrics healthy", func() (bool, error) { return alertquality.HTTPOK(base + "/health"), nil }); err != nil {
-		return fail(err)
+	return im, nil
+}
+
+// fill imports the fleet into im (startImported) and sets im.load.
+func (im *imported) fill(f bench.Fleet, ahead bool) error {
+	if err := im.vm.WaitFor(time.Minute, "victoria-metrics healthy", func() (bool, error) { return alertquality.HTTPOK(im.base + "/health"), nil }); err != nil {
+		return err
 	}
 	began := time.Now()
-	n, err := importFleet(f, base)
-	if err != nil {
-		return fail(err)
+	var n int
+	var err error
+	if ahead {
+		n, err = importFleet(f, im.base)
+	} else {
+		im.feed = startLiveFeed(f, im.base)
+		n, err = im.feed.waitHistory()
 	}
-	err = vm.WaitFor(10*time.Minute, "import stored", func() (bool, error) {
-		m, err := scrapeMetrics(base + "/metrics")
+	if err != nil {
+		return err
+	}
+	err = im.vm.WaitFor(10*time.Minute, "import stored", func() (bool, error) {
+		m, err := scrapeMetrics(im.base + "/metrics")
 		return err == nil && m.get("vm_rows_added_to_storage_total", "") >= float64(n), nil
 	})
 	if err != nil {
-		return fail(err)
+		return err
 	}
-	if !alertquality.HTTPOK(base + "/internal/force_flush") {
-		return fail(errors.New("force_flush failed"))
+	if !alertquality.HTTPOK(im.base + "/internal/force_flush") {
+		return errors.New("force_flush failed")
 	}
-	return vm, base, time.Since(began), nil
+	if im.feed != nil {
+		if err := im.vm.WaitFor(5*time.Minute, "live feed caught up with the clock", im.feed.caughtUp); err != nil {
+			return err
+		}
+	}
+	im.load = time.Since(began)
+	return nil
 }
 
 // vmalertPoll follows vmalert's iteration metrics: per group, the mean
@@ -597,26 +668,21 @@ func blackhole() (*http.Server, error) {
 	return hs, nil
 }
 
-// importFleet streams the fleet's history into VictoriaMetrics'
-// /api/v1/import/prometheus and returns the number of samples sent.
+// importFleet streams the fleet's history, the scrapes after it included,
+// into VictoriaMetrics' /api/v1/import/prometheus and returns the number of
+// samples sent.
 func importFleet(f bench.Fleet, base string) (int, error) {
 	pr, pw := io.Pipe()
-	var n int
+	written := make(chan int, 1)
 	go func() {
-		var err error
-		n, err = f.WriteImport(pw)
+		n, err := f.WriteImport(pw)
 		pw.CloseWithError(err)
+		written <- n
 	}()
-	resp, err := http.Post(base+"/api/v1/import/prometheus", "text/plain", pr)
-	if err != nil {
-		return 0, fmt.Errorf("import: %w", err)
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode/100 != 2 {
-		b, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
-		return 0, fmt.Errorf("import: %s: %s", resp.Status, b)
-	}
-	return n, nil
+	err := postImport(context.Background(), base, pr)
+	pr.CloseWithError(errors.New("the import ended"))
+	n := <-written
+	return n, err
 }
 
 // metricsText is a /metrics body, line by line.

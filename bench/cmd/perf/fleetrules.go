@@ -228,6 +228,57 @@ type groupRow struct {
 	rss           string
 	// sumSoFar is vmalert's iteration duration sum at the last poll.
 	sumSoFar float64
+	// evals are the evaluations seen one per poll: when the poll saw each
+	// end (within the 100 ms between polls) and how long it took.
+	evals []evaluation
+}
+
+// evaluation is one group evaluation seen by vmalertPoll.
+type evaluation struct {
+	end time.Time
+	dur time.Duration
+}
+
+// overlaps reports whether e ran at the same time as any of others, each
+// span widened by the polls' 100 ms.
+func (e evaluation) overlaps(others []evaluation) bool {
+	const slack = 100 * time.Millisecond
+	for _, o := range others {
+		if e.end.Add(-e.dur-slack).Before(o.end) && o.end.Add(-o.dur-slack).Before(e.end) {
+			return true
+		}
+	}
+	return false
+}
+
+// printOverlap prints the SLO group's evaluations split by whether the
+// long group evaluated at the same time: two groups on two cores share
+// them, which the slowest evaluations may owe to that.
+func printOverlap(slo, long *groupRow) {
+	if slo == nil || long == nil {
+		return
+	}
+	var with, without []float64
+	for _, e := range slo.evals {
+		ms := float64(e.dur) / float64(time.Millisecond)
+		if e.overlaps(long.evals) {
+			with = append(with, ms)
+		} else {
+			without = append(without, ms)
+		}
+	}
+	fmt.Printf("%s evaluations beside %s's: ", slo.group, long.group)
+	for _, part := range []struct {
+		name string
+		ms   []float64
+	}{{"overlapping", with}, {"alone", without}} {
+		if len(part.ms) == 0 {
+			fmt.Printf("%s none; ", part.name)
+			continue
+		}
+		fmt.Printf("%s %d, median %.1f ms, slowest %.1f ms; ", part.name, len(part.ms), bench.Median(part.ms), slices.Max(part.ms))
+	}
+	fmt.Println()
 }
 
 // checkLedgerNames makes sure the fleet's synthetic ledger history has the
@@ -496,6 +547,9 @@ func runVmalert(r vmRun, rf *rules.RuleFile) ([]groupRow, error) {
 	// vmalert stops first, so that the rules timed alone do not share the
 	// engine with its evaluations.
 	va.Stop()
+	if len(rf.Groups) > 1 && rf.Groups[1].Lag > 0 {
+		printOverlap(p.groups[rf.Groups[0].Name], p.groups[rf.Groups[1].Name])
+	}
 	if err := printSLOQueryTimes(r.base, rf, r.reps); err != nil {
 		return nil, err
 	}
@@ -634,7 +688,11 @@ func (p *vmalertPoll) poll(evals int, load time.Duration) (bool, error) {
 		sum := m.get("vmalert_iteration_duration_seconds_sum", `group="`+g+`"`)
 		cnt := m.get("vmalert_iteration_duration_seconds_count", `group="`+g+`"`)
 		if cnt > p.last[g] {
-			p.groups[g].ms = append(p.groups[g].ms, (sum-p.groups[g].sumSoFar)/(cnt-p.last[g])*1e3)
+			ms := (sum - p.groups[g].sumSoFar) / (cnt - p.last[g]) * 1e3
+			p.groups[g].ms = append(p.groups[g].ms, ms)
+			if cnt-p.last[g] == 1 {
+				p.groups[g].evals = append(p.groups[g].evals, evaluation{end: time.Now(), dur: time.Duration(ms * float64(time.Millisecond))})
+			}
 			p.groups[g].sumSoFar, p.last[g] = sum, cnt
 		}
 	}

@@ -30,8 +30,8 @@ type scrapeLoops struct {
 
 	updates chan loopUpdate
 	done    chan struct{} // closed once run has stopped every loop
-	// current lists the running loops for allTried, published by run after
-	// every change.
+	// current lists the running loops for triedTargets (readiness),
+	// published by run after every change.
 	current atomic.Pointer[[]*runningLoop]
 }
 

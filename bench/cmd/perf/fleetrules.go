@@ -44,7 +44,7 @@ func runFleetRules(args []string) error {
 	vmFlags := fl.String("vm-flags", "", "extra flags of victoria-metrics, space-separated (-search.disableCache: without its rollup cache)")
 	conc := fl.String("vmalert-concurrency", "1", "vmalert's rule concurrency within each group (its group field concurrency), comma-separated: one vmalert run per value on the same import")
 	pad := fl.Int("pad-rules", 0, "append this many cheap recording rules to the first group (each reads one recorded per-interval series, one sample per model, and writes as many series as a window rule): what a rule costs the group whatever it reads")
-	ahead := fl.Bool("import-ahead", false, "VictoriaMetrics: import the hour of scrapes after the history with it, ahead of the clock (before 2026-12-04), instead of feeding each scrape as its time comes")
+	ahead := fl.Bool("import-ahead", false, "VictoriaMetrics: import the hour of scrapes after the history with it, ahead of the clock (the method of BENCHMARKS §12's earlier rows), instead of feeding each scrape as its time comes")
 	full := fl.Duration("full", 0, "how much of the history (ending now) holds every series; before it only what the rules read there (bench.Fleet.Full; 0: all)")
 	if err := fl.Parse(args); err != nil {
 		return err
@@ -94,10 +94,7 @@ func runFleetRules(args []string) error {
 		fmt.Println("| targets × history | engine | group (rules, interval) | load | evaluation ms, median (max) | share of the group's interval, median (max) | samples read per evaluation | engine RSS MiB |")
 		fmt.Println("|---|---|---|---|---|---|---|---|")
 	}
-	size := sizeLabel(f, *days, *flat, *pad, *vmFlags)
-	if *ahead {
-		size += ", scrapes after it imported ahead"
-	}
+	size := sizeLabel(f, *days, *flat, *pad, *vmFlags, *ahead)
 	for _, e := range strings.Split(*engines, ",") {
 		rows, err := measureEngine(e, f, rf, ruleFile, dir, measureOpts{evals: *evals, reps: *reps, vmFlags: strings.Fields(*vmFlags), concurrency: concurrencies, importAhead: *ahead})
 		if err != nil {
@@ -114,7 +111,7 @@ func runFleetRules(args []string) error {
 
 // sizeLabel is the table's first column: the fleet's size and history, and
 // every option that changes what the row measures.
-func sizeLabel(f bench.Fleet, days float64, flat bool, pad int, vmFlags string) string {
+func sizeLabel(f bench.Fleet, days float64, flat bool, pad int, vmFlags string, importAhead bool) string {
 	size := fmt.Sprintf("%d × %gd", f.Targets, days)
 	if f.Full > 0 && f.Full < f.History {
 		size += fmt.Sprintf(" (every series over the last %s, before it what the rules read)", f.Full)
@@ -127,6 +124,9 @@ func sizeLabel(f bench.Fleet, days float64, flat bool, pad int, vmFlags string) 
 	}
 	if vmFlags != "" {
 		size += ", victoria-metrics " + vmFlags
+	}
+	if importAhead {
+		size += ", VictoriaMetrics' scrapes after it imported ahead"
 	}
 	return size
 }

@@ -59,6 +59,11 @@ type Fleet struct {
 	// scrapes stopped at End, and the rules' reads of the last seconds
 	// found nothing and cost little.
 	Ahead time.Duration
+	// Phased spreads the servers' scrapes over the interval (Phase) instead
+	// of scraping all of them at each step's time: a real server's scrapes
+	// are spread so, and an engine fed live then takes them in evenly
+	// rather than all at once, at the instant the rules evaluate.
+	Phased bool
 }
 
 // SparseRead is one read that the rules, with the default hierarchy
@@ -323,7 +328,9 @@ func modelName(m int) string { return fmt.Sprintf("org/model-%d", m) }
 
 // Walk calls emit with every sample of the fleet, scrape after scrape (all
 // series of one scrape time, then the next), and stops at emit's first
-// error.
+// error. With Phased, a step's ledger and level series come first, at the
+// step's time, and then each server's scrape at its phase: the samples'
+// times never go down.
 func (f Fleet) Walk(emit func(FleetSample) error) error {
 	fams := fleetFamilies()
 	perTarget := 2
@@ -340,43 +347,87 @@ func (f Fleet) Walk(emit func(FleetSample) error) error {
 		ms := start.Add(time.Duration(k) * Interval).UnixMilli()
 		all, gauges, levels := f.keep(ms)
 		clear(ledger)
+		gaugeAt := 0
 		for t := range f.Targets {
 			n := poisson(rng, lambda)
 			if k == 0 {
 				n = 0 // the first scrape: counters as the history begins
 			}
-			row := cum[t*perTarget : (t+1)*perTarget]
-			good, at := drawScrape(rng, fams, row, n, f.Rate)
-			var err error
-			switch {
-			case all:
-				err = emitRange(emit, t*perTarget, ms, row, 0, len(row))
-			case gauges:
-				err = emitRange(emit, t*perTarget, ms, row, at, len(row))
-			}
-			if err != nil {
-				return err
-			}
+			good, at := drawScrape(rng, fams, cum[t*perTarget:(t+1)*perTarget], n, f.Rate)
+			gaugeAt = at
 			l := ledger[(t%max(f.Models, 1))*len(LedgerSeries):]
 			for j, v := range []float64{n, n, good[0], good[0], n, good[1], good[1], good[1], good[1],
 				math.Max(0, good[0]+good[1]-n), math.Min(good[0], good[1]), 0, 0} {
 				l[j] += v
 			}
 		}
-		values := append(slices.Clone(ledger), sums.add(ledger)...)
 		if all {
 			levels = 1<<len(f.Levels) - 1
-			if err := emitRange(emit, f.Targets*perTarget, ms, values, 0, len(ledger)); err != nil {
+		}
+		servers := func() error {
+			return f.emitServers(emit, ms, cum, perTarget, all, gauges, gaugeAt)
+		}
+		records := func() error {
+			return f.emitRecords(emit, f.Targets*perTarget, ms, append(slices.Clone(ledger), sums.add(ledger)...), len(ledger), all, levels)
+		}
+		steps := []func() error{servers, records}
+		if f.Phased {
+			steps = []func() error{records, servers}
+		}
+		for _, step := range steps {
+			if err := step(); err != nil {
 				return err
 			}
 		}
-		for k := range f.Levels {
-			if levels&(1<<k) == 0 {
-				continue
-			}
-			if err := emitRange(emit, f.Targets*perTarget, ms, values, (k+1)*len(ledger), (k+2)*len(ledger)); err != nil {
-				return err
-			}
+	}
+	return nil
+}
+
+// Phase is how long after each step's time target t is scraped: 0
+// without Phased, else its share of the interval, so that the fleet's
+// scrapes spread evenly over it, as Prometheus and vmagent spread their
+// targets' scrapes (each at an offset of its own within the interval).
+func (f Fleet) Phase(t int) time.Duration {
+	if !f.Phased || f.Targets <= 0 {
+		return 0
+	}
+	return (Interval * time.Duration(t) / time.Duration(f.Targets)).Truncate(time.Millisecond)
+}
+
+// emitServers emits every server's series of one step from cum, at the
+// step's time plus the server's Phase: all of them, or with gauges only
+// the gauges (from gaugeAt in each server's row).
+func (f Fleet) emitServers(emit func(FleetSample) error, ms int64, cum []float64, perTarget int, all, gauges bool, gaugeAt int) error {
+	if !all && !gauges {
+		return nil
+	}
+	from := 0
+	if !all {
+		from = gaugeAt
+	}
+	for t := range f.Targets {
+		at := ms + f.Phase(t).Milliseconds()
+		if err := emitRange(emit, t*perTarget, at, cum[t*perTarget:(t+1)*perTarget], from, perTarget); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// emitRecords emits one step's ledger series (the first n of values, with
+// all; series base on) and the level series whose index in f.Levels is set in levels.
+func (f Fleet) emitRecords(emit func(FleetSample) error, base int, ms int64, values []float64, n int, all bool, levels uint64) error {
+	if all {
+		if err := emitRange(emit, base, ms, values, 0, n); err != nil {
+			return err
+		}
+	}
+	for k := range f.Levels {
+		if levels&(1<<k) == 0 {
+			continue
+		}
+		if err := emitRange(emit, base, ms, values, (k+1)*n, (k+2)*n); err != nil {
+			return err
 		}
 	}
 	return nil

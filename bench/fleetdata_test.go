@@ -306,3 +306,95 @@ type closeCounter struct {
 }
 
 func (c *closeCounter) Close() error { c.closed++; return nil }
+
+// TestFleetPhased checks the phased fleet against the aligned one: the
+// same samples, each server's moved by its own phase (distinct, under one
+// interval), the records at the step's time, and times that never go
+// down along the walk; and the live import of the phased fleet: one body
+// per distinct time, in time order, together WriteImport's text.
+func TestFleetPhased(t *testing.T) {
+	aligned := Fleet{Targets: 4, Models: 2, History: 5 * time.Minute, End: Epoch.Add(time.Hour), Rate: 2, Seed: 1, Ahead: time.Minute}
+	phased := aligned
+	phased.Phased = true
+	series := aligned.Series()
+	want := map[[2]int64]float64{} // series, time → value
+	if err := aligned.Walk(func(s FleetSample) error {
+		if inst := series[s.Series].Get("instance"); inst != "" {
+			s.T += phased.Phase(targetOf(t, inst)).Milliseconds()
+		}
+		want[[2]int64{int64(s.Series), s.T}] = s.V
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	var last int64
+	n := 0
+	if err := phased.Walk(func(s FleetSample) error {
+		if s.T < last {
+			t.Fatalf("%s at %d after a sample at %d", series[s.Series], s.T, last)
+		}
+		last = s.T
+		v, ok := want[[2]int64{int64(s.Series), s.T}]
+		if !ok || v != s.V {
+			t.Fatalf("%s at %d = %v; the aligned fleet moved by its phase has %v (%v)", series[s.Series], s.T, s.V, v, ok)
+		}
+		n++
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if n != len(want) {
+		t.Fatalf("%d samples phased, %d aligned", n, len(want))
+	}
+	seen := map[time.Duration]bool{}
+	for i := range phased.Targets {
+		p := phased.Phase(i)
+		if p < 0 || p >= Interval || seen[p] || aligned.Phase(i) != 0 {
+			t.Fatalf("target %d: phase %s (aligned %s); phases so far %v", i, p, aligned.Phase(i), seen)
+		}
+		seen[p] = true
+	}
+	checkLiveBodies(t, phased)
+}
+
+// targetOf is the index of the target whose instance label is inst
+// ("t<index>", Series).
+func targetOf(t *testing.T, inst string) int {
+	t.Helper()
+	n, err := strconv.Atoi(strings.TrimPrefix(inst, "t"))
+	if err != nil {
+		t.Fatalf("instance %q: %v", inst, err)
+	}
+	return n
+}
+
+// checkLiveBodies checks f's live import: every body's samples at its
+// time, the bodies in increasing time, history + bodies = WriteImport.
+func checkLiveBodies(t *testing.T, f Fleet) {
+	t.Helper()
+	var whole, bodies strings.Builder
+	if _, err := f.WriteImport(&whole); err != nil {
+		t.Fatal(err)
+	}
+	hist := &closeCounter{}
+	var prev time.Time
+	_, err := f.WriteImportLive(LiveImport{History: hist, Scrape: func(at time.Time, body []byte) error {
+		if !at.After(prev) {
+			t.Fatalf("a body at %s after one at %s", at, prev)
+		}
+		prev = at
+		for _, line := range strings.Split(strings.TrimSuffix(string(body), "\n"), "\n") {
+			if ts := line[strings.LastIndexByte(line, ' ')+1:]; ts != strconv.FormatInt(at.UnixMilli(), 10) {
+				t.Fatalf("body at %d holds a sample at %s", at.UnixMilli(), ts)
+			}
+		}
+		bodies.Write(body)
+		return nil
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if hist.String()+bodies.String() != whole.String() {
+		t.Fatal("history + bodies differ from WriteImport's text")
+	}
+}

@@ -45,6 +45,8 @@ func runFleetRules(args []string) error {
 	conc := fl.String("vmalert-concurrency", "1", "vmalert's rule concurrency within each group (its group field concurrency), comma-separated: one vmalert run per value on the same import")
 	pad := fl.Int("pad-rules", 0, "append this many cheap recording rules to the first group (each reads one recorded per-interval series, one sample per model, and writes as many series as a window rule): what a rule costs the group whatever it reads")
 	ahead := fl.Bool("import-ahead", false, "VictoriaMetrics: import the hour of scrapes after the history with it, ahead of the clock (the method of BENCHMARKS §12's earlier rows), instead of feeding each scrape as its time comes")
+	backfillOnly := fl.Bool("prometheus-backfill-only", false, "Prometheus: the history backfilled and nothing after it (the method of BENCHMARKS §12's earlier Prometheus rows), instead of Prometheus scraping the fleet's servers live through the evaluations")
+	aligned := fl.Bool("aligned", false, "scrape every server at each step's time, all at once (the method of BENCHMARKS §12's earlier rows), instead of spreading the servers' scrapes over the interval as Prometheus and vmagent do")
 	full := fl.Duration("full", 0, "how much of the history (ending now) holds every series; before it only what the rules read there (bench.Fleet.Full; 0: all)")
 	if err := fl.Parse(args); err != nil {
 		return err
@@ -62,7 +64,7 @@ func runFleetRules(args []string) error {
 	}
 	f := bench.Fleet{Targets: *targets, Models: *models, History: time.Duration(*days * 24 * float64(time.Hour)),
 		End: time.Now().Truncate(bench.Interval), Rate: 2, Seed: 1, Levels: opts.Levels,
-		Full: *full, Band: sparseBand}
+		Full: *full, Band: sparseBand, Phased: !*aligned}
 	cfg, err := config.Parse([]byte(f.Config()), "fleet.yaml")
 	if err != nil {
 		return err
@@ -95,8 +97,11 @@ func runFleetRules(args []string) error {
 		fmt.Println("|---|---|---|---|---|---|---|---|")
 	}
 	size := sizeLabel(f, *days, *flat, *pad, *vmFlags, *ahead)
+	if *aligned {
+		size += ", every server scraped at the same instant"
+	}
 	for _, e := range strings.Split(*engines, ",") {
-		rows, err := measureEngine(e, f, rf, ruleFile, dir, measureOpts{evals: *evals, reps: *reps, vmFlags: strings.Fields(*vmFlags), concurrency: concurrencies, importAhead: *ahead})
+		rows, err := measureEngine(e, f, rf, ruleFile, dir, measureOpts{evals: *evals, reps: *reps, vmFlags: strings.Fields(*vmFlags), concurrency: concurrencies, importAhead: *ahead, backfillOnly: *backfillOnly})
 		if err != nil {
 			return fmt.Errorf("%s: %w", e, err)
 		}
@@ -176,6 +181,9 @@ type measureOpts struct {
 	// importAhead imports the scrapes after the history with it, ahead of
 	// the clock, instead of feeding them live (liveFeed).
 	importAhead bool
+	// backfillOnly leaves Prometheus without the scrapes after the
+	// history (liveTargets).
+	backfillOnly bool
 }
 
 // parseConcurrencies reads -vmalert-concurrency: positive integers,
@@ -200,7 +208,7 @@ func measureEngine(e string, f bench.Fleet, rf *rules.RuleFile, ruleFile, dir st
 	var err error
 	switch e {
 	case "prometheus":
-		rows, err = measurePrometheus(f, rf, ruleFile, filepath.Join(dir, "prometheus"), mo.evals, mo.reps)
+		rows, err = measurePrometheus(f, rf, ruleFile, filepath.Join(dir, "prometheus"), mo)
 	case "victoriametrics":
 		rows, err = measureVictoria(f, rf, ruleFile, filepath.Join(dir, "victoriametrics"), mo)
 	default:
@@ -251,23 +259,24 @@ func (e evaluation) overlaps(others []evaluation) bool {
 	return false
 }
 
-// printOverlap prints the SLO group's evaluations split by whether the
-// long group evaluated at the same time: two groups on two cores share
-// them, which the slowest evaluations may owe to that.
-func printOverlap(slo, long *groupRow) {
-	if slo == nil || long == nil {
+// printOverlap prints the SLO group's evaluations split by whether others
+// (the long group's evaluations, the live feed's scrape imports) ran at
+// the same time: work sharing the two cores, which the slowest
+// evaluations may owe to it.
+func printOverlap(slo *groupRow, what string, others []evaluation) {
+	if slo == nil || len(others) == 0 {
 		return
 	}
 	var with, without []float64
 	for _, e := range slo.evals {
 		ms := float64(e.dur) / float64(time.Millisecond)
-		if e.overlaps(long.evals) {
+		if e.overlaps(others) {
 			with = append(with, ms)
 		} else {
 			without = append(without, ms)
 		}
 	}
-	fmt.Printf("%s evaluations beside %s's: ", slo.group, long.group)
+	fmt.Printf("%s evaluations beside %s: ", slo.group, what)
 	for _, part := range []struct {
 		name string
 		ms   []float64
@@ -279,6 +288,56 @@ func printOverlap(slo, long *groupRow) {
 		fmt.Printf("%s %d, median %.1f ms, slowest %.1f ms; ", part.name, len(part.ms), bench.Median(part.ms), slices.Max(part.ms))
 	}
 	fmt.Println()
+}
+
+// printSpans prints how many spans there were and their median and
+// longest duration.
+func printSpans(what string, spans []evaluation) {
+	if len(spans) == 0 {
+		return
+	}
+	ms := make([]float64, len(spans))
+	for i, s := range spans {
+		ms[i] = float64(s.dur) / float64(time.Millisecond)
+	}
+	fmt.Printf("%s: %d, median %.1f ms, longest %.1f ms\n", what, len(ms), bench.Median(ms), slices.Max(ms))
+}
+
+// waitScraped waits until Prometheus has scraped every one of the fleet's
+// targets three times within a minute: from then on the rules read live
+// samples of every server.
+func waitScraped(srv *alertquality.Prometheus, targets int) error {
+	const expr = `count(sum_over_time(up{job="vllm"}[1m]) >= 3)`
+	return srv.WaitFor(10*time.Minute, "every target scraped", func() (bool, error) {
+		n, err := instant(srv.URL, expr)
+		return err == nil && n == float64(targets), nil
+	})
+}
+
+// pollPrometheus appends to each row's times the group's last evaluation
+// time at every new iteration after the first poll, until every group has
+// evals of them.
+func pollPrometheus(srv *alertquality.Prometheus, ruleFile string, rows []groupRow, evals int, longest time.Duration) error {
+	last := make([]float64, len(rows))
+	first := true
+	return srv.WaitFor(time.Duration(evals+4)*longest, "rule evaluations", func() (bool, error) {
+		m, err := scrapeMetrics(srv.URL + "/metrics")
+		if err != nil {
+			return false, nil
+		}
+		done := true
+		for i := range rows {
+			key := fmt.Sprintf(`rule_group="%s;%s"`, ruleFile, rows[i].group)
+			iters := m.get("prometheus_rule_group_iterations_total", key)
+			if iters > last[i] && !first {
+				rows[i].ms = append(rows[i].ms, m.get("prometheus_rule_group_last_duration_seconds", key)*1e3)
+			}
+			last[i] = max(last[i], iters)
+			done = done && len(rows[i].ms) >= evals
+		}
+		first = false
+		return done, nil
+	})
 }
 
 // checkLedgerNames makes sure the fleet's synthetic ledger history has the
@@ -313,71 +372,91 @@ func checkLedgerNames(rf *rules.RuleFile, levels []time.Duration) error {
 	return nil
 }
 
-// measurePrometheus backfills the fleet with promtool, starts Debian's
-// prometheus with the rules, and reads prometheus_rule_group_last_duration_seconds
-// after each of evals evaluations of every group.
-func measurePrometheus(f bench.Fleet, rf *rules.RuleFile, ruleFile, dir string, evals, reps int) ([]groupRow, error) {
+// measurePrometheus backfills the fleet's history with promtool, starts
+// Debian's prometheus with the rules (scraping the fleet's servers after
+// the history live, liveTargets, unless mo.backfillOnly), and reads
+// prometheus_rule_group_last_duration_seconds after each of evals
+// evaluations of every group, counted once every server has been scraped
+// three times.
+func measurePrometheus(f bench.Fleet, rf *rules.RuleFile, ruleFile, dir string, mo measureOpts) (rows []groupRow, err error) {
 	data := filepath.Join(dir, "data")
 	if err := os.MkdirAll(data, 0o755); err != nil {
 		return nil, err
+	}
+	config := "global:\n  evaluation_interval: 15s\nrule_files: [" + strconv.Quote(ruleFile) + "]\n"
+	var lt *liveTargets
+	if !mo.backfillOnly {
+		live := f
+		live.Ahead = sparseBand
+		if lt, err = startLiveTargets(live); err != nil {
+			return nil, err
+		}
+		defer func() {
+			if serr := lt.stop(); serr != nil && err == nil {
+				err = serr
+			}
+		}()
+		config += lt.scrapeConfig()
 	}
 	began := time.Now()
 	if _, err := f.WriteBlocks(data, dir); err != nil {
 		return nil, err
 	}
 	load := time.Since(began)
-	srv, err := alertquality.StartPrometheusOn(dir, data, "global:\n  evaluation_interval: 15s\nrule_files: ["+strconv.Quote(ruleFile)+"]\n", 10*time.Minute)
+	srv, err := alertquality.StartPrometheusOn(dir, data, config, 10*time.Minute)
 	if err != nil {
 		return nil, err
 	}
 	defer srv.Stop()
 	base := srv.URL
-	var rows []groupRow
-	for _, g := range rf.Groups {
-		rows = append(rows, groupRow{engine: "Prometheus 2.42", group: g.Name, rules: len(g.Rules), load: load})
+	if lt != nil {
+		if err := waitScraped(srv, f.Targets); err != nil {
+			return nil, err
+		}
 	}
-	last := make([]float64, len(rows))
-	err = srv.WaitFor(time.Duration(evals+4)*longest(rf), "rule evaluations", func() (bool, error) {
-		m, err := scrapeMetrics(base + "/metrics")
-		if err != nil {
-			return false, nil
+	for _, g := range rf.Groups {
+		engine := "Prometheus 2.42, the servers scraped live"
+		if lt == nil {
+			engine = "Prometheus 2.42, backfilled only"
 		}
-		done := true
-		for i := range rows {
-			key := fmt.Sprintf(`rule_group="%s;%s"`, ruleFile, rows[i].group)
-			iters := m.get("prometheus_rule_group_iterations_total", key)
-			if iters > last[i] {
-				last[i] = iters
-				rows[i].ms = append(rows[i].ms, m.get("prometheus_rule_group_last_duration_seconds", key)*1e3)
-			}
-			done = done && len(rows[i].ms) >= evals
-		}
-		return done, nil
-	})
-	if err != nil {
+		rows = append(rows, groupRow{engine: engine, group: g.Name, rules: len(g.Rules), load: load})
+	}
+	if err := pollPrometheus(srv, ruleFile, rows, mo.evals, longest(rf)); err != nil {
 		return nil, err
 	}
+	if lt != nil {
+		if err := checkReadLive(base, f.Targets); err != nil {
+			return nil, err
+		}
+	}
+	return rows, reportPrometheus(base, rf, rows, mo.reps)
+}
+
+// reportPrometheus prints where the groups' time went on Prometheus (and,
+// with reps, each SLO group rule's time alone), and fills each row's
+// samples read and memory.
+func reportPrometheus(base string, rf *rules.RuleFile, rows []groupRow, reps int) error {
 	rts, err := ruleTimes(base)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	printRuleTimes(os.Stderr, rts, 15)
 	if err := printSLOQueryTimes(base, rf, reps); err != nil {
-		return nil, err
+		return err
 	}
 	m, err := scrapeMetrics(base + "/metrics")
 	if err != nil {
-		return nil, err
+		return err
 	}
 	rss := mb(uint64(m.get("process_resident_memory_bytes", "")))
 	for i, g := range rf.Groups {
 		n, err := samplesRead(base, g)
 		if err != nil {
-			return nil, err
+			return err
 		}
 		rows[i].samples, rows[i].rss = strconv.FormatInt(n, 10), rss
 	}
-	return rows, nil
+	return nil
 }
 
 // samplesRead sums, over a group's rules run as instant queries now, the
@@ -453,7 +532,7 @@ func measureVictoria(f bench.Fleet, rf *rules.RuleFile, ruleFile, dir string, mo
 			reps = mo.reps
 		}
 		run, err := runVmalert(vmRun{base: vm.base, notifier: notifier.Addr, ruleFile: file, log: filepath.Join(dir, fmt.Sprintf("vmalert-%d.log", i)),
-			concurrency: c, load: vm.load, evals: mo.evals, reps: reps, targets: f.Targets}, rf)
+			concurrency: c, load: vm.load, evals: mo.evals, reps: reps, targets: f.Targets, feed: vm.feed}, rf)
 		if err != nil {
 			return nil, err
 		}
@@ -489,6 +568,9 @@ type vmRun struct {
 	evals, reps                   int
 	// targets is the fleet's size, for checkReadLive.
 	targets int
+	// feed is the live feed (nil when imported ahead), whose imports the
+	// SLO group's evaluations are split by.
+	feed *liveFeed
 }
 
 // checkReadLive fails unless the SLO group's last minute recorded the
@@ -547,8 +629,14 @@ func runVmalert(r vmRun, rf *rules.RuleFile) ([]groupRow, error) {
 	// vmalert stops first, so that the rules timed alone do not share the
 	// engine with its evaluations.
 	va.Stop()
-	if len(rf.Groups) > 1 && rf.Groups[1].Lag > 0 {
-		printOverlap(p.groups[rf.Groups[0].Name], p.groups[rf.Groups[1].Name])
+	slo := p.groups[rf.Groups[0].Name]
+	if len(rf.Groups) > 1 && rf.Groups[1].Lag > 0 && p.groups[rf.Groups[1].Name] != nil {
+		printOverlap(slo, rf.Groups[1].Name+"'s", p.groups[rf.Groups[1].Name].evals)
+	}
+	if r.feed != nil {
+		imports := r.feed.importSpans()
+		printOverlap(slo, "the live feed's scrape imports", imports)
+		printSpans("the live feed's scrape imports", imports)
 	}
 	if err := printSLOQueryTimes(r.base, rf, r.reps); err != nil {
 		return nil, err

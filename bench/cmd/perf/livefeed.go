@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"slices"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -34,6 +36,9 @@ type liveFeed struct {
 	// historyLines is the number of samples of the history, set when it is
 	// closed; fed is the newest scrape time imported, in milliseconds.
 	historyLines, fed atomic.Int64
+	// mu guards imports, the span of each scrape's import request.
+	mu      sync.Mutex
+	imports []evaluation
 }
 
 // startLiveFeed starts feeding f into the VictoriaMetrics at base.
@@ -54,9 +59,11 @@ func startLiveFeed(f bench.Fleet, base string) *liveFeed {
 				if err := sleepUntil(ctx, at); err != nil {
 					return err
 				}
+				began := time.Now()
 				if err := postImport(ctx, base, bytes.NewReader(body)); err != nil {
 					return fmt.Errorf("the scrape at %s: %w", at.Format(time.TimeOnly), err)
 				}
+				lf.record(evaluation{end: time.Now(), dur: time.Since(began)})
 				lf.fed.Store(at.UnixMilli())
 				return nil
 			},
@@ -65,6 +72,20 @@ func startLiveFeed(f bench.Fleet, base string) *liveFeed {
 		lf.err = err
 	}()
 	return lf
+}
+
+// record keeps one scrape import's span.
+func (lf *liveFeed) record(e evaluation) {
+	lf.mu.Lock()
+	defer lf.mu.Unlock()
+	lf.imports = append(lf.imports, e)
+}
+
+// importSpans are the spans of the scrape imports so far.
+func (lf *liveFeed) importSpans() []evaluation {
+	lf.mu.Lock()
+	defer lf.mu.Unlock()
+	return slices.Clone(lf.imports)
 }
 
 // waitHistory waits for the history's import to be answered and returns

@@ -97,9 +97,6 @@ func runFleetRules(args []string) error {
 		fmt.Println("|---|---|---|---|---|---|---|---|")
 	}
 	size := sizeLabel(f, *days, *flat, *pad, *vmFlags, *ahead)
-	if *aligned {
-		size += ", every server scraped at the same instant"
-	}
 	for _, e := range strings.Split(*engines, ",") {
 		rows, err := measureEngine(e, f, rf, ruleFile, dir, measureOpts{evals: *evals, reps: *reps, vmFlags: strings.Fields(*vmFlags), concurrency: concurrencies, importAhead: *ahead, backfillOnly: *backfillOnly})
 		if err != nil {
@@ -132,6 +129,9 @@ func sizeLabel(f bench.Fleet, days float64, flat bool, pad int, vmFlags string, 
 	}
 	if importAhead {
 		size += ", VictoriaMetrics' scrapes after it imported ahead"
+	}
+	if !f.Phased {
+		size += ", every server scraped at the same instant"
 	}
 	return size
 }

@@ -131,7 +131,7 @@ func sizeLabel(f bench.Fleet, days float64, flat bool, pad int, vmFlags string, 
 		size += ", VictoriaMetrics' scrapes after it imported ahead"
 	}
 	if !f.Phased {
-		size += ", every server scraped at the same instant"
+		size += ", every server's samples at each step's instant"
 	}
 	return size
 }

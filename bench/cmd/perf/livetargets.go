@@ -35,6 +35,8 @@ type liveTargets struct {
 	// err is why the walk stopped early (nil, or context.Canceled when
 	// stopped); set before done is closed.
 	err error
+	// served is the server's end: why it stopped serving, once.
+	served chan error
 	// mu guards pages, each target's latest scrape (nil before its first).
 	mu    sync.RWMutex
 	pages [][]byte
@@ -49,12 +51,15 @@ func startLiveTargets(f bench.Fleet) (*liveTargets, error) {
 		return nil, fmt.Errorf("live targets: %w", err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	lt := &liveTargets{ln: ln, cancel: cancel, done: make(chan struct{}), pages: make([][]byte, f.Targets)}
+	lt := &liveTargets{ln: ln, cancel: cancel, done: make(chan struct{}), served: make(chan error, 1), pages: make([][]byte, f.Targets)}
 	lt.srv = &http.Server{Handler: lt, ReadHeaderTimeout: 10 * time.Second}
 	go func() {
-		if err := lt.srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
-			cancel()
+		err := lt.srv.Serve(ln)
+		if errors.Is(err, http.ErrServerClosed) {
+			err = nil
 		}
+		lt.served <- err
+		cancel()
 	}()
 	go func() {
 		defer close(lt.done)
@@ -154,14 +159,18 @@ func (lt *liveTargets) scrapeConfig() string {
 	return b.String()
 }
 
-// stop ends the walk and the server, and reports whether the walk ran
+// stop ends the walk and the server, and reports whether both ran
 // without error until then.
 func (lt *liveTargets) stop() error {
 	lt.cancel()
 	<-lt.done
 	lt.srv.Close()
-	if lt.err != nil && !errors.Is(lt.err, context.Canceled) {
-		return fmt.Errorf("live targets: %w", lt.err)
+	var err error
+	if serr := <-lt.served; serr != nil {
+		err = fmt.Errorf("live targets: serve: %w", serr)
 	}
-	return nil
+	if lt.err != nil && !errors.Is(lt.err, context.Canceled) {
+		err = errors.Join(err, fmt.Errorf("live targets: %w", lt.err))
+	}
+	return err
 }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/prometheus/prometheus/model/labels"
 	"github.com/prometheus/prometheus/model/textparse"
+	"gopkg.in/yaml.v3"
 
 	"github.com/vllm-slo-exporter/vllm-slo-exporter/bench"
 )
@@ -20,7 +21,7 @@ import (
 // its own server's series, without timestamps, and none of the recorded
 // series.
 func TestPagesByTarget(t *testing.T) {
-	f := bench.Fleet{Targets: 3, Models: 2, History: 2 * time.Minute, End: bench.Epoch.Add(time.Hour), Rate: 2, Seed: 1, Ahead: bench.Interval, Phased: false}
+	f := bench.Fleet{Targets: 3, Models: 2, History: 2 * time.Minute, End: bench.Epoch.Add(time.Hour), Rate: 2, Seed: 1, Ahead: bench.Interval}
 	var body []byte
 	if _, err := f.WriteImportLive(bench.LiveImport{History: nopWriteCloser{io.Discard}, Scrape: func(_ time.Time, b []byte) error {
 		body = append([]byte(nil), b...)
@@ -107,5 +108,83 @@ func TestLiveTargetsServe(t *testing.T) {
 	}
 	if string(lt.pages[0]) != "a 1\n" {
 		t.Errorf("publishing target 1 changed target 0's page to %q", lt.pages[0])
+	}
+}
+
+// TestScrapeConfigMatchesPages is where the scrape configuration meets the
+// fleet's labels: every configured target, fetched at its address and
+// path once the walk has published it, serves only series whose instance
+// label is the one the configuration gives the target (what honor_labels
+// keeps), and every server of the fleet has one target.
+func TestScrapeConfigMatchesPages(t *testing.T) {
+	f := bench.Fleet{Targets: 3, Models: 2, History: 2 * time.Minute, End: time.Now().Truncate(bench.Interval).Add(-time.Minute),
+		Rate: 2, Seed: 1, Ahead: 3 * time.Minute, Phased: true}
+	lt, err := startLiveTargets(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var cfg struct {
+		ScrapeConfigs []struct {
+			HonorLabels   bool `yaml:"honor_labels"`
+			StaticConfigs []struct {
+				Targets []string          `yaml:"targets"`
+				Labels  map[string]string `yaml:"labels"`
+			} `yaml:"static_configs"`
+		} `yaml:"scrape_configs"`
+	}
+	if err := yaml.Unmarshal([]byte(lt.scrapeConfig()), &cfg); err != nil {
+		t.Fatalf("%v\n%s", err, lt.scrapeConfig())
+	}
+	if len(cfg.ScrapeConfigs) != 1 || !cfg.ScrapeConfigs[0].HonorLabels {
+		t.Fatalf("scrape configs %+v, want one with honor_labels", cfg.ScrapeConfigs)
+	}
+	want := map[string]bool{}
+	for _, ls := range f.Series() {
+		if inst := ls.Get("instance"); inst != "" {
+			want[inst] = true
+		}
+	}
+	for _, sc := range cfg.ScrapeConfigs[0].StaticConfigs {
+		inst := sc.Labels["instance"]
+		if !want[inst] || len(sc.Targets) != 1 {
+			t.Fatalf("target %+v: instance %q is no server of the fleet's", sc, inst)
+		}
+		delete(want, inst)
+		page := fetchPage(t, "http://"+sc.Targets[0]+sc.Labels["__metrics_path__"])
+		for line := range strings.Lines(page) {
+			if !strings.Contains(line, `instance="`+inst+`"`) {
+				t.Fatalf("target %s serves %q", inst, line)
+			}
+		}
+	}
+	if len(want) > 0 {
+		t.Fatalf("servers without a target: %v", want)
+	}
+	if err := lt.stop(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// fetchPage waits until u answers 200 (a target answers 503 before the
+// walk reaches its first scrape) and returns the body.
+func fetchPage(t *testing.T, u string) string {
+	t.Helper()
+	for tries := 0; ; tries++ {
+		resp, err := http.Get(u)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, err := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if resp.StatusCode == http.StatusOK && len(body) > 0 {
+			return string(body)
+		}
+		if resp.StatusCode != http.StatusServiceUnavailable || tries > 1000 {
+			t.Fatalf("%s: %s %q", u, resp.Status, body)
+		}
+		time.Sleep(10 * time.Millisecond)
 	}
 }

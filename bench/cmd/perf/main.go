@@ -9,7 +9,7 @@
 //	go run ./bench/cmd/perf growth  [-runs 3] [-benchtime 500ms]
 //	go run ./bench/cmd/perf mem     [-targets 1,100,1000] [-periods 1d,7d,30d] [-runs 3]
 //	go run ./bench/cmd/perf fleet   [-targets 500] [-duration 5m]
-//	go run ./bench/cmd/perf fleet-rules [-targets 10] [-days 1] [-full 75m] [-engines prometheus,victoriametrics] [-flat] [-query-times 3] [-vm-flags -search.disableCache] [-pad-rules 60] [-import-ahead]
+//	go run ./bench/cmd/perf fleet-rules [-targets 10] [-days 1] [-full 75m] [-engines prometheus,victoriametrics] [-flat] [-query-times 3] [-vm-flags -search.disableCache] [-pad-rules 60] [-import-ahead] [-aligned] [-prometheus-backfill-only]
 //	go run ./bench/cmd/perf live-rules [-active 30s]
 package main
 

@@ -3,7 +3,7 @@
 # race detector. -count=1: the e2e tests build and run the binary themselves,
 # which Go's test cache cannot see, so a cached pass could hide a change.
 # -p 4: four test binaries at a time on 2 cores, because the longest ones
-# (e2e/alerts, alertquality) spend most of their time waiting on real
+# (test/e2e/alerts, test/alertquality) spend most of their time waiting on real
 # Prometheus and Alertmanager, which would otherwise hold a slot idle.
 GO ?= go
 # STATICCHECK is where scripts/install-test-deps.sh installs the pinned staticcheck.
@@ -34,40 +34,40 @@ GOCYCLO ?= $(GO) run github.com/fzipp/gocyclo/cmd/gocyclo@v0.6.0
 # minutes of CPU, which on 2 cores is its time. plain-check fails when a name is not
 # a test of its package or is one of another package too, where -skip would
 # drop it from every run.
-RACE_PKGS = $(shell $(GO) list ./... | grep -v '/alertquality$$')
+RACE_PKGS = $(shell $(GO) list ./... | grep -v '/test/alertquality$$')
 PLAIN = \
 	bench:TestFleetSparseHistory \
-	buckets:TestAdvisedEdgesMakeObjectivesExact \
-	capacity/days:TestCapacityAgainstTruth \
-	capacity/online:TestRestoredLearnersPublishWhatNeverStoppedOnesDo \
-	console:TestSeriesTimesInExactMode \
-	e2e:TestReplayMatchesTruth \
+	internal/buckets:TestAdvisedEdgesMakeObjectivesExact \
+	test/capacitydays:TestCapacityAgainstTruth \
+	internal/capacity/online:TestRestoredLearnersPublishWhatNeverStoppedOnesDo \
+	internal/console:TestSeriesTimesInExactMode \
+	test/e2e:TestReplayMatchesTruth \
 	exporter:TestNewestSeriesHoldTruth \
-	history:TestIncreasesIsThePlainMerge \
-	history:TestMemoryLimitHolds \
-	history:TestRetentionBounded \
-	pipeline:TestBurnAlertLifecycle \
-	pipeline:TestBurnCheckWithoutItsSLO \
-	pipeline:TestEvaluateModelAtMatchesPastEvaluate \
-	pipeline:TestExactIntervalsSurviveRestart \
-	pipeline:TestExactModeCountsAbandonedByPolicy \
-	pipeline:TestExactPeriodTracingOnAndOff \
-	pipeline:TestJointAccuracyAgainstTruth \
-	pipeline:TestJointWithinTwiceTheLinearProgram \
-	pipeline:TestLongWindowJointAgainstTruth \
-	pipeline:TestReconfigureRetentionAndTotals \
-	pipeline:TestRejectedRequestsCountByPolicy \
-	pipeline:TestReusedScratchIsFreshMemory \
-	pipeline:TestTruncatedWindowJointAgainstTruth \
-	pipeline:TestWindowsMatchTruth \
-	reliability:TestPipelineHeapBounded \
-	reliability:TestSoak \
-	reliability:TestSoakHostileFleet \
-	report:TestCapacityOfflineAgainstOnline \
-	sim:TestFirstTokenIdentity \
+	internal/history:TestIncreasesIsThePlainMerge \
+	internal/history:TestMemoryLimitHolds \
+	internal/history:TestRetentionBounded \
+	internal/pipeline:TestBurnAlertLifecycle \
+	internal/pipeline:TestBurnCheckWithoutItsSLO \
+	internal/pipeline:TestEvaluateModelAtMatchesPastEvaluate \
+	internal/pipeline:TestExactIntervalsSurviveRestart \
+	internal/pipeline:TestExactModeCountsAbandonedByPolicy \
+	internal/pipeline:TestExactPeriodTracingOnAndOff \
+	internal/pipeline:TestJointAccuracyAgainstTruth \
+	internal/pipeline:TestJointWithinTwiceTheLinearProgram \
+	internal/pipeline:TestLongWindowJointAgainstTruth \
+	internal/pipeline:TestReconfigureRetentionAndTotals \
+	internal/pipeline:TestRejectedRequestsCountByPolicy \
+	internal/pipeline:TestReusedScratchIsFreshMemory \
+	internal/pipeline:TestTruncatedWindowJointAgainstTruth \
+	internal/pipeline:TestWindowsMatchTruth \
+	test/reliability:TestPipelineHeapBounded \
+	test/reliability:TestSoak \
+	test/reliability:TestSoakHostileFleet \
+	internal/benchreport:TestCapacityOfflineAgainstOnline \
+	internal/sim:TestFirstTokenIdentity \
 	slo:TestAllocateIsThePlainHeap \
 	slo:TestLedgerBoundsHoldTruth \
-	traces:TestSealedEqualsRows
+	internal/traces:TestSealedEqualsRows
 empty :=
 space := $(empty) $(empty)
 PLAIN_PKGS = $(sort $(foreach p,$(PLAIN),./$(firstword $(subst :, ,$(p)))))
@@ -85,8 +85,8 @@ NICE ?= nice -n 10
 # package; go test would run its subset again in each of the three jobs.
 test: deps fmt-check vet lint cyclo plain-check
 	@aqlog="$$(mktemp)"; plainlog="$$(mktemp)"; \
-	( $(NICE) $(GO) test -vet=off -count=1 -timeout 20m ./alertquality && \
-	  $(NICE) $(GO) test -vet=off -race -count=1 -timeout 10m -run 'TestAlertQuality$$' ./alertquality \
+	( $(NICE) $(GO) test -vet=off -count=1 -timeout 20m ./test/alertquality && \
+	  $(NICE) $(GO) test -vet=off -race -count=1 -timeout 10m -run 'TestAlertQuality$$' ./test/alertquality \
 	    -args -scenario '^(restart|clock-step)$$' ) >"$$aqlog" 2>&1 & aq=$$!; \
 	$(NICE) $(GO) test -vet=off -count=1 -p 2 -timeout 10m -run '$(PLAIN_TESTS)' $(PLAIN_PKGS) >"$$plainlog" 2>&1 & plain=$$!; \
 	$(GO) test -vet=off -race -count=1 -p 4 -timeout 20m -skip '$(PLAIN_TESTS)' $(RACE_PKGS); rest=$$?; \

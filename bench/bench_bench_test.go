@@ -5,8 +5,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/vllm-slo-exporter/vllm-slo-exporter/config"
-	"github.com/vllm-slo-exporter/vllm-slo-exporter/pipeline"
+	"github.com/vllm-slo-exporter/vllm-slo-exporter/internal/config"
+	"github.com/vllm-slo-exporter/vllm-slo-exporter/internal/pipeline"
 )
 
 // benchShapes are the expositions of the per-scrape benchmarks.

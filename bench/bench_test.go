@@ -6,9 +6,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/vllm-slo-exporter/vllm-slo-exporter/history"
+	"github.com/vllm-slo-exporter/vllm-slo-exporter/internal/history"
+	"github.com/vllm-slo-exporter/vllm-slo-exporter/internal/sim"
 	"github.com/vllm-slo-exporter/vllm-slo-exporter/scrape"
-	"github.com/vllm-slo-exporter/vllm-slo-exporter/sim"
 )
 
 // TestParseExpfmtMatchesParse checks that the expfmt alternative extracts

@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/vllm-slo-exporter/vllm-slo-exporter/sim"
+	"github.com/vllm-slo-exporter/vllm-slo-exporter/internal/sim"
 )
 
 // Epoch is the virtual start time of every fixture, so that runs are

@@ -11,8 +11,8 @@ import (
 
 	"github.com/prometheus/prometheus/model/labels"
 
-	"github.com/vllm-slo-exporter/vllm-slo-exporter/buckets"
-	"github.com/vllm-slo-exporter/vllm-slo-exporter/rules"
+	"github.com/vllm-slo-exporter/vllm-slo-exporter/internal/buckets"
+	"github.com/vllm-slo-exporter/vllm-slo-exporter/internal/rules"
 )
 
 // Fleet is the history of a fleet of simulated vLLM servers as a TSDB would

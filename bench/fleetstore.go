@@ -11,7 +11,7 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/vllm-slo-exporter/vllm-slo-exporter/alertquality"
+	"github.com/vllm-slo-exporter/vllm-slo-exporter/test/alertquality"
 )
 
 // WriteBlocks writes the fleet's history as TSDB blocks under dir, for

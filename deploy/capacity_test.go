@@ -12,8 +12,8 @@ import (
 	"github.com/prometheus/common/model"
 	"github.com/prometheus/prometheus/promql/parser"
 
-	"github.com/vllm-slo-exporter/vllm-slo-exporter/recording"
-	"github.com/vllm-slo-exporter/vllm-slo-exporter/sim"
+	"github.com/vllm-slo-exporter/vllm-slo-exporter/internal/recording"
+	"github.com/vllm-slo-exporter/vllm-slo-exporter/internal/sim"
 )
 
 // capacityDay is the rate profile of the recording that gives the tests

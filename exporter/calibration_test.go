@@ -4,7 +4,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/vllm-slo-exporter/vllm-slo-exporter/traces"
+	"github.com/vllm-slo-exporter/vllm-slo-exporter/internal/traces"
 )
 
 // TestInconsistentSpansShowAsBoundsNotHeld: a window whose spans contradict

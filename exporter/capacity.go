@@ -8,7 +8,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/vllm-slo-exporter/vllm-slo-exporter/capacity"
+	"github.com/vllm-slo-exporter/vllm-slo-exporter/internal/capacity"
 )
 
 // CapacitySource returns the latest capacity estimates.

@@ -9,7 +9,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
-	"github.com/vllm-slo-exporter/vllm-slo-exporter/capacity"
+	"github.com/vllm-slo-exporter/vllm-slo-exporter/internal/capacity"
 )
 
 // TestCapacitySeries renders a bounded, a one-sided and an unknown

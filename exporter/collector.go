@@ -20,7 +20,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/common/model"
 
-	"github.com/vllm-slo-exporter/vllm-slo-exporter/pipeline"
+	"github.com/vllm-slo-exporter/vllm-slo-exporter/internal/pipeline"
 	"github.com/vllm-slo-exporter/vllm-slo-exporter/slo"
 )
 

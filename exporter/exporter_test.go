@@ -17,10 +17,10 @@ import (
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
 
-	"github.com/vllm-slo-exporter/vllm-slo-exporter/history"
-	"github.com/vllm-slo-exporter/vllm-slo-exporter/pipeline"
+	"github.com/vllm-slo-exporter/vllm-slo-exporter/internal/history"
+	"github.com/vllm-slo-exporter/vllm-slo-exporter/internal/pipeline"
+	"github.com/vllm-slo-exporter/vllm-slo-exporter/internal/sim"
 	"github.com/vllm-slo-exporter/vllm-slo-exporter/scrape"
-	"github.com/vllm-slo-exporter/vllm-slo-exporter/sim"
 	"github.com/vllm-slo-exporter/vllm-slo-exporter/slo"
 )
 

@@ -12,8 +12,8 @@ import (
 
 	"github.com/prometheus/common/expfmt"
 
-	"github.com/vllm-slo-exporter/vllm-slo-exporter/history"
-	"github.com/vllm-slo-exporter/vllm-slo-exporter/pipeline"
+	"github.com/vllm-slo-exporter/vllm-slo-exporter/internal/history"
+	"github.com/vllm-slo-exporter/vllm-slo-exporter/internal/pipeline"
 	"github.com/vllm-slo-exporter/vllm-slo-exporter/scrape"
 	"github.com/vllm-slo-exporter/vllm-slo-exporter/slo"
 )

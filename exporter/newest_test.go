@@ -7,10 +7,10 @@ import (
 
 	dto "github.com/prometheus/client_model/go"
 
-	"github.com/vllm-slo-exporter/vllm-slo-exporter/history"
-	"github.com/vllm-slo-exporter/vllm-slo-exporter/pipeline"
+	"github.com/vllm-slo-exporter/vllm-slo-exporter/internal/history"
+	"github.com/vllm-slo-exporter/vllm-slo-exporter/internal/pipeline"
+	"github.com/vllm-slo-exporter/vllm-slo-exporter/internal/sim"
 	"github.com/vllm-slo-exporter/vllm-slo-exporter/scrape"
-	"github.com/vllm-slo-exporter/vllm-slo-exporter/sim"
 	"github.com/vllm-slo-exporter/vllm-slo-exporter/slo"
 )
 

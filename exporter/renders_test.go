@@ -31,7 +31,7 @@ func TestRenderersCallNoSLOFunction(t *testing.T) {
 		t.Fatalf("package slo's functions not found (got %d)", len(funcs))
 	}
 	var found []string
-	for _, dir := range []string{"../exporter", "../console"} {
+	for _, dir := range []string{"../exporter", "../internal/console"} {
 		for _, f := range parseDir(t, dir) {
 			name := localName(f.file, sloPath)
 			if name == "" {

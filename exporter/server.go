@@ -19,8 +19,8 @@ import (
 	versioncollector "github.com/prometheus/client_golang/prometheus/collectors/version"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
-	"github.com/vllm-slo-exporter/vllm-slo-exporter/capacity"
-	"github.com/vllm-slo-exporter/vllm-slo-exporter/console"
+	"github.com/vllm-slo-exporter/vllm-slo-exporter/internal/capacity"
+	"github.com/vllm-slo-exporter/vllm-slo-exporter/internal/console"
 )
 
 // Endpoints is what the HTTP handler needs from the daemon.

@@ -20,7 +20,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
-	"github.com/vllm-slo-exporter/vllm-slo-exporter/pipeline"
+	"github.com/vllm-slo-exporter/vllm-slo-exporter/internal/pipeline"
 )
 
 func serve(h http.Handler, req *http.Request) *httptest.ResponseRecorder {

@@ -6,8 +6,8 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/vllm-slo-exporter/vllm-slo-exporter/internal/traces"
 	"github.com/vllm-slo-exporter/vllm-slo-exporter/slo"
-	"github.com/vllm-slo-exporter/vllm-slo-exporter/traces"
 )
 
 // The values of the source label of window_source.

@@ -4,9 +4,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/vllm-slo-exporter/vllm-slo-exporter/pipeline"
+	"github.com/vllm-slo-exporter/vllm-slo-exporter/internal/pipeline"
+	"github.com/vllm-slo-exporter/vllm-slo-exporter/internal/traces"
 	"github.com/vllm-slo-exporter/vllm-slo-exporter/slo"
-	"github.com/vllm-slo-exporter/vllm-slo-exporter/traces"
 )
 
 // traceReport is a report of one model with a covered 1m window (one adapter

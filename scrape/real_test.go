@@ -17,7 +17,7 @@ import (
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
 
-	"github.com/vllm-slo-exporter/vllm-slo-exporter/history"
+	"github.com/vllm-slo-exporter/vllm-slo-exporter/internal/history"
 	"github.com/vllm-slo-exporter/vllm-slo-exporter/scrape"
 	"github.com/vllm-slo-exporter/vllm-slo-exporter/slo"
 )

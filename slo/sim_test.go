@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/vllm-slo-exporter/vllm-slo-exporter/sim"
+	"github.com/vllm-slo-exporter/vllm-slo-exporter/internal/sim"
 	"github.com/vllm-slo-exporter/vllm-slo-exporter/slo"
 )
 

@@ -7,10 +7,10 @@ import (
 
 	"github.com/alecthomas/kingpin/v2"
 
-	"github.com/vllm-slo-exporter/vllm-slo-exporter/buckets"
-	"github.com/vllm-slo-exporter/vllm-slo-exporter/config"
-	"github.com/vllm-slo-exporter/vllm-slo-exporter/daemon"
-	"github.com/vllm-slo-exporter/vllm-slo-exporter/recording"
+	"github.com/vllm-slo-exporter/vllm-slo-exporter/internal/buckets"
+	"github.com/vllm-slo-exporter/vllm-slo-exporter/internal/config"
+	"github.com/vllm-slo-exporter/vllm-slo-exporter/internal/daemon"
+	"github.com/vllm-slo-exporter/vllm-slo-exporter/internal/recording"
 	"github.com/vllm-slo-exporter/vllm-slo-exporter/scrape"
 )
 

@@ -9,7 +9,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/vllm-slo-exporter/vllm-slo-exporter/buckets"
+	"github.com/vllm-slo-exporter/vllm-slo-exporter/internal/buckets"
 )
 
 // TestBucketsCommand: from a configuration whose TTFT threshold is off

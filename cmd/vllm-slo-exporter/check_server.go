@@ -9,10 +9,10 @@ import (
 	"slices"
 	"time"
 
-	"github.com/vllm-slo-exporter/vllm-slo-exporter/buckets"
-	"github.com/vllm-slo-exporter/vllm-slo-exporter/config"
-	"github.com/vllm-slo-exporter/vllm-slo-exporter/daemon"
-	"github.com/vllm-slo-exporter/vllm-slo-exporter/recording"
+	"github.com/vllm-slo-exporter/vllm-slo-exporter/internal/buckets"
+	"github.com/vllm-slo-exporter/vllm-slo-exporter/internal/config"
+	"github.com/vllm-slo-exporter/vllm-slo-exporter/internal/daemon"
+	"github.com/vllm-slo-exporter/vllm-slo-exporter/internal/recording"
 	"github.com/vllm-slo-exporter/vllm-slo-exporter/scrape"
 	"github.com/vllm-slo-exporter/vllm-slo-exporter/slo"
 )

@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/vllm-slo-exporter/vllm-slo-exporter/sim"
+	"github.com/vllm-slo-exporter/vllm-slo-exporter/internal/sim"
 )
 
 // TestCheckConfigProbe scrapes a simulated vLLM of before 0.11 (no

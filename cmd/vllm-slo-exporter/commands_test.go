@@ -16,8 +16,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/vllm-slo-exporter/vllm-slo-exporter/config"
-	"github.com/vllm-slo-exporter/vllm-slo-exporter/sim"
+	"github.com/vllm-slo-exporter/vllm-slo-exporter/internal/config"
+	"github.com/vllm-slo-exporter/vllm-slo-exporter/internal/sim"
 )
 
 // TestDemoOverloadsWithinTwoMinutes: the demo's workload overloads

@@ -5,8 +5,8 @@ import (
 	"io"
 	"log/slog"
 
-	"github.com/vllm-slo-exporter/vllm-slo-exporter/config"
-	"github.com/vllm-slo-exporter/vllm-slo-exporter/rules"
+	"github.com/vllm-slo-exporter/vllm-slo-exporter/internal/config"
+	"github.com/vllm-slo-exporter/vllm-slo-exporter/internal/rules"
 )
 
 // printRules is the rules command.

@@ -13,8 +13,8 @@ import (
 	"github.com/prometheus/exporter-toolkit/web"
 	"gopkg.in/yaml.v3"
 
-	"github.com/vllm-slo-exporter/vllm-slo-exporter/daemon"
-	"github.com/vllm-slo-exporter/vllm-slo-exporter/sim"
+	"github.com/vllm-slo-exporter/vllm-slo-exporter/internal/daemon"
+	"github.com/vllm-slo-exporter/vllm-slo-exporter/internal/sim"
 )
 
 // demoConfig is the daemon configuration of the demo: short windows so that

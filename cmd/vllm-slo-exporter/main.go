@@ -18,7 +18,7 @@ import (
 	promslogflag "github.com/prometheus/common/promslog/flag"
 	"github.com/prometheus/common/version"
 
-	"github.com/vllm-slo-exporter/vllm-slo-exporter/sim"
+	"github.com/vllm-slo-exporter/vllm-slo-exporter/internal/sim"
 )
 
 // defaultListenAddress is outside 9100-9999, which Prometheus's default port

@@ -9,7 +9,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/vllm-slo-exporter/vllm-slo-exporter/recording"
+	"github.com/vllm-slo-exporter/vllm-slo-exporter/internal/recording"
 )
 
 type recordOptions struct {

@@ -9,13 +9,13 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/common/expfmt"
 
-	"github.com/vllm-slo-exporter/vllm-slo-exporter/capacity/online"
-	"github.com/vllm-slo-exporter/vllm-slo-exporter/config"
-	"github.com/vllm-slo-exporter/vllm-slo-exporter/daemon"
 	"github.com/vllm-slo-exporter/vllm-slo-exporter/exporter"
-	"github.com/vllm-slo-exporter/vllm-slo-exporter/pipeline"
-	"github.com/vllm-slo-exporter/vllm-slo-exporter/recording"
-	"github.com/vllm-slo-exporter/vllm-slo-exporter/replay"
+	"github.com/vllm-slo-exporter/vllm-slo-exporter/internal/capacity/online"
+	"github.com/vllm-slo-exporter/vllm-slo-exporter/internal/config"
+	"github.com/vllm-slo-exporter/vllm-slo-exporter/internal/daemon"
+	"github.com/vllm-slo-exporter/vllm-slo-exporter/internal/pipeline"
+	"github.com/vllm-slo-exporter/vllm-slo-exporter/internal/recording"
+	"github.com/vllm-slo-exporter/vllm-slo-exporter/internal/replay"
 )
 
 // runReplay drives the daemon's pipeline with a recording's scrapes and their

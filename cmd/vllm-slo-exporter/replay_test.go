@@ -11,8 +11,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/vllm-slo-exporter/vllm-slo-exporter/recording"
-	"github.com/vllm-slo-exporter/vllm-slo-exporter/sim"
+	"github.com/vllm-slo-exporter/vllm-slo-exporter/internal/recording"
+	"github.com/vllm-slo-exporter/vllm-slo-exporter/internal/sim"
 )
 
 const replayTestConfig = `targets:

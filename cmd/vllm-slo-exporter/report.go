@@ -9,13 +9,13 @@ import (
 
 	"github.com/alecthomas/kingpin/v2"
 
-	"github.com/vllm-slo-exporter/vllm-slo-exporter/report"
+	"github.com/vllm-slo-exporter/vllm-slo-exporter/internal/benchreport"
 )
 
 // addReportFlags adds the report command's flags to cmd and returns the
 // options they fill when the command line is parsed.
-func addReportFlags(cmd *kingpin.CmdClause) *report.Options {
-	o := &report.Options{}
+func addReportFlags(cmd *kingpin.CmdClause) *benchreport.Options {
+	o := &benchreport.Options{}
 	cmd.Flag("bench", "vllm bench serve result file (saved with --save-result --save-detailed); repeat for a sweep.").StringsVar(&o.Bench)
 	cmd.Flag("recording", "Recording of vLLM's /metrics (from the record command).").StringVar(&o.Recording)
 	cmd.Flag("url", "Live vLLM /metrics URL to scrape for --duration.").StringVar(&o.URL)
@@ -34,10 +34,10 @@ func addReportFlags(cmd *kingpin.CmdClause) *report.Options {
 }
 
 // runReport is the report command; Ctrl-C ends a live report early.
-func runReport(logger *slog.Logger, opts *report.Options) int {
+func runReport(logger *slog.Logger, opts *benchreport.Options) int {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	if err := report.Run(ctx, *opts, os.Stdout); err != nil {
+	if err := benchreport.Run(ctx, *opts, os.Stdout); err != nil {
 		return fail(logger, "report", err)
 	}
 	return 0

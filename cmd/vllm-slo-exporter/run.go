@@ -13,7 +13,7 @@ import (
 	"github.com/prometheus/exporter-toolkit/web"
 	"github.com/prometheus/exporter-toolkit/web/kingpinflag"
 
-	"github.com/vllm-slo-exporter/vllm-slo-exporter/daemon"
+	"github.com/vllm-slo-exporter/vllm-slo-exporter/internal/daemon"
 )
 
 // runFlags are the run command's flags.

@@ -15,7 +15,7 @@ import (
 
 	"github.com/alecthomas/kingpin/v2"
 
-	"github.com/vllm-slo-exporter/vllm-slo-exporter/sim"
+	"github.com/vllm-slo-exporter/vllm-slo-exporter/internal/sim"
 )
 
 // startSimulator builds the demo workload's simulator (keeping the

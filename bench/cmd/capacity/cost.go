@@ -14,10 +14,10 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/vllm-slo-exporter/vllm-slo-exporter/bench"
-	"github.com/vllm-slo-exporter/vllm-slo-exporter/capacity"
-	"github.com/vllm-slo-exporter/vllm-slo-exporter/capacity/online"
 	"github.com/vllm-slo-exporter/vllm-slo-exporter/exporter"
-	"github.com/vllm-slo-exporter/vllm-slo-exporter/pipeline"
+	"github.com/vllm-slo-exporter/vllm-slo-exporter/internal/capacity"
+	"github.com/vllm-slo-exporter/vllm-slo-exporter/internal/capacity/online"
+	"github.com/vllm-slo-exporter/vllm-slo-exporter/internal/pipeline"
 	"github.com/vllm-slo-exporter/vllm-slo-exporter/scrape"
 	"github.com/vllm-slo-exporter/vllm-slo-exporter/slo"
 )

@@ -1,7 +1,7 @@
 // Command capacity measures the capacity estimate against the simulator's
 // truth and prints the tables of BENCHMARKS.md:
 //
-//	go run ./bench/cmd/capacity knees  [-out capacity/days/testdata/knees.json]
+//	go run ./bench/cmd/capacity knees  [-out test/capacitydays/testdata/knees.json]
 //	go run ./bench/cmd/capacity table  [-knees F] [-seeds 5] [-seed-from 1] [-hours 6] [-transient 0.04] [-shape-from 0.7] [-floor=true] [-strata 0.7,1]
 //	go run ./bench/cmd/capacity converge [-knees F] [-seeds 5] [-hours 8]
 //	go run ./bench/cmd/capacity mixunit [-knees F] [-seeds 10] [-hours 6] [-weights 1:0,1:1,1:5] [-span 20m] [-days 'mix shift|diurnal, peak 110%']
@@ -17,8 +17,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/vllm-slo-exporter/vllm-slo-exporter/capacity"
-	"github.com/vllm-slo-exporter/vllm-slo-exporter/capacity/days"
+	"github.com/vllm-slo-exporter/vllm-slo-exporter/internal/capacity"
+	"github.com/vllm-slo-exporter/vllm-slo-exporter/test/capacitydays"
 )
 
 func main() {
@@ -47,7 +47,7 @@ func main() {
 	}
 }
 
-const defaultKnees = "capacity/days/testdata/knees.json"
+const defaultKnees = "test/capacitydays/testdata/knees.json"
 
 func runKnees(args []string) error {
 	fs := flag.NewFlagSet("knees", flag.ContinueOnError)

@@ -8,8 +8,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/vllm-slo-exporter/vllm-slo-exporter/capacity"
-	"github.com/vllm-slo-exporter/vllm-slo-exporter/capacity/days"
+	"github.com/vllm-slo-exporter/vllm-slo-exporter/internal/capacity"
+	"github.com/vllm-slo-exporter/vllm-slo-exporter/test/capacitydays"
 )
 
 // runMixUnit measures whether counting load in work (prompt·wp +

@@ -18,7 +18,7 @@ import (
 	"time"
 
 	"github.com/vllm-slo-exporter/vllm-slo-exporter/bench"
-	"github.com/vllm-slo-exporter/vllm-slo-exporter/sim"
+	"github.com/vllm-slo-exporter/vllm-slo-exporter/internal/sim"
 )
 
 // fleetServer serves n simulated vLLM targets at /t/{i}/metrics and records

@@ -20,10 +20,10 @@ import (
 
 	"github.com/prometheus/common/model"
 
-	"github.com/vllm-slo-exporter/vllm-slo-exporter/alertquality"
 	"github.com/vllm-slo-exporter/vllm-slo-exporter/bench"
-	"github.com/vllm-slo-exporter/vllm-slo-exporter/config"
-	"github.com/vllm-slo-exporter/vllm-slo-exporter/rules"
+	"github.com/vllm-slo-exporter/vllm-slo-exporter/internal/config"
+	"github.com/vllm-slo-exporter/vllm-slo-exporter/internal/rules"
+	"github.com/vllm-slo-exporter/vllm-slo-exporter/test/alertquality"
 )
 
 // runFleetRules is the fleet measurement of the generated rules on a real

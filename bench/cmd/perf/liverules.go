@@ -16,9 +16,9 @@ import (
 	"sync"
 	"time"
 
-	"github.com/vllm-slo-exporter/vllm-slo-exporter/alertquality"
-	"github.com/vllm-slo-exporter/vllm-slo-exporter/config"
-	"github.com/vllm-slo-exporter/vllm-slo-exporter/rules"
+	"github.com/vllm-slo-exporter/vllm-slo-exporter/internal/config"
+	"github.com/vllm-slo-exporter/vllm-slo-exporter/internal/rules"
+	"github.com/vllm-slo-exporter/vllm-slo-exporter/test/alertquality"
 )
 
 // liveLevels are the hierarchy's levels in the live run: short, so that

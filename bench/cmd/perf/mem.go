@@ -16,7 +16,7 @@ import (
 	"github.com/prometheus/common/model"
 
 	"github.com/vllm-slo-exporter/vllm-slo-exporter/bench"
-	"github.com/vllm-slo-exporter/vllm-slo-exporter/pipeline"
+	"github.com/vllm-slo-exporter/vllm-slo-exporter/internal/pipeline"
 )
 
 // memResult is what one mem-one process reports.

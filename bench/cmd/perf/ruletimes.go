@@ -14,7 +14,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/vllm-slo-exporter/vllm-slo-exporter/rules"
+	"github.com/vllm-slo-exporter/vllm-slo-exporter/internal/rules"
 )
 
 // ruleTime is one rule's last evaluation time, as Prometheus reports it in

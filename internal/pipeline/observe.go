@@ -1,0 +1,47 @@
+package pipeline
+
+import (
+	"github.com/vllm-slo-exporter/vllm-slo-exporter/internal/history"
+	"github.com/vllm-slo-exporter/vllm-slo-exporter/internal/ledger"
+	"github.com/vllm-slo-exporter/vllm-slo-exporter/slo"
+)
+
+// ClosedInterval is one model's scrape interval that an ingest closed: the
+// history's increase over it and, per SLO of the spec (in order), the
+// ledger's record of its good requests. Good[i].End is zero when the
+// ledger did not record the interval for SLO i.
+type ClosedInterval struct {
+	history.Interval
+	Good []ledger.IntervalGood
+}
+
+// IntervalObserver is told, in scrape order and under the target's lock,
+// every interval an ingest of the target closed, with the spec's SLOs: a
+// store that learns from intervals (package capacity/online) is fed
+// without reading the history back. It must return quickly.
+type IntervalObserver interface {
+	ObserveIntervals(target TargetSpec, slos []slo.SLO, intervals []ClosedInterval)
+}
+
+// observe hands the intervals just closed, with the ledgers' records of
+// them, to the spec's observer, if there is one. t.mu must be held.
+func (t *target) observe(spec Spec, intervals []history.Interval) {
+	if spec.Intervals == nil || len(intervals) == 0 {
+		return
+	}
+	out := make([]ClosedInterval, len(intervals))
+	for k, iv := range intervals {
+		out[k] = ClosedInterval{Interval: iv, Good: make([]ledger.IntervalGood, len(spec.SLOs))}
+		l := t.ledgers[iv.Model]
+		if l == nil {
+			continue
+		}
+		for i := range spec.SLOs {
+			// Since the interval's start: the newest interval alone.
+			if got := l.Intervals(i, iv.Window.Start); len(got) > 0 && got[len(got)-1].End.Equal(iv.Window.End) {
+				out[k].Good[i] = got[len(got)-1]
+			}
+		}
+	}
+	spec.Intervals.ObserveIntervals(t.spec, spec.SLOs, out)
+}

@@ -1,0 +1,243 @@
+package alertquality
+
+import (
+	"encoding/json"
+	"fmt"
+	"math"
+	"net/http"
+	"net/url"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/prometheus/common/model"
+
+	"github.com/vllm-slo-exporter/vllm-slo-exporter/internal/daemon"
+	"github.com/vllm-slo-exporter/vllm-slo-exporter/internal/rules"
+	"github.com/vllm-slo-exporter/vllm-slo-exporter/slo"
+)
+
+// TestRulesBoundsHoldDaemonAndTruth replays the fast library through the
+// generated rules in Prometheus and checks, at every scrape and for every
+// window of the alert policy, that the rules' bounds on the joint
+// attainment ("all", abandoned requests counted bad) hold the true
+// attainment of the window's requests and meet the daemon's bounds (both
+// hold the same truth, so the two brackets overlap). Neither contains the
+// other in general: the daemon matches first tokens to finishes across
+// intervals per model, the rules bound each server's finishers on their
+// own before summing (rules.finisherRules), so each is at times the
+// tighter one; the test counts the scrapes where the rules are.
+// Scenarios whose exporter clock steps are left out: their scrape times
+// are not the simulator's; so are those with a configuration of their own
+// (the policy variants), which the default scenarios' rules do not judge.
+func TestRulesBoundsHoldDaemonAndTruth(t *testing.T) {
+	t.Parallel()
+	if testing.Short() || !installed("prometheus", "promtool") {
+		t.Skip("needs Debian's prometheus and promtool, and not -short")
+	}
+	var runs []*Run
+	for _, sc := range Library() {
+		if sc.Full || sc.StepBy != 0 || sc.Config != "" {
+			continue
+		}
+		run, err := playShared(sc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		runs = append(runs, run)
+	}
+	rf, err := InlinedRules(runs[0].Config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	prom, rfs, err := StartPrometheusWith(t.TempDir(), runs, repeat(rf, len(runs)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rf = rfs[0]
+	defer prom.Stop()
+	goal := runs[0].Config.SLOs[0].Goal
+	for i, run := range runs {
+		shift := time.Duration(i) * runSpacing
+		for _, k := range run.Keys {
+			for wi, w := range []time.Duration{k.Long, k.Short} {
+				lo, hi := rulesAttainment(t, prom, rf, run, shift, w)
+				var checked, daemonChecked, tighter int
+				var rulesWidth, daemonWidth float64
+				for j, sc := range run.Scrapes {
+					l, okL := lo[sc.At.Add(shift).Unix()]
+					h, okH := hi[sc.At.Add(shift).Unix()]
+					if !okL || !okH {
+						continue
+					}
+					if truth, ok := trueAttainment(run, sc.At.Add(-w), sc.At); ok {
+						checked++
+						if truth < l || truth > h {
+							t.Errorf("%s %s at %v: true attainment %v outside the rules' [%v, %v]", run.Scenario.Name, model.Duration(w), sc.Offset, truth, l, h)
+						}
+					}
+					c := run.Checks[k][j]
+					if !c.Known {
+						continue
+					}
+					daemonChecked++
+					b := c.Long
+					if wi == 1 {
+						b = c.Short
+					}
+					daemonLo, daemonHi := 1-b.Upper*(1-goal), 1-b.Lower*(1-goal)
+					rulesWidth += h - l
+					daemonWidth += daemonHi - daemonLo
+					// 1e-9: the daemon's bounds come back from its burn
+					// rates, (1 - a) / (1 - goal), through float rounding.
+					if max(l, daemonLo) > min(h, daemonHi)+1e-9 {
+						t.Errorf("%s %s at %v: the daemon's [%v, %v] and the rules' [%v, %v] do not overlap", run.Scenario.Name, model.Duration(w), sc.Offset, daemonLo, daemonHi, l, h)
+					}
+					if l > daemonLo+1e-9 || h < daemonHi-1e-9 {
+						tighter++
+					}
+				}
+				if daemonChecked > 0 {
+					t.Logf("%s %s: truth checked at %d scrapes, daemon at %d (the rules tighter on a side at %d); mean width rules %.4f, daemon %.4f",
+						run.Scenario.Name, model.Duration(w), checked, daemonChecked, tighter, rulesWidth/float64(daemonChecked), daemonWidth/float64(daemonChecked))
+				}
+			}
+		}
+		streamingHoldsTruth(t, prom, rf, run, shift)
+	}
+}
+
+// streamingHoldsTruth checks, at every scrape of a run, that the rules'
+// bound on the requests past their first token in flight
+// (model_name:vllm_slo_streaming_requests_upper:sum) holds the true number
+// at the latest scrape that succeeded (the samples it reads), and that it
+// is there at most scrapes. The windows' abandoned and joint
+// bounds take it at their edges.
+func streamingHoldsTruth(t *testing.T, prom *Prometheus, rf *rules.RuleFile, run *Run, shift time.Duration) {
+	t.Helper()
+	expr, err := Inline(rf, "model_name:vllm_slo_streaming_requests_upper:sum")
+	if err != nil {
+		t.Fatal(err)
+	}
+	bound, err := prom.values(expr, run.Scrapes[0].At.Add(shift), run.Scrapes[len(run.Scrapes)-1].At.Add(shift))
+	if err != nil {
+		t.Fatal(err)
+	}
+	checked, exact := 0, 0
+	var seen time.Time // the latest scrape that succeeded, whose samples the rules read
+	for _, sc := range run.Scrapes {
+		if sc.Body != nil {
+			seen = sc.At
+		}
+		b, ok := bound[sc.At.Add(shift).Unix()]
+		if !ok || seen.IsZero() {
+			continue
+		}
+		truth := 0
+		for _, r := range run.Requests {
+			if !r.FirstToken.IsZero() && !r.FirstToken.After(seen) && (r.Finish.IsZero() || r.Finish.After(seen)) {
+				truth++
+			}
+		}
+		checked++
+		if float64(truth) > b {
+			t.Errorf("%s at %v: %d requests past their first token in flight, above the rules' bound %v", run.Scenario.Name, sc.Offset, truth, b)
+		}
+		if float64(truth) == b {
+			exact++
+		}
+	}
+	if checked < len(run.Scrapes)/2 {
+		t.Errorf("%s: the bound on the requests past their first token at %d of %d scrapes", run.Scenario.Name, checked, len(run.Scrapes))
+	}
+	t.Logf("%s: requests past their first token in flight within the bound at %d scrapes (equal at %d)", run.Scenario.Name, checked, exact)
+}
+
+// trueAttainment is the share of the requests that ended in (from, to]
+// (finished, or abandoned after their first token, which count as bad)
+// that finished meeting every objective.
+func trueAttainment(run *Run, from, to time.Time) (float64, bool) {
+	s := run.Config.SLOs[0]
+	spec := daemon.PipelineSpec(run.Config).SLOs[0]
+	if from.Before(run.Scrapes[0].At) {
+		return 0, false // the window reaches before the first scrape
+	}
+	finished := run.Requests.FinishedIn(from, to)
+	abandoned := len(run.Requests.AbandonedIn(from, to))
+	for _, r := range run.Requests.LostIn(from, to) {
+		if !r.FirstToken.IsZero() {
+			abandoned++ // lost in a restart after its first token: left unfinished
+		}
+	}
+	n := len(finished) + abandoned
+	if n == 0 || s.AbandonedPopulation() != slo.AbandonedBad {
+		return 0, false
+	}
+	good := 0
+	for _, r := range finished {
+		if meetsAll(r, spec) {
+			good++
+		}
+	}
+	return float64(good) / float64(n), true
+}
+
+// rulesAttainment queries the rules' joint attainment bounds over window w
+// at every scrape step of a run, keyed by Unix second.
+func rulesAttainment(t *testing.T, prom *Prometheus, rf *rules.RuleFile, run *Run, shift, w time.Duration) (lo, hi map[int64]float64) {
+	t.Helper()
+	q := func(name string) map[int64]float64 {
+		expr, err := Inline(rf, fmt.Sprintf("%s%s{objective=\"all\"}", name, model.Duration(w)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		vals, err := prom.values(expr, run.Scrapes[0].At.Add(shift), run.Scrapes[len(run.Scrapes)-1].At.Add(shift))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return vals
+	}
+	return q("model_name:vllm_slo_attainment_lower:ratio_rate"), q("model_name:vllm_slo_attainment_upper:ratio_rate")
+}
+
+// values runs a range query that returns at most one series and gives its
+// values by Unix second.
+func (p *Prometheus) values(expr string, start, end time.Time) (map[int64]float64, error) {
+	form := url.Values{
+		"query": {expr},
+		"start": {strconv.FormatInt(start.Unix(), 10)},
+		"end":   {strconv.FormatInt(end.Unix(), 10)},
+		"step":  {strconv.Itoa(int(Interval.Seconds()))},
+	}
+	resp, err := http.PostForm(p.URL+"/api/v1/query_range", form)
+	if err != nil {
+		return nil, fmt.Errorf("query_range: %w", err)
+	}
+	defer resp.Body.Close()
+	var qr queryResponse
+	if err := json.NewDecoder(resp.Body).Decode(&qr); err != nil {
+		return nil, fmt.Errorf("query_range: decode: %w", err)
+	}
+	if qr.Status != "success" {
+		return nil, fmt.Errorf("query_range: %s", qr.Error)
+	}
+	if len(qr.Data.Result) > 1 {
+		return nil, fmt.Errorf("query_range: %d series, want at most 1", len(qr.Data.Result))
+	}
+	out := map[int64]float64{}
+	for _, r := range qr.Data.Result {
+		for _, v := range r.Values {
+			ts, ok := v[0].(float64)
+			s, ok2 := v[1].(string)
+			if !ok || !ok2 {
+				return nil, fmt.Errorf("query_range: sample %v", v)
+			}
+			f, err := strconv.ParseFloat(s, 64)
+			if err != nil {
+				return nil, fmt.Errorf("query_range: value %q: %w", s, err)
+			}
+			out[int64(math.Round(ts))] = f
+		}
+	}
+	return out, nil
+}

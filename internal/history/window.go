@@ -71,35 +71,100 @@ func (h *History) Window(model string, end time.Time, length time.Duration, opts
 	return sr.window(end, length, opts, h.ret.Tiers)
 }
 
+// Edges are the two points of one model a window runs between: it holds
+// what happened after the point at Start up to the point at End, and was
+// asked for as Nominal long.
+type Edges struct {
+	Start, End time.Time
+	Nominal    time.Duration
+}
+
+// Edges decides the edges of the window of model ending at end and
+// nominally length long (see Window): End is the newest point at or before
+// end, Start the newest at or before end − length, or the oldest point
+// when the history is shorter, or, when the point after that one came more
+// than maxGap later (0: any gap is crossed), the point after the gap. It
+// returns false when the model is unknown or the window holds fewer than
+// two points.
+func (h *History) Edges(model string, end time.Time, length, maxGap time.Duration) (Edges, bool) {
+	h.mu.RLock()
+	defer h.mu.RUnlock()
+	sr := h.models[model]
+	if sr == nil {
+		return Edges{}, false
+	}
+	i0, i1, ok := sr.edges(end, length, maxGap, h.ret.Tiers)
+	if !ok {
+		return Edges{}, false
+	}
+	return Edges{Start: fromNanos(sr.at(i0).t), End: fromNanos(sr.at(i1).t), Nominal: length}, true
+}
+
+// WindowAt answers what happened to one model between the edges e (which
+// Edges gave, with no append since), the warm-up after each restart left
+// out when warmup is positive (see Options.Warmup): Window over its edges,
+// for a caller that holds the window's other parts to the same edges.
+func (h *History) WindowAt(model string, e Edges, warmup time.Duration) (slo.Window, bool) {
+	h.mu.RLock()
+	defer h.mu.RUnlock()
+	h.windowReads.Add(1)
+	sr := h.models[model]
+	if sr == nil {
+		return slo.Window{}, false
+	}
+	i0, i1 := sr.lastAtOrBefore(clampNanos(e.Start)), sr.lastAtOrBefore(clampNanos(e.End))
+	if i0 < 0 || i0 >= i1 {
+		return slo.Window{}, false
+	}
+	return sr.windowBetween(i0, i1, e.Nominal, warmup, mergeFor(warmup)), true
+}
+
+// mergeFor is how a window with the given warm-up merges runs (runs.go).
+func mergeFor(warmup time.Duration) mergeMode {
+	if warmup > 0 {
+		return mergeWarm
+	}
+	return mergeRaw
+}
+
+// edges are the indices of the points a window runs between (see Edges);
+// ok is false when it holds fewer than two points.
+func (sr *series) edges(end time.Time, length, maxGap time.Duration, tiers []Tier) (i0, i1 int, ok bool) {
+	i1 = sr.lastAtOrBefore(clampNanos(end))
+	if i1 < 0 {
+		return 0, 0, false
+	}
+	i0 = max(sr.lastAtOrBefore(clampNanos(end.Add(-length))), 0)
+	if maxGap > 0 && i0 < i1 {
+		i0 = sr.skipStartGap(i0, clampNanos(end.Add(-length)), maxGap, tiers)
+	}
+	return i0, i1, i0 < i1
+}
+
 // window is Window over one series; the history's lock must be held.
 func (sr *series) window(end time.Time, length time.Duration, opts Options, tiers []Tier) (slo.Window, bool) {
-	merge := mergeRaw
-	if opts.Warmup > 0 {
-		merge = mergeWarm
-	}
-	return sr.windowWith(end, length, opts, tiers, merge)
+	return sr.windowWith(end, length, opts, tiers, mergeFor(opts.Warmup))
 }
 
 // windowWith is window, merging the whole members of runs as merge says
 // (mergeNone: the window summed piece by piece, what a test compares with).
 func (sr *series) windowWith(end time.Time, length time.Duration, opts Options, tiers []Tier, merge mergeMode) (slo.Window, bool) {
-	i1 := sr.lastAtOrBefore(clampNanos(end))
-	if i1 < 0 {
+	i0, i1, ok := sr.edges(end, length, opts.MaxGap, tiers)
+	if !ok {
 		return slo.Window{}, false
 	}
-	i0 := max(sr.lastAtOrBefore(clampNanos(end.Add(-length))), 0)
-	if opts.MaxGap > 0 && i0 < i1 {
-		i0 = sr.skipStartGap(i0, clampNanos(end.Add(-length)), opts.MaxGap, tiers)
-	}
-	if i0 >= i1 {
-		return slo.Window{}, false
-	}
+	return sr.windowBetween(i0, i1, length, opts.Warmup, merge), true
+}
+
+// windowBetween is the window between the points i0 < i1, asked for as
+// length long.
+func (sr *series) windowBetween(i0, i1 int, length, warmup time.Duration, merge mergeMode) slo.Window {
 	p0, p1 := sr.at(i0), sr.at(i1)
 	wk := sr.walkWith(i0, i1, merge)
 	pieces := wk.pieces
-	if opts.Warmup > 0 {
+	if warmup > 0 {
 		for i := range pieces {
-			sr.skipWarmup(&pieces[i], opts.Warmup)
+			sr.skipWarmup(&pieces[i], warmup)
 		}
 	}
 	w := slo.Window{
@@ -117,7 +182,7 @@ func (sr *series) windowWith(end time.Time, length time.Duration, opts Options, 
 	w.InFlightAtRestarts = wk.inFlight
 	w.Running, w.Waiting = windowGauge(p0, p1, wk.maxes, gaugeRunning), windowGauge(p0, p1, wk.maxes, gaugeWaiting)
 	w.WaitingCapacity, w.WaitingDeferred = sr.reasonWindow(i0, i1)
-	return w, true
+	return w
 }
 
 // walk splits the window (i0, i1] into per-segment pieces and folds the

@@ -58,7 +58,7 @@ func TestSettleCoversExactlyTheIntervalsTheSpansNumber(t *testing.T) {
 		if k == 3 {
 			w.RequestSuccess = 11 // vLLM's counter and its histogram disagree
 		}
-		l.Append(w, true, nil)
+		l.Append(w, true)
 	}
 	at := func(k int) time.Time { return start.Add(time.Duration(k) * 15 * time.Second) }
 	window := func(from, to int) slo.Bounded {
@@ -113,7 +113,7 @@ func TestSettleCoversExactlyTheIntervalsTheSpansNumber(t *testing.T) {
 func TestSettleGivesUpOnceSpansCannotArrive(t *testing.T) {
 	l := New([]slo.SLO{e2eOnly})
 	l.ExpectSpans()
-	l.Append(scrapeInterval(0, 4, 4, 2), true, nil)
+	l.Append(scrapeInterval(0, 4, 4, 2), true)
 	end := start.Add(15 * time.Second)
 	none := spansSaying(nil)
 	if s := l.Settle(end, end.Add(-time.Nanosecond), none); len(s) != 0 {
@@ -132,7 +132,7 @@ func TestExactStateRoundTrip(t *testing.T) {
 	l := New([]slo.SLO{e2eOnly})
 	l.ExpectSpans()
 	for k := range 3 {
-		l.Append(scrapeInterval(k, 4, 4, 2), true, nil)
+		l.Append(scrapeInterval(k, 4, 4, 2), true)
 	}
 	at := func(k int) time.Time { return start.Add(time.Duration(k) * 15 * time.Second) }
 	l.Settle(at(1), at(0), spansSaying(map[int][2]int{0: {10, 6}}))
@@ -165,7 +165,7 @@ func TestUnboundedSpanTokensStayOutOfTheSums(t *testing.T) {
 	for k := range 3 {
 		w := scrapeInterval(k, 4, 4, 2)
 		w.GenerationTokens = slo.Histogram{Edges: []float64{10, math.Inf(1)}, Counts: []float64{10, 10}, Sum: 100}
-		l.Append(w, true, nil)
+		l.Append(w, true)
 	}
 	at := func(k int) time.Time { return start.Add(time.Duration(k) * 15 * time.Second) }
 	l.Settle(at(3), at(0), func(from, to time.Time, finished int) (SpanCounts, bool) {
@@ -188,7 +188,7 @@ func TestUnboundedSpanTokensStayOutOfTheSums(t *testing.T) {
 func TestRestoreRefusesNonFiniteExactSums(t *testing.T) {
 	l := New([]slo.SLO{e2eOnly})
 	l.ExpectSpans()
-	l.Append(scrapeInterval(0, 4, 4, 2), true, nil)
+	l.Append(scrapeInterval(0, 4, 4, 2), true)
 	l.Settle(start.Add(time.Minute), start, spansSaying(map[int][2]int{0: {10, 6}}))
 	st := l.State()
 	last := &st.Points[len(st.Points)-1]
@@ -240,7 +240,7 @@ func TestObjectivesAreSumsOfExactAndBoundedIntervals(t *testing.T) {
 	l := New([]slo.SLO{twoObjectives})
 	l.ExpectSpans()
 	for k := range 4 {
-		l.Append(queuedInterval(k), true, nil)
+		l.Append(queuedInterval(k), true)
 	}
 	at := func(k int) time.Time { return start.Add(time.Duration(k) * 15 * time.Second) }
 	objectives := func(l *Ledger, from, to int) [2]slo.Bounded {
@@ -314,8 +314,8 @@ func TestObjectivesAreSumsOfExactAndBoundedIntervals(t *testing.T) {
 func TestRestoreRefusesBadObjectiveSums(t *testing.T) {
 	l := New([]slo.SLO{twoObjectives})
 	l.ExpectSpans()
-	l.Append(queuedInterval(0), true, nil)
-	l.Append(queuedInterval(1), true, nil)
+	l.Append(queuedInterval(0), true)
+	l.Append(queuedInterval(1), true)
 	good := l.State()
 	last := len(good.Points) - 1
 	if len(good.Points[last].Objective) != 1+8*2 || len(good.Pending) != 2 || len(good.Pending[0].SLOs[0].Obj) != 6 {
@@ -353,7 +353,7 @@ func BenchmarkCheckpointBytes(b *testing.B) {
 					l.ExpectSpans()
 				}
 				for k := range n {
-					l.Append(queuedInterval(k), true, nil)
+					l.Append(queuedInterval(k), true)
 					switch end := start.Add(time.Duration(k+1) * 15 * time.Second); mode {
 					case "spans-covered":
 						l.Settle(end, start, coverEvery)

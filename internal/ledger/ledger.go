@@ -5,12 +5,14 @@
 // objective", goodput, abandoned requests) is a difference of two
 // checkpoints tightened by the intervals kept.
 //
-// It is a store beside package history and follows its retention: it is fed
-// the interval increase each history append computes, and keeps a
-// checkpoint exactly as long as the history holds a point at that scrape, so
-// a window's joint covers the scrapes its other series cover. It does no
-// I/O and reads no clock; it keeps the sums the bounds are taken over, and
-// package slo proves and computes the bounds.
+// Package store owns it beside the model's history and makes it follow the
+// history's retention: the store feeds it the interval increase each
+// history append computes (Append, which returns what it made of the
+// interval, so nothing reads it back) and thins its checkpoints to the
+// scrapes the history holds (Thin), so a window's joint covers the scrapes
+// its other series cover. It calls nothing outside itself and package slo,
+// does no I/O and reads no clock; it keeps the sums the bounds are taken
+// over, and package slo proves and computes the bounds.
 package ledger
 
 import (
@@ -210,21 +212,35 @@ func inFlightOf(w slo.Window) (start, end float64) {
 		math.Max(0, w.Running.AtEnd) + math.Max(0, w.Waiting.AtEnd)
 }
 
-// Held lists the times (Unix ns, ascending) at which the history holds a
-// point of the ledger's model: the checkpoints it keeps.
-type Held func() []int64
+// Record is what Append made of an interval for one SLO: what the running
+// total of good requests adds and what a store learning from intervals
+// reads, taken from the interval's two checkpoints as Append left them.
+type Record struct {
+	// Interval is the interval's span, opening restart and bounds on its
+	// good requests; its End is zero when the ledger does not hold a
+	// checkpoint at the interval's start (a ledger begun or restored
+	// since), so that its two checkpoints do not describe it alone.
+	Interval IntervalGood
+	// Good estimates the interval's requests that met every objective;
+	// GoodKnown is false when an objective could not be judged over it.
+	// Inside a warm-up the interval is not counted, and Good is 0.
+	Good      float64
+	GoodKnown bool
+}
 
 // Append records the interval w (the increase since the model's previous
-// scrape). counted is false inside a warm-up: the interval then serves as a
-// source of first tokens and in the conservation of requests, but its
-// finishes are judged by no SLO. held is asked, at most once per thinEvery,
-// which checkpoints to keep.
-func (l *Ledger) Append(w slo.Window, counted bool, held Held) {
+// scrape) and returns, per SLO in order, what it made of it; nil when it
+// did not record it (an interval without length, or not after the newest
+// checkpoint). counted is false inside a warm-up: the interval then serves
+// as a source of first tokens and in the conservation of requests, but its
+// finishes are judged by no SLO. Intervals older than the matching horizon
+// are dropped; the checkpoints are thinned by Thin.
+func (l *Ledger) Append(w slo.Window, counted bool) []Record {
 	if !w.End.After(w.Start) {
-		return
+		return nil
 	}
 	if len(l.points) > 0 && w.End.UnixNano() <= l.points[len(l.points)-1].t {
-		return
+		return nil
 	}
 	restarted := w.Restarts > 0
 	if restarted {
@@ -284,7 +300,35 @@ func (l *Ledger) Append(w slo.Window, counted bool, held Held) {
 	l.closeBlock(&cp)
 	l.raiseQueueLower(fin)
 	l.points = append(l.points, cp)
-	l.compact(w.End, held)
+	l.dropIntervals(w.End)
+	return l.records()
+}
+
+// records is what Append made of the newest interval, from its two
+// checkpoints, the newest two. A ledger whose first interval opened with a
+// restart holds no checkpoint before it: its record then knows nothing.
+func (l *Ledger) records() []Record {
+	out := make([]Record, len(l.slos))
+	if len(l.points) < 2 {
+		return out
+	}
+	a, b := &l.points[len(l.points)-2], &l.points[len(l.points)-1]
+	iv := &l.intervals[len(l.intervals)-1]
+	for i := range out {
+		sa, sb := a.sum(i), b.sum(i)
+		r := &out[i]
+		r.Good, r.GoodKnown = sb.est-sa.est, sb.unknown == sa.unknown
+		if a.t != iv.start.UnixNano() {
+			continue
+		}
+		r.Interval = IntervalGood{
+			Start: iv.start, End: iv.end, Restarted: iv.restarted,
+			Finished:  sb.finished - sa.finished,
+			Good:      slo.Bounded{Lower: sb.lo - sa.lo, Upper: sb.hi - sa.hi, Estimate: sb.est - sa.est}.NonNegative(),
+			GoodKnown: iv.counted && r.GoodKnown,
+		}
+	}
+	return out
 }
 
 // judge evaluates every SLO over the newest interval's finishers, carries the
@@ -538,11 +582,9 @@ func (l *Ledger) last() checkpoint {
 	return l.points[len(l.points)-1]
 }
 
-// compact drops intervals older than the matching horizon and, once per
-// thinEvery, the checkpoints at scrapes the history no longer holds: its
-// tiers and memory limit decide for both stores, so the checkpoint at a
-// window's start is there whenever the history's point is.
-func (l *Ledger) compact(now time.Time, held Held) {
+// dropIntervals drops the intervals that ended more than the matching
+// horizon before now, keeping the newest.
+func (l *Ledger) dropIntervals(now time.Time) {
 	cut := 0
 	for cut < len(l.intervals)-1 && l.intervals[cut].end.Before(now.Add(-matchHorizon)) {
 		cut++
@@ -550,18 +592,28 @@ func (l *Ledger) compact(now time.Time, held Held) {
 	n := copy(l.intervals, l.intervals[cut:])
 	clear(l.intervals[n:])
 	l.intervals = trimCap(l.intervals[:n])
-	if held == nil || now.UnixNano()-l.thinned < int64(thinEvery) {
-		return
-	}
+}
+
+// ThinDue reports whether the checkpoints are due to be thinned at now:
+// once per thinEvery, as each thinning walks them all.
+func (l *Ledger) ThinDue(now time.Time) bool {
+	return now.UnixNano()-l.thinned >= int64(thinEvery)
+}
+
+// Thin drops the checkpoints at scrapes the history no longer holds: held
+// lists the times (Unix ns, ascending) at which it holds a point of the
+// ledger's model. Its tiers and memory limit decide for both stores, so
+// the checkpoint at a window's start is there whenever the history's point
+// is.
+func (l *Ledger) Thin(now time.Time, held []int64) {
 	l.thinned = now.UnixNano()
-	times := held()
 	kept := l.points[:0]
 	j := 0
 	for _, p := range l.points {
-		for j < len(times) && times[j] < p.t {
+		for j < len(held) && held[j] < p.t {
 			j++
 		}
-		if j < len(times) && times[j] == p.t {
+		if j < len(held) && held[j] == p.t {
 			kept = append(kept, p)
 		}
 	}
@@ -676,21 +728,6 @@ func (l *Ledger) good(i, i0, i1 int, s *Scratch) slo.Bounded {
 		good = good.Intersect(bl)
 	}
 	return good
-}
-
-// LastGood is the estimated number of requests of the newest interval that
-// met every objective of SLO i, when that interval ends at end and every
-// objective could be judged over it: what a running total of good requests
-// adds.
-func (l *Ledger) LastGood(i int, end time.Time) (float64, bool) {
-	if len(l.points) < 2 {
-		return 0, false
-	}
-	a, b := l.points[len(l.points)-2], l.points[len(l.points)-1]
-	if b.t != end.UnixNano() || b.sum(i).unknown != a.sum(i).unknown {
-		return 0, false
-	}
-	return b.sum(i).est - a.sum(i).est, true
 }
 
 // queueAt bounds the requests past their first token in flight at a
@@ -943,9 +980,9 @@ func (l *Ledger) Len() (intervals, checkpoints int) {
 	return len(l.intervals), len(l.points)
 }
 
-// IntervalGood is one kept scrape interval as the capacity estimate reads
-// it: its span, whether a restart opened it, and SLO i's bounds on its good
-// requests.
+// IntervalGood is one scrape interval as the capacity estimate reads it
+// (Record.Interval): its span, whether a restart opened it, and one SLO's
+// bounds on its good requests.
 type IntervalGood struct {
 	Start, End time.Time
 	Restarted  bool
@@ -955,28 +992,4 @@ type IntervalGood struct {
 	Finished  float64
 	Good      slo.Bounded
 	GoodKnown bool
-}
-
-// Intervals lists SLO i's kept intervals that end after since, oldest
-// first, whose two checkpoints are both still kept at the interval's own
-// scrapes (so their difference is that interval's alone).
-func (l *Ledger) Intervals(i int, since time.Time) []IntervalGood {
-	var out []IntervalGood
-	for _, iv := range l.intervals {
-		if !iv.end.After(since) {
-			continue
-		}
-		i0, i1 := l.at(iv.start), l.at(iv.end)
-		if i0 < 0 || i1 <= i0 || l.points[i0].t != iv.start.UnixNano() || l.points[i1].t != iv.end.UnixNano() {
-			continue
-		}
-		a, b := l.points[i0].sum(i), l.points[i1].sum(i)
-		out = append(out, IntervalGood{
-			Start: iv.start, End: iv.end, Restarted: iv.restarted,
-			Finished:  b.finished - a.finished,
-			Good:      slo.Bounded{Lower: b.lo - a.lo, Upper: b.hi - a.hi, Estimate: b.est - a.est}.NonNegative(),
-			GoodKnown: iv.counted && b.unknown == a.unknown,
-		})
-	}
-	return out
 }

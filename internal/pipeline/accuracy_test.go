@@ -413,8 +413,8 @@ type intervalTokens struct {
 // that ends at at.
 func tokensOf(p *Pipeline, at time.Time, length time.Duration) intervalTokens {
 	for _, tg := range p.targets {
-		for _, model := range tg.hist.Models() {
-			if w, ok := tg.hist.Window(model, at, length, history.Options{}); ok {
+		for _, model := range tg.store.History().Models() {
+			if w, ok := tg.store.History().Window(model, at, length, history.Options{}); ok {
 				return intervalTokens{start: w.Start, end: w.End, hist: w.GenerationTokens}
 			}
 		}
@@ -445,8 +445,10 @@ func tokensFloor(ivs []intervalTokens, truth sim.Truth, from, to time.Time, gaps
 // onlyLedger is the ledger of a pipeline's only model.
 func onlyLedger(p *Pipeline) *ledger.Ledger {
 	for _, tg := range p.targets {
-		for _, l := range tg.ledgers {
-			return l
+		for _, model := range tg.store.Models() {
+			if l := tg.store.Ledger(model); l != nil {
+				return l
+			}
 		}
 	}
 	return nil

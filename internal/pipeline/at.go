@@ -23,7 +23,7 @@ func (p *Pipeline) Span(name string) (oldest, newest time.Time, err error) {
 	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	return t.hist.Oldest(), t.hist.Newest(), nil
+	return t.store.Oldest(), t.store.Newest(), nil
 }
 
 // EvaluateModelAt evaluates one model of one target as Evaluate would have at
@@ -48,7 +48,7 @@ func (p *Pipeline) EvaluateModelAt(name, model string, end time.Time, windows ..
 	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if !slices.Contains(t.hist.Models(), model) {
+	if !slices.Contains(t.store.Models(), model) {
 		return ModelReport{}, fmt.Errorf("target %q: unknown model %q", name, model)
 	}
 	mr := t.evaluateModel(spec, model, end, nil)

@@ -393,8 +393,8 @@ func compareWithLP(t *testing.T, name string, span time.Duration, strict bool) l
 		}
 		scrapeInto(t, p, s, at)
 		for _, tg := range p.targets {
-			for _, model := range tg.hist.Models() {
-				if w, ok := tg.hist.Window(model, at, at.Sub(prev), history.Options{}); ok {
+			for _, model := range tg.store.History().Models() {
+				if w, ok := tg.store.History().Window(model, at, at.Sub(prev), history.Options{}); ok {
 					if w.Restarts > 0 {
 						seg++
 					}

@@ -3,6 +3,7 @@ package pipeline
 import (
 	"github.com/vllm-slo-exporter/vllm-slo-exporter/internal/history"
 	"github.com/vllm-slo-exporter/vllm-slo-exporter/internal/ledger"
+	"github.com/vllm-slo-exporter/vllm-slo-exporter/internal/store"
 	"github.com/vllm-slo-exporter/vllm-slo-exporter/slo"
 )
 
@@ -24,22 +25,18 @@ type IntervalObserver interface {
 }
 
 // observe hands the intervals just closed, with the ledgers' records of
-// them, to the spec's observer, if there is one. t.mu must be held.
-func (t *target) observe(spec Spec, intervals []history.Interval) {
-	if spec.Intervals == nil || len(intervals) == 0 {
+// them from their judgements, to the spec's observer, if there is one.
+// t.mu must be held.
+func (t *target) observe(spec Spec, closed []store.Closed) {
+	if spec.Intervals == nil || len(closed) == 0 {
 		return
 	}
-	out := make([]ClosedInterval, len(intervals))
-	for k, iv := range intervals {
-		out[k] = ClosedInterval{Interval: iv, Good: make([]ledger.IntervalGood, len(spec.SLOs))}
-		l := t.ledgers[iv.Model]
-		if l == nil {
-			continue
-		}
-		for i := range spec.SLOs {
-			// Since the interval's start: the newest interval alone.
-			if got := l.Intervals(i, iv.Window.Start); len(got) > 0 && got[len(got)-1].End.Equal(iv.Window.End) {
-				out[k].Good[i] = got[len(got)-1]
+	out := make([]ClosedInterval, len(closed))
+	for k, c := range closed {
+		out[k] = ClosedInterval{Interval: c.Interval, Good: make([]ledger.IntervalGood, len(spec.SLOs))}
+		for i, j := range c.SLOs {
+			if j.Recorded {
+				out[k].Good[i] = j.Ledger.Interval
 			}
 		}
 	}

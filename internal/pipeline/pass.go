@@ -66,10 +66,12 @@ type passKey struct {
 }
 
 // evaluated is one window of a pass and its evaluation; ok is false when
-// the history holds no such window. quantiles says whether rep holds the
-// configured quantiles (the budgets and alerts need none, and they are the
-// costly part).
+// the history holds no such window. edges are the scrapes it runs between
+// (store.Store.WindowEdges), which every part of it was read between.
+// quantiles says whether rep holds the configured quantiles (the budgets
+// and alerts need none, and they are the costly part).
 type evaluated struct {
+	edges     history.Edges
 	w         slo.Window
 	rep       slo.WindowReport
 	ok        bool
@@ -91,7 +93,8 @@ func (t *target) newPass(spec Spec, model string, now time.Time, sc *passScratch
 }
 
 // window returns the window (end − length, end], evaluated with the
-// ledger's joints over the same scrapes, with the quantiles when asked.
+// ledger's joints over the same scrapes, with the quantiles when asked; warm
+// leaves the warm-up after each restart out (when the target has one).
 func (p *pass) window(end time.Time, length time.Duration, warm, quantiles bool) *evaluated {
 	return p.windowOf(passKey{end: end, length: length, warm: warm && p.t.spec.Warmup > 0}, quantiles)
 }
@@ -100,7 +103,9 @@ func (p *pass) windowOf(k passKey, quantiles bool) *evaluated {
 	e := p.done[k]
 	if e == nil {
 		e = p.sc.next()
-		e.w, e.ok = p.t.hist.Window(p.model, k.end, k.length, p.t.windowOptions(k.warm))
+		if e.edges, e.ok = p.t.store.WindowEdges(p.model, k.end, k.length); e.ok {
+			e.w, e.ok = p.t.store.Counts(p.model, e.edges, k.warm)
+		}
 		p.done[k] = e
 	} else if !e.ok || e.quantiles || !quantiles {
 		return e
@@ -112,48 +117,9 @@ func (p *pass) windowOf(k passKey, quantiles bool) *evaluated {
 	if quantiles {
 		opts.Quantiles = p.spec.Quantiles
 	}
-	e.rep = slo.Evaluate(e.w, p.spec.SLOs, p.joints(e.w, k.histograms), opts)
+	e.rep = slo.Evaluate(e.w, p.spec.SLOs, p.t.store.Joints(p.model, e.edges, k.histograms, &p.sc.joints), opts)
 	e.quantiles = quantiles
 	return e
-}
-
-// joints are the ledger's joints of every SLO with a per-request objective
-// over the scrapes of w (nil entries where the ledger has none); from the
-// histograms alone when histograms is set. In exact mode, unless
-// histograms is set, each carries the ledger's per-objective sums of exact
-// and bounded intervals (ledger.Ledger.Objectives), which narrow the
-// window's per-objective counts (slo.Joint.Objectives). A model whose
-// latest scrape observes TTFT at the request's finish
-// (scrape.ModelSample.TTFTAtFinish) gets none: the ledger counts first
-// tokens and abandoned streams from TTFT observed at the first token, and
-// on such a server it can bound "all" away from the truth, so "all",
-// goodput, the burn rate and the abandoned requests are left unknown rather
-// than wrong (docs/engines.md), and the objectives are not narrowed.
-func (p *pass) joints(w slo.Window, histograms bool) []*slo.Joint {
-	out := make([]*slo.Joint, len(p.spec.SLOs))
-	l := p.t.ledgers[p.model]
-	if l == nil {
-		return out
-	}
-	if _, ms, ok := p.t.hist.Latest(p.model); ok && ms.TTFTAtFinish {
-		return out
-	}
-	for i, s := range p.spec.SLOs {
-		if !slo.HasPerRequestObjective(s) {
-			continue
-		}
-		j, ok := l.WindowIn(i, w.Start, w.End, !histograms, &p.sc.joints)
-		if !ok {
-			continue
-		}
-		if !histograms && p.spec.Traces != nil {
-			if goods, n, ok := l.Objectives(i, w.Start, w.End); ok && n == j.Finished {
-				j.Objectives = goods
-			}
-		}
-		out[i] = &j
-	}
-	return out
 }
 
 // result is the named SLO's result over a window, false when the window
@@ -194,25 +160,16 @@ func (t *target) evaluateModel(spec Spec, model string, now time.Time, sc *passS
 	for _, a := range spec.Alerts {
 		mr.Burns = append(mr.Burns, p.burnCheck(a))
 	}
-	mr.GoodRequests = t.goodTotals(model)
+	mr.GoodRequests = t.store.GoodTotals(model)
 	return mr
 }
 
 // maxGapIntervals is how many scrape intervals apart two scrapes may be for a
 // window's start to be taken across them: one failed scrape is tolerated, a
-// longer outage (or a clock jump) makes the window start after it.
+// longer outage (or a clock jump) makes the window start after it (see
+// store.Store.WindowEdges; the good-request totals do not care: their
+// increase over a gap is still exact).
 const maxGapIntervals = 2
-
-// windowOptions are the history options of the target's evaluated windows;
-// with warm set, the warm-up after each restart is left out. (The good-request
-// totals use neither: their increase over a gap is still exact.)
-func (t *target) windowOptions(warm bool) history.Options {
-	o := history.Options{MaxGap: maxGapIntervals * t.spec.Interval}
-	if warm {
-		o.Warmup = t.spec.Warmup
-	}
-	return o
-}
 
 // budget is SLO s's error budget over its period, warm-ups left out.
 func (p *pass) budget(s slo.SLO) Budget {
@@ -231,10 +188,8 @@ func (p *pass) budget(s slo.SLO) Budget {
 	b.Covered = e.w.End.Sub(e.w.Start)
 	b.Known = true
 	b.Coverage, _ = e.w.Coverage()
-	if l, i := p.t.ledgers[p.model], slices.IndexFunc(p.spec.SLOs, func(d slo.SLO) bool { return d.Name == s.Name }); l != nil && p.spec.Traces != nil && i >= 0 {
-		c, n, ok := l.Covered(i, e.w.Start, e.w.End)
-		b.TracesCoverage, b.HasTracesCoverage = c/n, ok && n > 0
-	}
+	i := slices.IndexFunc(p.spec.SLOs, func(d slo.SLO) bool { return d.Name == s.Name })
+	b.TracesCoverage, b.HasTracesCoverage = p.t.store.SpansCoverage(p.model, i, e.edges)
 	return b
 }
 

@@ -1,14 +1,14 @@
 // Package pipeline is the one path every mode shares: snapshots from package
-// scrape go into a per-target history, which hands the intervals each
-// append closes to the models' ledgers (package ledger); at evaluation each
-// window is read from the history once, its joints from the ledger over the
-// same scrapes, and package slo evaluates it once (see pass). The result is
-// an immutable Report holding every number package exporter renders. The
-// daemon, replay and report differ only in where snapshots and time come
-// from (package replay feeds recordings). Around that path it keeps each
-// target's scrape health (package health), its good-request totals and the
-// retired targets kept for revival, and saves them all (package statefile
-// is the format).
+// scrape go into each target's store (package store), which owns the
+// target's recorded past (history, ledgers, good-request totals, scrape
+// health, state) and judges each scrape interval once as it closes; at
+// evaluation each window's edges are decided once by the store, its
+// increases and its ledger joints are read between them, and package slo
+// evaluates it once (see pass). The result is an immutable Report holding
+// every number package exporter renders. The daemon, replay and report
+// differ only in where snapshots and time come from (package replay feeds
+// recordings). Around that path it keeps the retired targets kept for
+// revival and saves every store (see state.go).
 //
 // It does no network I/O and reads no clock: time arrives with the snapshots
 // and with each Evaluate call.
@@ -17,17 +17,13 @@ package pipeline
 import (
 	"errors"
 	"fmt"
-	"maps"
 	"runtime"
-	"slices"
-	"sort"
 	"sync"
 	"sync/atomic"
 	"time"
 
-	"github.com/vllm-slo-exporter/vllm-slo-exporter/internal/health"
 	"github.com/vllm-slo-exporter/vllm-slo-exporter/internal/history"
-	"github.com/vllm-slo-exporter/vllm-slo-exporter/internal/ledger"
+	"github.com/vllm-slo-exporter/vllm-slo-exporter/internal/store"
 	"github.com/vllm-slo-exporter/vllm-slo-exporter/internal/traces"
 	"github.com/vllm-slo-exporter/vllm-slo-exporter/scrape"
 	"github.com/vllm-slo-exporter/vllm-slo-exporter/slo"
@@ -94,17 +90,8 @@ type Pipeline struct {
 type target struct {
 	mu   sync.Mutex
 	spec TargetSpec
-	hist *history.History
-
-	// scrapes is what the target's scrapes say about it.
-	scrapes health.Scrapes
-	// sloDefs is sloDefinitions of the spec the totals were counted under.
-	sloDefs map[string]string
-	// good[model][slo][objective] accumulates estimated good requests.
-	good map[string]map[string]map[string]float64
-	// ledgers holds each model's per-interval record, which "all", goodput,
-	// abandoned requests, burn rates and budgets are computed from.
-	ledgers map[string]*ledger.Ledger
+	// store is the target's recorded past.
+	store *store.Store
 	// calibration sums exact mode's calibration over the evaluations.
 	calibration traces.Tally
 }
@@ -146,49 +133,22 @@ func (p *Pipeline) Reconfigure(spec Spec) error {
 	return errors.Join(errs...)
 }
 
-// reconfigure carries a kept target over to a new spec: its history moves to
-// the new retention (a longer window or period refills from now on; the
-// windows say how far back they reach), and totals and warnings of SLOs that
-// are gone or changed are dropped, so that no counter changes its meaning
-// under the same labels. A history that cannot move stays as it is, and the
-// error says why. t.mu must be held.
+// reconfigure carries a kept target over to a new spec (see
+// store.Store.Reconfigure). t.mu must be held.
 func (t *target) reconfigure(spec Spec) error {
-	t.hist.SetMaxBytes(spec.historyLimitPerTarget())
-	var err error
-	if !slices.Equal(t.hist.Retention().Tiers, spec.Retention.Tiers) {
-		err = t.migrate(spec.retention())
-	}
-	defs := sloDefinitions(spec.SLOs)
-	for _, bySLO := range t.good {
-		for name := range bySLO {
-			if defs[name] != t.sloDefs[name] {
-				delete(bySLO, name)
-			}
-		}
-	}
-	for model, l := range t.ledgers {
-		if !l.Reconfigure(spec.SLOs) {
-			delete(t.ledgers, model) // its sums are of another SLO list
-		}
-	}
-	t.sloDefs = defs
-	t.scrapes.ForgetEdges()
-	return err
+	return t.store.Reconfigure(spec.storeConfig(t.spec))
 }
 
-// migrate moves the history to another retention through its state
-// encoding, the one path that already knows how to rebuild a history.
-func (t *target) migrate(r history.Retention) error {
-	data, err := t.hist.MarshalBinary()
-	if err != nil {
-		return err
+// storeConfig is the configuration of a target's store under this spec.
+func (s Spec) storeConfig(ts TargetSpec) store.Config {
+	return store.Config{
+		SLOs:      s.SLOs,
+		Retention: s.retention(),
+		Warmup:    ts.Warmup,
+		MaxGap:    maxGapIntervals * ts.Interval,
+		MaxModels: s.MaxModels,
+		Spans:     s.Traces != nil,
 	}
-	h := history.New(r)
-	if err := h.UnmarshalBinary(data); err != nil {
-		return err
-	}
-	t.hist = h
-	return nil
 }
 
 // historyLimitPerTarget is the memory cap of each target's history: the
@@ -211,25 +171,8 @@ func (s Spec) retention() history.Retention {
 	return r
 }
 
-// sloDefinitions maps each SLO name to a text of its objectives and goal:
-// when it changes, the SLO's good-request totals mean something else.
-func sloDefinitions(slos []slo.SLO) map[string]string {
-	defs := make(map[string]string, len(slos))
-	for _, s := range slos {
-		defs[s.Name] = fmt.Sprint(s.Objectives, s.Goal)
-	}
-	return defs
-}
-
 func newTarget(ts TargetSpec, spec Spec) *target {
-	return &target{
-		spec:    ts,
-		sloDefs: sloDefinitions(spec.SLOs),
-		hist:    history.New(spec.retention()),
-		scrapes: health.Scrapes{Failures: map[string]float64{}, Found: map[string]string{}},
-		good:    map[string]map[string]map[string]float64{},
-		ledgers: map[string]*ledger.Ledger{},
-	}
+	return &target{spec: ts, store: store.New(spec.storeConfig(ts))}
 }
 
 // ErrUnknownTarget is returned for a target name the spec does not hold,
@@ -257,9 +200,12 @@ func (p *Pipeline) Profile(name string) (scrape.Profile, error) {
 	return t.spec.Profile, nil
 }
 
-// Ingest appends a successful scrape to the target's history. A snapshot
-// older than the history's newest point (the clock stepped back) is refused
-// with an error and changes nothing but the failure count.
+// Ingest appends a successful scrape to the target's store, which judges
+// every scrape interval it closes once; the intervals and their judgements
+// go to the spec's observer, and in exact mode the intervals whose spans
+// arrived settle. A snapshot older than the history's newest point (the
+// clock stepped back) is refused with an error and changes nothing but the
+// failure count.
 func (p *Pipeline) Ingest(name string, snap *scrape.Snapshot, duration time.Duration) error {
 	t, spec, err := p.target(name)
 	if err != nil {
@@ -267,108 +213,15 @@ func (p *Pipeline) Ingest(name string, snap *scrape.Snapshot, duration time.Dura
 	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if spec.MaxModels > 0 {
-		snap = t.scrapes.Cap(snap, t.hist.Models(), spec.MaxModels)
-	}
-	intervals, err := t.hist.AppendIntervals(snap, t.spec.Warmup)
+	closed, err := t.store.Append(snap, duration)
 	if err != nil {
-		reason := "invalid_value"
-		if errors.Is(err, history.ErrOutOfOrder) {
-			reason = "out_of_order"
-		}
-		// A refused snapshot leaves the time of the last scrape as it was.
-		t.scrapes.Failed(reason, err, t.scrapes.LastScrape, duration)
 		return fmt.Errorf("target %q: %w", name, err)
 	}
-	t.scrapes.Succeeded(snap, duration)
-	t.feedLedgers(spec.SLOs, intervals, spec.Traces != nil)
-	t.observe(spec, intervals)
-	t.accumulateGood(spec.SLOs, intervals, spec.Traces != nil)
+	t.observe(spec, closed)
 	if spec.Traces != nil {
 		t.settleSpans(spec, snap.Time)
 	}
-	t.scrapes.CheckEdges(spec.SLOs, snap)
 	return nil
-}
-
-// accumulateGood adds the estimated good requests of the intervals that just
-// closed to the running totals: each objective's from the interval's
-// warm-up-free increase, "all" of an SLO with a per-request objective from
-// its ledger (with spans, once the interval settles: settleSpans). Each
-// interval's estimate is non-negative, so the totals only grow.
-func (t *target) accumulateGood(slos []slo.SLO, intervals []history.Interval, spans bool) {
-	if len(slos) == 0 {
-		return
-	}
-	for _, iv := range intervals {
-		rep := slo.Evaluate(iv.Warm, slos, nil, slo.Options{})
-		for k, r := range rep.SLOs {
-			for obj, good := range r.GoodRequests {
-				if obj != string(slo.ITL) && settlesObjectives(spans, slos[k], iv) {
-					continue // added when the interval settles
-				}
-				t.addGood(iv.Model, r.Name, obj, good.Estimate)
-			}
-		}
-		l := t.ledgers[iv.Model]
-		if l == nil || spans {
-			continue
-		}
-		for i, s := range slos {
-			if !slo.HasPerRequestObjective(s) {
-				continue
-			}
-			if good, ok := l.LastGood(i, iv.Window.End); ok {
-				t.addGood(iv.Model, s.Name, slo.AllKey, good)
-			}
-		}
-	}
-}
-
-// feedLedgers records the intervals that just closed in their models'
-// ledgers, and drops the ledgers of models the history no longer holds. An
-// interval inside a warm-up (its warm-up-free increase has other finishers)
-// is recorded but not counted.
-func (t *target) feedLedgers(slos []slo.SLO, intervals []history.Interval, spans bool) {
-	if len(slos) == 0 {
-		return
-	}
-	for _, iv := range intervals {
-		l := t.ledgers[iv.Model]
-		if l == nil {
-			l = ledger.New(slos)
-			t.ledgers[iv.Model] = l
-		}
-		if spans {
-			l.ExpectSpans()
-		}
-		counted := slo.FinishersOf(iv.Warm).N == slo.FinishersOf(iv.Window).N
-		model := iv.Model
-		l.Append(iv.Window, counted, func() []int64 { return t.hist.PointTimes(model) })
-	}
-	held := t.hist.Models()
-	for model := range t.ledgers {
-		if !slices.Contains(held, model) {
-			delete(t.ledgers, model)
-		}
-	}
-}
-
-func (t *target) addGood(model, sloName, objective string, v float64) {
-	if !(v > 0) {
-		return
-	}
-	bySLO, ok := t.good[model]
-	if !ok {
-		bySLO = map[string]map[string]float64{}
-		t.good[model] = bySLO
-	}
-	byObj, ok := bySLO[sloName]
-	if !ok {
-		byObj = map[string]float64{}
-		bySLO[sloName] = byObj
-	}
-	byObj[objective] += v
 }
 
 // RecordFailure notes a failed scrape of a target. The history is untouched:
@@ -380,7 +233,7 @@ func (p *Pipeline) RecordFailure(name, reason string, err error, at time.Time, d
 	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	t.scrapes.Failed(reason, err, at, duration)
+	t.store.Failed(reason, err, at, duration)
 }
 
 // Evaluate computes every window of every model of every target at time now.
@@ -430,31 +283,20 @@ func evaluateAll(targets []*target, evaluate func(i int, sc *passScratch)) {
 func (t *target) evaluate(spec Spec, now time.Time, sc *passScratch) TargetReport {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	h := t.scrapes.Clone()
+	h := t.store.Health()
 	tr := TargetReport{Name: t.spec.Name, Labels: t.spec.Labels,
 		Tried: h.Tried, Up: h.Up, LastScrape: h.LastScrape, LastError: h.LastError, ScrapeDuration: h.Duration,
 		Failures: h.Failures, Rejections: h.Rejections, Missing: h.Missing, Found: h.Found,
-		Resets: float64(t.hist.Resets()), ModelsDropped: h.ModelsDropped, History: t.hist.Usage(), HourlyCost: t.spec.HourlyCost,
+		Resets: float64(t.store.Resets()), ModelsDropped: h.ModelsDropped, History: t.store.Usage(), HourlyCost: t.spec.HourlyCost,
 	}
 	tr.Warnings = h.Warnings(t.spec.Profile.Name)
-	for _, model := range t.hist.Models() {
+	models := t.store.Models()
+	for _, model := range models {
 		mr := t.evaluateModel(spec, model, now, sc)
-		mr.Calibration = t.calibration.Add(model, mr.Traces, t.hist.Models())
+		mr.Calibration = t.calibration.Add(model, mr.Traces, models)
 		tr.Models = append(tr.Models, mr)
 	}
 	return tr
-}
-
-func (t *target) goodTotals(model string) []GoodTotal {
-	var out []GoodTotal
-	bySLO := t.good[model]
-	for _, s := range slices.Sorted(maps.Keys(bySLO)) {
-		for _, obj := range slices.Sorted(maps.Keys(bySLO[s])) {
-			out = append(out, GoodTotal{SLO: s, Objective: obj, Value: bySLO[s][obj]})
-		}
-	}
-	sort.SliceStable(out, func(i, j int) bool { return out[i].SLO < out[j].SLO })
-	return out
 }
 
 // WindowReads is how many history windows the target's evaluations and
@@ -467,5 +309,5 @@ func (p *Pipeline) WindowReads(name string) (int64, error) {
 	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	return t.hist.WindowReads(), nil
+	return t.store.WindowReads(), nil
 }

@@ -70,3 +70,34 @@ func TestWindowReadsPerEvaluation(t *testing.T) {
 		}
 	}
 }
+
+// intervalCount counts the intervals an observer is told of.
+type intervalCount struct{ n int }
+
+func (c *intervalCount) ObserveIntervals(_ TargetSpec, _ []slo.SLO, intervals []ClosedInterval) {
+	c.n += len(intervals)
+}
+
+// TestIngestJudgesEachIntervalOnce: under the default windows and alerts,
+// with a warm-up, every scrape interval an ingest closes is judged once by
+// the target's store, the judgement feeding its ledger, its totals and the
+// observer alike, and an evaluation judges none (package store's
+// TestEachIntervalJudgedOnce checks the judgements themselves).
+func TestIngestJudgesEachIntervalOnce(t *testing.T) {
+	spec := defaultLikeSpec(t)
+	spec.Targets[0].Warmup = time.Minute
+	observed := &intervalCount{}
+	spec.Intervals = observed
+	p := New(spec)
+	s := phased(t, sim.Phase{Kind: sim.Poisson, Rate: sim.DemoRate})
+	scrapes := 0
+	for at := start; !at.After(start.Add(5 * time.Minute)); at = at.Add(15 * time.Second) {
+		scrapeInto(t, p, s, at)
+		scrapes++
+		p.Evaluate(at)
+	}
+	judged := p.targets["gpu0"].store.Judgements()
+	if judged != int64(observed.n) || observed.n != scrapes-1 {
+		t.Fatalf("%d scrapes of one model closed %d intervals, judged %d times", scrapes, observed.n, judged)
+	}
+}

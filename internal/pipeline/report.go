@@ -3,8 +3,8 @@ package pipeline
 import (
 	"time"
 
-	"github.com/vllm-slo-exporter/vllm-slo-exporter/internal/health"
 	"github.com/vllm-slo-exporter/vllm-slo-exporter/internal/history"
+	"github.com/vllm-slo-exporter/vllm-slo-exporter/internal/store"
 	"github.com/vllm-slo-exporter/vllm-slo-exporter/internal/traces"
 	"github.com/vllm-slo-exporter/vllm-slo-exporter/slo"
 )
@@ -124,11 +124,8 @@ type Budget struct {
 }
 
 // GoodTotal is a counter of estimated good requests.
-type GoodTotal struct {
-	SLO, Objective string
-	Value          float64
-}
+type GoodTotal = store.GoodTotal
 
 // FamilyRejection is a logical family (as in TargetReport.Missing) and the
 // reason (a scrape failure reason) it was rejected for.
-type FamilyRejection = health.Rejection
+type FamilyRejection = store.Rejection

@@ -36,12 +36,12 @@ func TestResetEveryScrapeStaysBounded(t *testing.T) {
 		}
 	}
 	tg := p.targets["gpu0"]
-	usage := tg.hist.Usage()
+	usage := tg.store.History().Usage()
 	if usage.DroppedPoints == 0 || usage.Bytes > spec.HistoryLimit {
 		t.Fatalf("history usage %+v: the limit did not hold it", usage)
 	}
-	points := tg.hist.Len()
-	intervals, checkpoints := tg.ledgers["m"].Len()
+	points := tg.store.History().Len()
+	intervals, checkpoints := tg.store.Ledger("m").Len()
 	if slack := int(time.Minute / (15 * time.Second)); checkpoints > points+slack {
 		t.Errorf("ledger holds %d checkpoints for the history's %d points", checkpoints, points)
 	}

@@ -3,7 +3,7 @@ package pipeline
 import (
 	"time"
 
-	"github.com/vllm-slo-exporter/vllm-slo-exporter/internal/statefile"
+	"github.com/vllm-slo-exporter/vllm-slo-exporter/internal/store"
 	"github.com/vllm-slo-exporter/vllm-slo-exporter/scrape"
 )
 
@@ -28,7 +28,7 @@ const maxRetiredTargets = 8
 
 // identity is what must stay equal for a target to keep its history.
 func (ts TargetSpec) identity() string {
-	return statefile.Identity(ts.Name, ts.URL, ts.Profile.Name)
+	return store.Identity(ts.Name, ts.URL, ts.Profile.Name)
 }
 
 // retiredSpec is the spec of a target restored as retired: only its identity
@@ -116,7 +116,7 @@ func (p *Pipeline) ExpireRetired(now time.Time) []string {
 	kept := p.retired[:0]
 	for _, t := range p.retired {
 		t.mu.Lock()
-		newest := t.hist.Newest()
+		newest := t.store.Newest()
 		t.mu.Unlock()
 		if newest.IsZero() || now.Sub(newest) > keep {
 			expired = append(expired, t.spec.Name)

@@ -35,7 +35,7 @@ func TestReusedScratchIsFreshMemory(t *testing.T) {
 		for at := start; !at.After(start.Add(75 * time.Minute)); at = at.Add(15 * time.Second) {
 			scrapeInto(t, p, s, at)
 		}
-		l := p.targets["gpu0"].ledgers[sim.DemoConfig(7, start).Models[0].Name]
+		l := p.targets["gpu0"].store.Ledger(sim.DemoConfig(7, start).Models[0].Name)
 		if l == nil {
 			t.Fatalf("run %d: no ledger", k)
 		}

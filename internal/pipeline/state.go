@@ -4,9 +4,7 @@ import (
 	"fmt"
 	"slices"
 
-	"github.com/vllm-slo-exporter/vllm-slo-exporter/internal/history"
-	"github.com/vllm-slo-exporter/vllm-slo-exporter/internal/ledger"
-	"github.com/vllm-slo-exporter/vllm-slo-exporter/internal/statefile"
+	"github.com/vllm-slo-exporter/vllm-slo-exporter/internal/store"
 )
 
 // MarshalState encodes every target's history, ledgers and good-request
@@ -21,7 +19,7 @@ func (p *Pipeline) MarshalState() ([]byte, error) {
 	}
 	retired := slices.Clone(p.retired)
 	p.mu.RUnlock()
-	var st statefile.State
+	var st store.State
 	for i, t := range slices.Concat(targets, retired) {
 		ts, err := t.state()
 		if err != nil {
@@ -37,14 +35,14 @@ func (p *Pipeline) MarshalState() ([]byte, error) {
 			st.Retired = append(st.Retired, ts)
 		}
 	}
-	return statefile.Encode(st)
+	return store.Encode(st)
 }
 
 // state copies what survives a restart, under the target's lock.
-func (t *target) state() (statefile.Target, error) {
+func (t *target) state() (store.Target, error) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	return statefile.Save(t.spec.Name, t.spec.URL, t.spec.Profile.Name, t.hist, t.good, t.ledgers)
+	return t.store.Save(t.spec.Name, t.spec.URL, t.spec.Profile.Name)
 }
 
 // UnmarshalState restores the targets of a state that are still configured
@@ -55,7 +53,7 @@ func (t *target) state() (statefile.Target, error) {
 // maxRetiredTargets. A corrupt, partly corrupt or foreign state is an error
 // and changes nothing.
 func (p *Pipeline) UnmarshalState(data []byte) (restored int, err error) {
-	st, err := statefile.Decode(data)
+	st, err := store.Decode(data)
 	if err != nil {
 		return 0, err
 	}
@@ -95,10 +93,7 @@ func (p *Pipeline) UnmarshalState(data []byte) (restored int, err error) {
 	}
 	for _, r := range todo {
 		r.t.mu.Lock()
-		r.t.hist, r.t.ledgers = r.hist, r.ledgers
-		if r.good != nil {
-			r.t.good = r.good
-		}
+		r.t.store.Restore(r.loaded)
 		r.t.mu.Unlock()
 	}
 	p.keepRetired(retired)
@@ -107,18 +102,15 @@ func (p *Pipeline) UnmarshalState(data []byte) (restored int, err error) {
 
 // restore is one target's decoded state, waiting to be swapped in.
 type restore struct {
-	t       *target
-	hist    *history.History
-	good    map[string]map[string]map[string]float64
-	ledgers map[string]*ledger.Ledger
+	t      *target
+	loaded store.Loaded
 }
 
-// decodeTarget decodes the saved state ts of t at t's retention and for the
-// spec's SLOs; p.mu must be held.
-func (p *Pipeline) decodeTarget(t *target, ts statefile.Target) (restore, error) {
+// decodeTarget decodes the saved state ts for t's store (at its retention
+// and for its SLOs, the spec's); p.mu must be held.
+func (p *Pipeline) decodeTarget(t *target, ts store.Target) (restore, error) {
 	t.mu.Lock()
-	retention := t.hist.Retention()
-	t.mu.Unlock()
-	h, ledgers, err := ts.Restore(retention, p.spec.SLOs)
-	return restore{t: t, hist: h, good: ts.Good, ledgers: ledgers}, err
+	defer t.mu.Unlock()
+	loaded, err := t.store.Load(ts)
+	return restore{t: t, loaded: loaded}, err
 }

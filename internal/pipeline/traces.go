@@ -1,11 +1,10 @@
 package pipeline
 
 import (
-	"maps"
-	"slices"
 	"time"
 
-	"github.com/vllm-slo-exporter/vllm-slo-exporter/internal/history"
+	"github.com/vllm-slo-exporter/vllm-slo-exporter/internal/ledger"
+	"github.com/vllm-slo-exporter/vllm-slo-exporter/internal/store"
 	"github.com/vllm-slo-exporter/vllm-slo-exporter/internal/traces"
 	"github.com/vllm-slo-exporter/vllm-slo-exporter/slo"
 )
@@ -54,27 +53,20 @@ func (p *pass) regular(length time.Duration) (wr slo.WindowReport, exact *traces
 // and its evaluation. Spans that named no model count for the target's model
 // when it serves only one.
 func (p *pass) exactWindow(w slo.Window, wr slo.WindowReport) traces.Result {
-	unnamed := len(p.t.hist.Models()) == 1
+	unnamed := len(p.t.store.Models()) == 1
 	return p.spec.Traces.EvaluateWindow(p.t.spec.Name, p.model, unnamed, w, wr, p.spec.SLOs, p.spec.Quantiles)
 }
 
 // settleSpans settles each ledger's scrape intervals against the spans
 // (traces.Store.Settle) and adds their good requests, of "all" and of each
-// per-request objective, to the running totals.
+// per-request objective, to the store's running totals.
 func (t *target) settleSpans(spec Spec, now time.Time) {
-	for _, model := range slices.Sorted(maps.Keys(t.ledgers)) {
-		for _, g := range spec.Traces.Settle(t.spec.Name, model, len(t.hist.Models()) == 1, t.ledgers[model], spec.SLOs, now.Add(-spec.TraceDelay), spec.TraceLateness) {
-			t.addGood(model, g.SLO, g.Objective, g.Good)
+	ready := now.Add(-spec.TraceDelay)
+	t.store.SettleSpans(func(model string, unnamed bool, l *ledger.Ledger) []store.Settled {
+		var out []store.Settled
+		for _, g := range spec.Traces.Settle(t.spec.Name, model, unnamed, l, spec.SLOs, ready, spec.TraceLateness) {
+			out = append(out, store.Settled{SLO: g.SLO, Objective: g.Objective, Good: g.Good})
 		}
-	}
-}
-
-// settlesObjectives reports whether, in exact mode, the per-request
-// objectives of SLO s over a counted interval are added to the running
-// totals when the interval settles (settleSpans) rather than when it
-// closes: the ledger notes every counted interval for its spans
-// (ledger.Ledger.ExpectSpans), and an interval is counted when its
-// warm-up-free increase has all its finishers, as feedLedgers decides.
-func settlesObjectives(spans bool, s slo.SLO, iv history.Interval) bool {
-	return spans && slo.HasPerRequestObjective(s) && slo.FinishersOf(iv.Warm).N == slo.FinishersOf(iv.Window).N
+		return out
+	})
 }

@@ -1,4 +1,4 @@
-package statefile
+package store
 
 import (
 	"bytes"
@@ -13,42 +13,42 @@ import (
 )
 
 // TestRoundTrip: a saved target decodes to the same identity, totals and
-// history, its totals are a copy the target's later counts leave alone, and
+// history, its totals are a copy the store's later counts leave alone, and
 // a ledger kept for other SLOs is left out of the restore.
 func TestRoundTrip(t *testing.T) {
 	r := history.NewRetention(time.Hour, 24*time.Hour)
-	h := history.New(r)
-	good := Good{"m": {"s": {"ttft": 3}}}
 	slos := []slo.SLO{{Name: "s", Objectives: []slo.Objective{{Metric: slo.TTFT, Threshold: 0.5}}, Goal: 0.99, Period: time.Hour}}
-	ledgers := map[string]*ledger.Ledger{"m": ledger.New(slos)}
-	saved, err := Save("gpu0", "http://gpu0/metrics", "vllm", h, good, ledgers)
+	st := New(Config{SLOs: slos, Retention: r})
+	st.good = Totals{"m": {"s": {"ttft": 3}}}
+	st.ledgers = map[string]*ledger.Ledger{"m": ledger.New(slos)}
+	saved, err := st.Save("gpu0", "http://gpu0/metrics", "vllm")
 	if err != nil {
 		t.Fatal(err)
 	}
-	good["m"]["s"]["ttft"] = 4
+	st.good["m"]["s"]["ttft"] = 4
 	data, err := Encode(State{Targets: []Target{saved}, Retired: []Target{{Name: "old", URL: "u", Profile: "vllm", History: saved.History}}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	st, err := Decode(data)
+	state, err := Decode(data)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(st.Targets) != 1 || len(st.Retired) != 1 || st.Targets[0].Identity() != Identity("gpu0", "http://gpu0/metrics", "vllm") {
-		t.Fatalf("decoded %+v", st)
+	if len(state.Targets) != 1 || len(state.Retired) != 1 || state.Targets[0].Identity() != Identity("gpu0", "http://gpu0/metrics", "vllm") {
+		t.Fatalf("decoded %+v", state)
 	}
-	if got := st.Targets[0].Good["m"]["s"]["ttft"]; got != 3 {
+	if got := state.Targets[0].Good["m"]["s"]["ttft"]; got != 3 {
 		t.Errorf("saved total %v, want the 3 counted when saved", got)
 	}
-	hist, kept, err := st.Targets[0].Restore(r, slos)
-	if err != nil || hist == nil || len(kept) != 1 {
-		t.Errorf("restore: history %v, ledgers %v, err %v", hist, kept, err)
+	loaded, err := New(Config{SLOs: slos, Retention: r}).Load(state.Targets[0])
+	if err != nil || loaded.hist == nil || len(loaded.ledgers) != 1 {
+		t.Errorf("restore: history %v, ledgers %v, err %v", loaded.hist, loaded.ledgers, err)
 	}
 	other := []slo.SLO{{Name: "s", Objectives: []slo.Objective{{Metric: slo.TTFT, Threshold: 1}}, Goal: 0.99, Period: time.Hour}}
-	if _, kept, err := st.Targets[0].Restore(r, other); err != nil || len(kept) != 0 {
-		t.Errorf("a ledger of other SLOs restored: %v, %v", kept, err)
+	if loaded, err := New(Config{SLOs: other, Retention: r}).Load(state.Targets[0]); err != nil || len(loaded.ledgers) != 0 {
+		t.Errorf("a ledger of other SLOs restored: %v, %v", loaded.ledgers, err)
 	}
-	if _, _, err := (Target{History: []byte("not a history")}).Restore(r, slos); err == nil {
+	if _, err := New(Config{SLOs: slos, Retention: r}).Load(Target{History: []byte("not a history")}); err == nil {
 		t.Error("a corrupt history restored")
 	}
 }

@@ -1,17 +1,19 @@
-// Package health is what a target's scrapes say about it, for the operator:
-// whether the last scrape succeeded, when and how long it took, failures by
-// reason, the models left out of good scrapes by family and reason, the
-// profile's families missing or found, the models refused by the cap on
-// model names, and lasting warnings about the configuration against what
-// the target serves (an SLO threshold that is not a bucket edge, a profile
-// the target does not serve). Package pipeline keeps one Scrapes per target
-// and copies it into each report.
+// Health: what a target's scrapes say about it, for the operator: whether
+// the last scrape succeeded, when and how long it took, failures by reason,
+// the models left out of good scrapes by family and reason, the profile's
+// families missing or found, the models refused by the cap on model names,
+// and lasting warnings about the configuration against what the target
+// serves (an SLO threshold that is not a bucket edge, a profile the target
+// does not serve). Each store keeps one Scrapes, and the pipeline copies it
+// into each report (Store.Health).
 //
-// It judges scrapes, caps their models and words warnings, nothing else: it
-// never touches a history and computes no SLO number. Each warning's text is the same at
-// every scrape while its cause lasts, so that it is logged once, as
-// Prometheus's scrape loop logs a failing target once per state change.
-package health
+// Scrapes judges scrapes, caps their models and words warnings, nothing
+// else: it never touches the history and computes no SLO number. Each
+// warning's text is the same at every scrape while its cause lasts, so that
+// it is logged once, as Prometheus's scrape loop logs a failing target once
+// per state change.
+
+package store
 
 import (
 	"fmt"

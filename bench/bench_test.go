@@ -178,7 +178,7 @@ func TestResetFeed(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		p := pipeline.New(ResetSpec())
+		p := pipeline.New(ResetSpec(DefaultHistoryLimit))
 		var snap *scrape.Snapshot
 		const scrapes = 30
 		for range scrapes {

@@ -66,16 +66,16 @@ func (f *ResetFeed) Next() *scrape.Snapshot {
 
 // ResetSpec is the pipeline of the reset measurement: one target, windows
 // of 1m, 5m and 1h, the example SLO over 30 days with the default
-// burn-rate alerts, the default history size limit, scraped and evaluated
-// every Interval.
-func ResetSpec() pipeline.Spec {
+// burn-rate alerts, the given history size limit (0: none), scraped and
+// evaluated every Interval.
+func ResetSpec(historyLimit int64) pipeline.Spec {
 	period := 30 * 24 * time.Hour
 	spec := pipeline.Spec{
 		Windows:      []time.Duration{time.Minute, 5 * time.Minute, time.Hour},
 		Quantiles:    DefaultWorkload().Quantiles,
 		SLOs:         []slo.SLO{InteractiveSLO(period)},
 		Retention:    history.NewRetention(time.Hour, period),
-		HistoryLimit: int64(config.DefaultHistorySizeLimit),
+		HistoryLimit: historyLimit,
 		Targets: []pipeline.TargetSpec{{Name: TargetName(0), URL: "http://127.0.0.1/t/0/metrics",
 			Profile: scrape.VLLM, Interval: Interval}},
 	}
@@ -86,15 +86,19 @@ func ResetSpec() pipeline.Spec {
 	return spec
 }
 
+// DefaultHistoryLimit is the history size limit of the default
+// configuration.
+const DefaultHistoryLimit = int64(config.DefaultHistorySizeLimit)
+
 // RunFeed scrapes and evaluates ResetSpec's target every Interval for
 // span, from an empty pipeline, as the daemon (or a replay) would, and
 // returns the process CPU time it took.
-func RunFeed(resets bool, span time.Duration) (time.Duration, error) {
+func RunFeed(resets bool, span time.Duration, historyLimit int64) (time.Duration, error) {
 	feed, err := NewResetFeed(resets)
 	if err != nil {
 		return 0, err
 	}
-	p := pipeline.New(ResetSpec())
+	p := pipeline.New(ResetSpec(historyLimit))
 	n := int(span / Interval)
 	cpu := cpuTime()
 	for range n {

@@ -51,12 +51,13 @@ func segmentBytes(sg *segment) int64 {
 	n := segmentHeaderBytes + 8*int64(len(sg.base))
 	if m := sg.mem; m != nil {
 		// A member of a run of single-point segments (runs.go): its record
-		// and its share of the run's cums and block aggregates, one of each
-		// per runBlock members. Which members hold them depends on when
-		// the run began, which a restored history does not know; the share
-		// does not, so equal points give equal estimates. The newest
+		// and its share of the run's cums (one per runBlock members) and
+		// block aggregates (one per runBlock members at each level, in all
+		// less than 2 per runBlock). Which members hold them depends on
+		// when the run began, which a restored history does not know; the
+		// share does not, so equal points give equal estimates. The newest
 		// member of an open run holds the run's running sum too.
-		n += memberBytes + (8*int64(sg.size)+runBlockAggBytes)/runBlock
+		n += memberBytes + (8*int64(sg.size)+2*runBlockAggBytes)/runBlock
 		if m.run.last == sg && m.run.sum != nil {
 			n += 8 * int64(len(m.run.sum))
 		}

@@ -64,9 +64,23 @@ type member struct {
 	// cum, at every runBlock-th member, sums the final values of the run's
 	// members before it.
 	cum []float64
-	// blk, on the last member of a block, is what a walk folds over the
-	// block.
-	blk *runBlockAgg
+	// blks, on the last member of a block, is what a walk folds over the
+	// block and over each larger block the member ends (runLevels).
+	blks []runBlockAgg
+}
+
+// runLevels is how many sizes of blocks carry what a walk folds over them:
+// runBlock members, runBlock² members, and so on, so that a walk crosses
+// any span of members in at most runBlock steps per size.
+const runLevels = 6
+
+// levelSize is the number of members of a block of level k.
+func levelSize(k int) int {
+	n := runBlock
+	for range k {
+		n *= runBlock
+	}
+	return n
 }
 
 // runState is a run: its newest member, and while the run is open (the
@@ -76,7 +90,7 @@ type member struct {
 type runState struct {
 	last *segment
 	sum  []float64
-	blk  runBlockAgg
+	blks [runLevels]runBlockAgg
 }
 
 // open reports whether sg is the newest member of an open run.
@@ -87,10 +101,10 @@ func (sg *segment) openRun() *runState {
 	return sg.mem.run
 }
 
-// runBlockAgg is what a walk over a block of runBlock members folds
-// (walkWith): the maxima of their points' gauges, the sum of the running
-// and waiting gauges (those known and positive) at all of them but the
-// last, and whether every member's warm-up start is known. A member's
+// runBlockAgg is what a walk over a block of members folds (walkWith): the
+// maxima of their points' gauges, the sum of the running and waiting gauges
+// (those known and positive) at all of them but the last, and whether every
+// member's warm-up start is known. A member's
 // single point never changes: the tiers keep every segment's last point,
 // and fold a dropped point's maxima only into a later point of the same
 // segment.
@@ -156,31 +170,37 @@ func (s *series) closeRun(r *runState) {
 	}
 }
 
-// noteBlock adds the member sg, whose point is last, to the newest block's
-// aggregate, and hands the aggregate to sg when it completes the block.
+// noteBlock adds the member sg, whose point is last, to the aggregates of
+// the newest block of every level, and hands sg the aggregates of the
+// blocks it completes.
 func (r *runState) noteBlock(sg *segment, last *point) {
 	ord := sg.mem.ord
-	if ord%runBlock == 0 {
-		r.blk = runBlockAgg{warm: true}
-		for g := range r.blk.maxes {
-			r.blk.maxes[g] = math.NaN()
+	_, known := sg.warmupStart()
+	var ends float64 // its running and waiting gauges, as the walk adds them
+	for g := range last.g {
+		if v := last.g[g].v; !math.IsNaN(v) && v > 0 {
+			ends += v
 		}
 	}
-	_, known := sg.warmupStart()
-	r.blk.warm = r.blk.warm && known
-	for g := range r.blk.maxes {
-		r.blk.maxes[g] = maxKnown(r.blk.maxes[g], last.g[g].max)
-	}
-	if ord%runBlock < runBlock-1 {
-		for g := range last.g {
-			if v := last.g[g].v; !math.IsNaN(v) && v > 0 {
-				r.blk.inFlight += v
+	for k := range r.blks {
+		size := levelSize(k)
+		b := &r.blks[k]
+		if ord%size == 0 {
+			*b = runBlockAgg{warm: true}
+			for g := range b.maxes {
+				b.maxes[g] = math.NaN()
 			}
 		}
-		return
+		b.warm = b.warm && known
+		for g := range b.maxes {
+			b.maxes[g] = maxKnown(b.maxes[g], last.g[g].max)
+		}
+		if ord%size < size-1 {
+			b.inFlight += ends
+			continue
+		}
+		sg.mem.blks = append(sg.mem.blks, *b)
 	}
-	agg := r.blk
-	sg.mem.blk = &agg
 }
 
 // sameLayout reports whether two segments store the same families with

@@ -16,26 +16,34 @@ import (
 // continues the segment, a family that joins (a new layout: a new run),
 // whole-number gauges and, unless whole, sums that are not whole numbers.
 type restarting struct {
-	p       float64
-	whole   bool
-	edges   []float64
-	counts  []float64
-	sum     float64
-	gen     float64
-	extra   bool // the queue histogram is exposed
-	created float64
+	p     float64
+	whole bool
+	// relayout is how many restarts a new layout comes every, on average
+	// (0: 50); a layout change that continues the segment comes four times
+	// as rarely, per scrape.
+	relayout int
+	edges    []float64
+	counts   []float64
+	sum      float64
+	gen      float64
+	extra    bool // the queue histogram is exposed
+	created  float64
 }
 
 func (g *restarting) next(r *rand.Rand, at time.Time) *scrape.ModelSample {
+	relayout := g.relayout
+	if relayout == 0 {
+		relayout = 50
+	}
 	if g.edges == nil || r.Float64() < g.p {
-		if g.edges == nil || r.IntN(50) == 0 {
+		if g.edges == nil || r.IntN(relayout) == 0 {
 			g.edges = []float64{0.1, 0.5, 1, inf}
 			g.extra = r.IntN(2) == 0
 		}
 		g.counts, g.sum, g.gen = make([]float64, len(g.edges)), 0, 0
-		g.created = float64(at.Unix()) - float64(r.IntN(20))
+		g.created = max(g.created+1, float64(at.Unix())-float64(r.IntN(20))) // a restart moves it
 	}
-	if r.IntN(200) == 0 { // a layout change that continues the segment
+	if r.IntN(4*relayout) == 0 { // a layout change that continues the segment
 		g.edges = []float64{0.1, 1, inf}
 		total := g.counts[len(g.counts)-1]
 		g.counts = []float64{total, total, total}
@@ -77,9 +85,9 @@ func (g *restarting) next(r *rand.Rand, at time.Time) *scrape.ModelSample {
 func TestRunsAreThePieceByPieceSum(t *testing.T) {
 	r := rand.New(rand.NewPCG(5, 17))
 	ret := Retention{Tiers: []Tier{{Step: 0, Keep: 10 * time.Minute}, {Step: time.Minute, Keep: 2 * time.Hour}, {Step: 5 * time.Minute, Keep: 1000 * time.Hour}}}
-	var compared, merged, crossed int
+	var compared, merged, crossed, widest int
 	for trial := range 24 {
-		g := &restarting{p: []float64{1, 1, 0.6, 0.2}[trial%4], whole: trial%3 != 2}
+		g := &restarting{p: []float64{1, 1, 0.6, 0.2}[trial%4], whole: trial%3 != 2, relayout: []int{50, 5000}[trial%2]}
 		rt := ret
 		if trial%5 == 4 {
 			rt.MaxBytes = 200 << 10
@@ -139,12 +147,13 @@ func TestRunsAreThePieceByPieceSum(t *testing.T) {
 				}
 			}
 			crossed += wk.crossed
+			widest = max(widest, wk.widest)
 		}
 	}
-	if compared < 2500 || merged < 1000 || crossed < 10000 {
-		t.Fatalf("only %d windows compared, %d run pieces, %d blocks crossed", compared, merged, crossed)
+	if compared < 2500 || merged < 1000 || crossed < 10000 || widest < levelSize(2) {
+		t.Fatalf("only %d windows compared, %d run pieces, %d blocks crossed, the widest of %d members", compared, merged, crossed, widest)
 	}
-	t.Logf("%d windows compared, %d run pieces, %d blocks crossed", compared, merged, crossed)
+	t.Logf("%d windows compared, %d run pieces, %d blocks crossed, the widest of %d members", compared, merged, crossed, widest)
 }
 
 // compareRunWindow fails unless got and want print the same, their sums

@@ -215,8 +215,9 @@ type walked struct {
 	maxes    [numGauges]float64
 	inFlight float64
 	restarts int
-	// crossed counts the blocks crossed in one step (runChain.cross).
-	crossed int
+	// crossed counts the blocks crossed in one step (runChain.cross), and
+	// widest is the most members one of them held.
+	crossed, widest int
 }
 
 // walkWith is the walk of the window (i0, i1]: one piece per segment, but
@@ -276,41 +277,54 @@ func (sr *series) walkWith(i0, i1 int, merge mergeMode) walked {
 	return w
 }
 
-// cross lets the walk cross a block of runBlock members of the chain's run
-// in one step (runBlockAgg) when the point i, whose segment the walk just
-// began, is the first of a block of single points ending at or before i1,
-// and the block would join the chain's run piece. It folds the block into
-// w as the walk would have, point by point, and returns how many points
-// it crossed (0 when it crossed none): the walk goes on after the block's
+// cross lets the walk cross a block of members of the chain's run in one
+// step (runBlockAgg) when the point i, whose segment the walk just began,
+// is the first of a block ending at or before i1, and the block would join
+// the chain's run piece: the largest such block. It folds the block into w
+// as the walk would have, point by point, and returns how many points it
+// crossed (0 when it crossed none): the walk goes on after the block's
 // last point, whose segment is then its newest piece.
 func (ch *runChain) cross(sr *series, w *walked, i, i1 int, merge mergeMode) int {
-	sg := w.pieces[len(w.pieces)-1].seg
-	if !ch.merged || sg.mem == nil || sg.mem.run != ch.run || sg.mem.ord != ch.last+1 || sg.mem.ord%runBlock != 0 || i+runBlock-1 > i1 {
+	m := w.pieces[len(w.pieces)-1].seg.mem
+	if !ch.merged || m == nil || m.run != ch.run || m.ord != ch.last+1 {
 		return 0
 	}
-	ord := sg.mem.ord
-	em := sr.at(i + runBlock - 1).seg.mem
-	if em == nil || em.blk == nil || em.run != ch.run || em.ord != ord+runBlock-1 || (merge == mergeWarm && !em.blk.warm) {
-		return 0
+	for k := runLevels - 1; k >= 0; k-- {
+		size := levelSize(k)
+		if m.ord%size != 0 || i+size-1 > i1 {
+			continue
+		}
+		end := sr.at(i + size - 1).seg
+		em := end.mem
+		if em == nil || em.run != ch.run || em.ord != m.ord+size-1 || len(em.blks) <= k || (merge == mergeWarm && !em.blks[k].warm) {
+			continue
+		}
+		ch.take(w, &em.blks[k], i, m.ord, size)
+		w.pieces[len(w.pieces)-1] = piece{seg: end, from: -1, to: i + size - 1, first: i + size - 1}
+		return size - 1
 	}
-	blk := em.blk
-	end := sr.at(i + runBlock - 1)
+	return 0
+}
+
+// take folds into w the block blk of size members, the first of ord ord at
+// the point i: its gauges, its restarts, and all its members but the last
+// into the chain's run piece.
+func (ch *runChain) take(w *walked, blk *runBlockAgg, i, ord, size int) {
 	for g := range w.maxes {
 		w.maxes[g] = maxKnown(w.maxes[g], blk.maxes[g])
 	}
 	w.inFlight += blk.inFlight
-	w.restarts += runBlock - 1
+	w.restarts += size - 1
 	w.crossed++
+	w.widest = max(w.widest, size)
 	rp := &w.pieces[ch.start]
-	for j := range runBlock - 1 {
-		rp.run.tail[(ord+j)%runBlock] = i + j
+	for o := max(ord, ord+size-1-runBlock); o < ord+size-1; o++ {
+		rp.run.tail[o%runBlock] = i + o - ord
 	}
-	rp.run.to = ord + runBlock - 2
-	rp.to = i + runBlock - 2
-	ch.n += runBlock - 1
+	rp.run.to = ord + size - 2
+	rp.to = i + size - 2
+	ch.n += size - 1
 	ch.last = rp.run.to
-	w.pieces[len(w.pieces)-1] = piece{seg: end.seg, from: -1, to: i + runBlock - 1, first: i + runBlock - 1}
-	return runBlock - 1
 }
 
 // runChain is the trailing pieces of a walk that are consecutive whole

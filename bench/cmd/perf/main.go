@@ -11,7 +11,7 @@
 //	go run ./bench/cmd/perf fleet   [-targets 500] [-duration 5m]
 //	go run ./bench/cmd/perf fleet-rules [-targets 10] [-days 1] [-full 75m] [-engines prometheus,victoriametrics] [-flat] [-query-times 3] [-vm-flags -search.disableCache] [-pad-rules 60] [-import-ahead] [-aligned] [-prometheus-backfill-only]
 //	go run ./bench/cmd/perf live-rules [-active 30s]
-//	go run ./bench/cmd/perf resets  [-days 1,7]
+//	go run ./bench/cmd/perf resets  [-days 1,7] [-limits 33554432,0]
 package main
 
 import (

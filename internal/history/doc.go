@@ -11,7 +11,14 @@
 // Prometheus increase() semantics. Old points are thinned into coarser tiers
 // (see Retention) while every segment's last point is kept, so reads stay
 // exact at every retained point and memory stays bounded however long the
-// daemon runs.
+// daemon runs. A target that restarts at every scrape leaves a segment per
+// scrape; a window over many of them is summed from running sums kept
+// along such runs, at a cost that does not grow with them (runs.go: the
+// counts come out the same to the bit, a _sum may differ in its last bits).
+//
+// Package store owns each target's history, beside the target's ledgers;
+// Edges decides which points a window runs between, so that every part of
+// a window can be read between the same scrapes.
 //
 // The package does no I/O, reads no clock (time arrives with the snapshots and
 // queries) and computes no SLO numbers: that is package slo's job.

@@ -25,8 +25,10 @@ type IntervalObserver interface {
 }
 
 // observe hands the intervals just closed, with the ledgers' records of
-// them from their judgements, to the spec's observer, if there is one.
-// t.mu must be held.
+// them from their judgements, to the spec's observer, if there is one. (A
+// reconfiguration between the ingest's reading of the spec and its append
+// can have judged them under another SLO list: their records are then left
+// out.) t.mu must be held.
 func (t *target) observe(spec Spec, closed []store.Closed) {
 	if spec.Intervals == nil || len(closed) == 0 {
 		return
@@ -34,6 +36,9 @@ func (t *target) observe(spec Spec, closed []store.Closed) {
 	out := make([]ClosedInterval, len(closed))
 	for k, c := range closed {
 		out[k] = ClosedInterval{Interval: c.Interval, Good: make([]ledger.IntervalGood, len(spec.SLOs))}
+		if len(c.SLOs) != len(spec.SLOs) {
+			continue
+		}
 		for i, j := range c.SLOs {
 			if j.Recorded {
 				out[k].Good[i] = j.Ledger.Interval

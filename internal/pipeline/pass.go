@@ -117,7 +117,8 @@ func (p *pass) windowOf(k passKey, quantiles bool) *evaluated {
 	if quantiles {
 		opts.Quantiles = p.spec.Quantiles
 	}
-	e.rep = slo.Evaluate(e.w, p.spec.SLOs, p.t.store.Joints(p.model, e.edges, k.histograms, &p.sc.joints), opts)
+	joints := p.t.store.Joints(p.model, e.edges, p.spec.SLOs, k.histograms, p.spec.Traces != nil, &p.sc.joints)
+	e.rep = slo.Evaluate(e.w, p.spec.SLOs, joints, opts)
 	e.quantiles = quantiles
 	return e
 }
@@ -188,8 +189,9 @@ func (p *pass) budget(s slo.SLO) Budget {
 	b.Covered = e.w.End.Sub(e.w.Start)
 	b.Known = true
 	b.Coverage, _ = e.w.Coverage()
-	i := slices.IndexFunc(p.spec.SLOs, func(d slo.SLO) bool { return d.Name == s.Name })
-	b.TracesCoverage, b.HasTracesCoverage = p.t.store.SpansCoverage(p.model, i, e.edges)
+	if i := slices.IndexFunc(p.spec.SLOs, func(d slo.SLO) bool { return d.Name == s.Name }); p.spec.Traces != nil {
+		b.TracesCoverage, b.HasTracesCoverage = p.t.store.SpansCoverage(p.model, i, e.edges)
+	}
 	return b
 }
 

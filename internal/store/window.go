@@ -40,13 +40,15 @@ func (s *Store) Counts(model string, e history.Edges, warm bool) (slo.Window, bo
 	return s.hist.WindowAt(model, e, warmup)
 }
 
-// Joints are the ledger's joints of every SLO with a per-request objective
-// over the scrape intervals between the edges e (nil entries where the
-// ledger has none), in the memory of sc; from the histograms alone when
-// histograms is set. In exact mode (Config.Spans), unless histograms is
-// set, each carries the ledger's per-objective sums of exact and bounded
-// intervals (ledger.Ledger.Objectives), which narrow the window's
-// per-objective counts (slo.Joint.Objectives).
+// Joints are the ledger's joints of every SLO of slos (the caller's, which
+// is the store's list unless a reconfiguration came in between: a ledger
+// is kept only for SLOs of the same names and objectives, in the same
+// order) with a per-request objective over the scrape intervals between
+// the edges e (nil entries where the ledger has none), in the memory of
+// sc; from the histograms alone when histograms is set. With exact set,
+// unless histograms is, each carries the ledger's per-objective sums of
+// exact and bounded intervals (ledger.Ledger.Objectives), which narrow the
+// window's per-objective counts (slo.Joint.Objectives).
 //
 // A model whose latest scrape observes TTFT at the request's finish
 // (scrape.ModelSample.TTFTAtFinish) gets none: the ledger counts first
@@ -54,8 +56,8 @@ func (s *Store) Counts(model string, e history.Edges, warm bool) (slo.Window, bo
 // on such a server it can bound "all" away from the truth, so "all",
 // goodput, the burn rate and the abandoned requests are left unknown rather
 // than wrong (docs/engines.md), and the objectives are not narrowed.
-func (s *Store) Joints(model string, e history.Edges, histograms bool, sc *ledger.Scratch) []*slo.Joint {
-	out := make([]*slo.Joint, len(s.cfg.SLOs))
+func (s *Store) Joints(model string, e history.Edges, slos []slo.SLO, histograms, exact bool, sc *ledger.Scratch) []*slo.Joint {
+	out := make([]*slo.Joint, len(slos))
 	l := s.ledgers[model]
 	if l == nil {
 		return out
@@ -63,7 +65,7 @@ func (s *Store) Joints(model string, e history.Edges, histograms bool, sc *ledge
 	if _, ms, ok := s.hist.Latest(model); ok && ms.TTFTAtFinish {
 		return out
 	}
-	for i, sl := range s.cfg.SLOs {
+	for i, sl := range slos {
 		if !slo.HasPerRequestObjective(sl) {
 			continue
 		}
@@ -71,7 +73,7 @@ func (s *Store) Joints(model string, e history.Edges, histograms bool, sc *ledge
 		if !ok {
 			continue
 		}
-		if !histograms && s.cfg.Spans {
+		if !histograms && exact {
 			if goods, n, ok := l.Objectives(i, e.Start, e.End); ok && n == j.Finished {
 				j.Objectives = goods
 			}
@@ -81,12 +83,12 @@ func (s *Store) Joints(model string, e history.Edges, histograms bool, sc *ledge
 	return out
 }
 
-// SpansCoverage is, in exact mode, the share of SLO i's finished requests
-// between the edges e whose scrape interval the spans covered; ok is false
-// outside exact mode or when the ledger has no such requests.
+// SpansCoverage is the share of SLO i's finished requests between the
+// edges e whose scrape interval the spans covered (exact mode); ok is false
+// when the ledger has no such requests.
 func (s *Store) SpansCoverage(model string, i int, e history.Edges) (float64, bool) {
 	l := s.ledgers[model]
-	if l == nil || !s.cfg.Spans || i < 0 {
+	if l == nil || i < 0 {
 		return 0, false
 	}
 	c, n, ok := l.Covered(i, e.Start, e.End)

@@ -54,6 +54,7 @@ PLAIN = \
 	internal/pipeline:TestExactPeriodTracingOnAndOff \
 	internal/pipeline:TestJointAccuracyAgainstTruth \
 	internal/pipeline:TestJointWithinTwiceTheLinearProgram \
+	internal/pipeline:TestLateFamiliesHoldTruth \
 	internal/pipeline:TestLongWindowJointAgainstTruth \
 	internal/pipeline:TestReconfigureRetentionAndTotals \
 	internal/pipeline:TestRejectedRequestsCountByPolicy \

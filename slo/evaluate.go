@@ -390,22 +390,23 @@ func (rep *WindowReport) concurrency(w Window, secs float64) {
 	}
 }
 
-// finished is n_B, the requests that finished in the window: the count of the
-// e2e histogram, else of the first other per-request histogram observed at
-// finish. Client-aborted requests are in none of them.
+// finished is n_B, the requests that finished in the window: the count of
+// the e2e histogram; false without it, or when the caller marked the count
+// unknown (Window.FinishCountUnknown). Client-aborted requests are not in
+// it.
+//
+// Nothing else stands in for it. A histogram observed at the finish on
+// vLLM may be observed elsewhere on another server (llm-d-inference-sim
+// observes prefill time at the first token), so its count can hold
+// requests that have not finished; and the finished-request counter,
+// updated apart from e2e, can count a request in another scrape interval
+// than e2e does, so a window or interval counted by the one and the next
+// by the other can count one request twice.
 func finished(w Window) (float64, bool) {
-	if n, ok := observations(w.Latency[E2E]); ok {
-		return n, true
+	if w.FinishCountUnknown {
+		return 0, false
 	}
-	for _, m := range Metrics {
-		if !m.ObservedAtFinish() {
-			continue
-		}
-		if n, ok := observations(w.Latency[m]); ok {
-			return n, true
-		}
-	}
-	return 0, false
+	return observations(w.Latency[E2E])
 }
 
 // finite reports whether v is neither NaN nor infinite.

@@ -255,6 +255,9 @@ func (l *Ledger) Append(w slo.Window, counted bool, held Held) {
 		ft = h.Total()
 	}
 	cp.firstTokens = prev.firstTokens + ft
+	// An unknown count (e2e appeared or vanished in the interval) is 0
+	// here: judge leaves the interval unjudged, and taking none as
+	// finished keeps InFlightQueue's bound an upper bound.
 	cp.finished = prev.finished + fin.N
 	cp.finishedTokens = prev.finishedTokens
 	if w.GenerationTokens.Valid() {
@@ -280,7 +283,7 @@ func (l *Ledger) Append(w slo.Window, counted bool, held Held) {
 		l.points[0].qEst = queueEstimate(w, true)
 	}
 	l.judge(&cp, w, fin, counted)
-	l.notePending(w, counted, &prev, &cp)
+	l.notePending(w, counted && fin.Known, &prev, &cp)
 	l.closeBlock(&cp)
 	l.raiseQueueLower(fin)
 	l.points = append(l.points, cp)
@@ -291,6 +294,10 @@ func (l *Ledger) Append(w slo.Window, counted bool, held Held) {
 // bounds on the TTFT-good and TTFT-bad requests in flight to its end, and,
 // when counted, adds the results to the checkpoint's sums.
 func (l *Ledger) judge(cp *checkpoint, w slo.Window, fin slo.Finishers, counted bool) {
+	if !fin.Known {
+		l.unjudged(cp)
+		return
+	}
 	noted := false
 	for i, s := range l.slos {
 		sums := cp.sum(i)
@@ -339,6 +346,28 @@ func (l *Ledger) judge(cp *checkpoint, w slo.Window, fin slo.Finishers, counted 
 		sums.tokLo += res.Tokens.Lower
 		sums.tokHi += res.Tokens.Upper
 		sums.tokEst += res.Tokens.Estimate
+	}
+}
+
+// unjudged records the newest interval as one whose finishers could not be
+// counted (slo.FinishersOf): every SLO's sums count it among the intervals
+// that could not be judged, marked e2e, whether or not it is counted (a
+// warm-up's finishers too are in the checkpoints' conservation, which
+// misses this interval's), so no window that holds it has a joint: its
+// "all", goodput, burn rate and abandoned requests are unknown, not made
+// exact by a guessed count. The bounds on the TTFT-good and TTFT-bad
+// requests in flight at its end are carried as if none of them finished,
+// which keeps them upper bounds; its finishers' reach stays unknown.
+func (l *Ledger) unjudged(cp *checkpoint) {
+	last := len(l.intervals) - 1
+	for i, s := range l.slos {
+		if _, ok := slo.TTFTThreshold(s); ok {
+			l.carrySplit(i, slo.Bounded{}, 0, cp.qHi)
+		}
+		l.intervals[last].judged[i] = judged{unknown: true}
+		sums := cp.sum(i)
+		sums.unknown++
+		sums.unknownMask = maskOf(sums.unknownMask, []slo.Metric{slo.E2E})
 	}
 }
 

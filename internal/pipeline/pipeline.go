@@ -270,6 +270,7 @@ func (p *Pipeline) Ingest(name string, snap *scrape.Snapshot, duration time.Dura
 	if spec.MaxModels > 0 {
 		snap = t.scrapes.Cap(snap, t.hist.Models(), spec.MaxModels)
 	}
+	before := t.latestSamples(snap)
 	intervals, err := t.hist.AppendIntervals(snap, t.spec.Warmup)
 	if err != nil {
 		reason := "invalid_value"
@@ -281,6 +282,7 @@ func (p *Pipeline) Ingest(name string, snap *scrape.Snapshot, duration time.Dura
 		return fmt.Errorf("target %q: %w", name, err)
 	}
 	t.scrapes.Succeeded(snap, duration)
+	markFinishCounts(intervals, before, snap)
 	t.feedLedgers(spec.SLOs, intervals, spec.Traces != nil)
 	t.observe(spec, intervals)
 	t.accumulateGood(spec.SLOs, intervals, spec.Traces != nil)
@@ -342,9 +344,8 @@ func (t *target) feedLedgers(slos []slo.SLO, intervals []history.Interval, spans
 		if spans {
 			l.ExpectSpans()
 		}
-		counted := slo.FinishersOf(iv.Warm).N == slo.FinishersOf(iv.Window).N
 		model := iv.Model
-		l.Append(iv.Window, counted, func() []int64 { return t.hist.PointTimes(model) })
+		l.Append(iv.Window, sameFinishers(iv), func() []int64 { return t.hist.PointTimes(model) })
 	}
 	held := t.hist.Models()
 	for model := range t.ledgers {

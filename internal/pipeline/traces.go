@@ -76,5 +76,5 @@ func (t *target) settleSpans(spec Spec, now time.Time) {
 // (ledger.Ledger.ExpectSpans), and an interval is counted when its
 // warm-up-free increase has all its finishers, as feedLedgers decides.
 func settlesObjectives(spans bool, s slo.SLO, iv history.Interval) bool {
-	return spans && slo.HasPerRequestObjective(s) && slo.FinishersOf(iv.Warm).N == slo.FinishersOf(iv.Window).N
+	return spans && slo.HasPerRequestObjective(s) && sameFinishers(iv)
 }

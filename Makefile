@@ -61,6 +61,7 @@ PLAIN = \
 	internal/pipeline:TestReusedScratchIsFreshMemory \
 	internal/pipeline:TestTruncatedWindowJointAgainstTruth \
 	internal/pipeline:TestWindowsMatchTruth \
+	internal/pipeline:TestWindowPartsShareEdges \
 	test/reliability:TestPipelineHeapBounded \
 	test/reliability:TestSoak \
 	test/reliability:TestSoakHostileFleet \

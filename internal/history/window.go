@@ -31,6 +31,13 @@ type Options struct {
 	// first point after the gap instead: it then holds less than its length,
 	// and its Start says so. Coarse tiers add their Step to the allowance.
 	MaxGap time.Duration
+	// NotBefore, when set, is the earliest scrape a window may start at:
+	// the oldest scrape every other store of the window's parts holds (a
+	// ledger begun after the history, after a reload changed the SLOs).
+	// A window reaching further back starts at the first point at or after
+	// it instead, and its Start says so; a window of parts over different
+	// scrapes is never built.
+	NotBefore time.Time
 }
 
 // piece is the part of one segment inside a window: the increase from point
@@ -42,9 +49,10 @@ type piece struct {
 }
 
 // Window answers what happened to one model over the window ending at end
-// and nominally length long. The window is (p0, p1]: p1 is the last point at
-// or before end and p0 the latest retained point at or before end-length, or
-// the oldest point when the history is shorter (the returned Start says so).
+// and nominally length long. The window is (p0, p1], the two points Edges
+// decides: p1 is the last point at or before end and p0 the latest retained
+// point at or before end-length, or the oldest point when the history is
+// shorter (or a later one: see Options; the returned Start says so).
 // In coarse tiers p0 snaps to the retained point, so the window may be
 // longer than nominal; it is always exact between Start and End.
 //
@@ -66,17 +74,52 @@ func (h *History) Window(model string, end time.Time, length time.Duration, opts
 	return sr.window(end, length, opts, h.ret.Tiers)
 }
 
-// window is Window over one series; the history's lock must be held.
-func (sr *series) window(end time.Time, length time.Duration, opts Options, tiers []Tier) (slo.Window, bool) {
-	i1 := sr.lastAtOrBefore(clampNanos(end))
-	if i1 < 0 {
-		return slo.Window{}, false
+// Edges returns the two scrapes a window of the model ending at end and
+// nominally length long runs between: the one function that decides a
+// window's edges. Window describes the window (Edges.Start, Edges.End],
+// and every other part of it (a ledger's joint, the spans that ended in
+// it, the abandoned and rejected requests, the gauges at its two ends) is
+// taken between exactly these two scrapes, never the nearest ones a store
+// of its own holds. ok is false when there is no such window (see Window).
+func (h *History) Edges(model string, end time.Time, length time.Duration, opts Options) (start, stop time.Time, ok bool) {
+	h.mu.RLock()
+	defer h.mu.RUnlock()
+	sr := h.models[model]
+	if sr == nil {
+		return time.Time{}, time.Time{}, false
 	}
-	i0 := max(sr.lastAtOrBefore(clampNanos(end.Add(-length))), 0)
+	i0, i1, ok := sr.edges(end, length, opts, h.ret.Tiers)
+	if !ok {
+		return time.Time{}, time.Time{}, false
+	}
+	return fromNanos(sr.at(i0).t), fromNanos(sr.at(i1).t), true
+}
+
+// edges is Edges over one series, as point indices: i1 the last point at
+// or before end, i0 the latest point at or before end − length (the oldest
+// when the history is shorter), moved after a gap too long to split
+// (Options.MaxGap) and to the first point at or after Options.NotBefore.
+// The history's lock must be held.
+func (sr *series) edges(end time.Time, length time.Duration, opts Options, tiers []Tier) (i0, i1 int, ok bool) {
+	i1 = sr.lastAtOrBefore(clampNanos(end))
+	if i1 < 0 {
+		return 0, 0, false
+	}
+	i0 = max(sr.lastAtOrBefore(clampNanos(end.Add(-length))), 0)
 	if opts.MaxGap > 0 && i0 < i1 {
 		i0 = sr.skipStartGap(i0, clampNanos(end.Add(-length)), opts.MaxGap, tiers)
 	}
-	if i0 >= i1 {
+	if !opts.NotBefore.IsZero() && sr.at(i0).t < clampNanos(opts.NotBefore) {
+		i0 = sr.firstAtOrAfter(clampNanos(opts.NotBefore))
+	}
+	return i0, i1, i0 < i1
+}
+
+// window is Window over one series, between the points edges decides; the
+// history's lock must be held.
+func (sr *series) window(end time.Time, length time.Duration, opts Options, tiers []Tier) (slo.Window, bool) {
+	i0, i1, ok := sr.edges(end, length, opts, tiers)
+	if !ok {
 		return slo.Window{}, false
 	}
 	p0, p1 := sr.at(i0), sr.at(i1)

@@ -238,9 +238,8 @@ func settledObjectives(p pending, counts [][]slo.Bounded, covered bool) [][]floa
 // window was covered, an interval could not be judged, or the objective
 // sums do not count every judged finisher of the window.
 func (l *Ledger) Objectives(i int, start, end time.Time) (goods []slo.ObjectiveGood, finished float64, ok bool) {
-	i1 := l.at(end)
-	i0 := max(l.at(start), 0)
-	if i1 < 1 || i0 >= i1 {
+	i0, i1, ok := l.edges(start, end)
+	if !ok {
 		return nil, 0, false
 	}
 	p0, p1 := &l.points[i0], &l.points[i1]

@@ -614,11 +614,37 @@ func (l *Ledger) at(t time.Time) int {
 	return sort.Search(len(l.points), func(i int) bool { return l.points[i].t > ns }) - 1
 }
 
-// Window returns SLO i's joint over the window (start, end]: from the newest
-// checkpoint at or before start (or the oldest) to the newest at or before
-// end. Callers pass the span of the history window the joint belongs to;
-// the checkpoints are those of the history's points, so both cover the same
-// scrapes. ok is false with fewer than two checkpoints in the span.
+// edges returns the checkpoints at exactly the window's two scrapes, start
+// and end, as the history decided them (history.History.Edges); ok is
+// false unless the ledger holds both, end after start. A joint is a
+// difference of the checkpoints at its edges, so taking the nearest ones
+// instead (older than start when the ledger began after it) would count
+// other scrapes than the window's other parts: the ledger answers for the
+// window asked or not at all.
+func (l *Ledger) edges(start, end time.Time) (i0, i1 int, ok bool) {
+	i0, i1 = l.at(start), l.at(end)
+	if i0 < 0 || i1 <= i0 || l.points[i0].t != start.UnixNano() || l.points[i1].t != end.UnixNano() {
+		return 0, 0, false
+	}
+	return i0, i1, true
+}
+
+// Since is the scrape of the ledger's oldest checkpoint: no window of its
+// joints starts before it (history.Options.NotBefore). ok is false while
+// it holds none.
+func (l *Ledger) Since() (time.Time, bool) {
+	if len(l.points) == 0 {
+		return time.Time{}, false
+	}
+	return time.Unix(0, l.points[0].t).UTC(), true
+}
+
+// Window returns SLO i's joint over the window (start, end]: from the
+// checkpoint at start to the one at end. Callers pass the edges of the
+// history window the joint belongs to (history.History.Edges); the
+// checkpoints are those of the history's points, so both cover the same
+// scrapes. ok is false unless the ledger holds a checkpoint at each edge
+// (see edges).
 //
 // Where spans covered some of the window's intervals, the joint is narrowed
 // by their counts (exact.go): exact when they covered all of them.
@@ -654,12 +680,8 @@ func (l *Ledger) WindowIn(i int, start, end time.Time, spans bool, s *Scratch) (
 	if s == nil {
 		s = new(Scratch)
 	}
-	i1 := l.at(end)
-	if i1 < 1 {
-		return slo.Joint{}, false
-	}
-	i0 := max(l.at(start), 0)
-	if i0 >= i1 {
+	i0, i1, ok := l.edges(start, end)
+	if !ok {
 		return slo.Joint{}, false
 	}
 	p0, p1 := l.points[i0], l.points[i1]
@@ -956,9 +978,8 @@ func (l *Ledger) JudgedIntervals(i int) []Judged {
 // Window spans it) by the per-interval sums alone, before the totals, the
 // coupling and the blocks tighten them.
 func (l *Ledger) Sums(i int, start, end time.Time) (slo.Bounded, bool) {
-	i1 := l.at(end)
-	i0 := max(l.at(start), 0)
-	if i1 < 1 || i0 >= i1 {
+	i0, i1, ok := l.edges(start, end)
+	if !ok {
 		return slo.Bounded{}, false
 	}
 	a, b := l.points[i0].sum(i), l.points[i1].sum(i)

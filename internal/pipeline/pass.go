@@ -100,7 +100,7 @@ func (p *pass) windowOf(k passKey, quantiles bool) *evaluated {
 	e := p.done[k]
 	if e == nil {
 		e = p.sc.next()
-		e.w, e.ok = p.t.hist.Window(p.model, k.end, k.length, p.t.windowOptions(k.warm))
+		e.w, e.ok = p.t.hist.Window(p.model, k.end, k.length, p.t.windowOptions(p.model, k.warm))
 		p.done[k] = e
 	} else if !e.ok || e.quantiles || !quantiles {
 		return e
@@ -203,13 +203,20 @@ func (t *target) evaluateModel(spec Spec, model string, now time.Time, sc *passS
 // longer outage (or a clock jump) makes the window start after it.
 const maxGapIntervals = 2
 
-// windowOptions are the history options of the target's evaluated windows;
+// windowOptions are the history options of the model's evaluated windows;
 // with warm set, the warm-up after each restart is left out. (The good-request
-// totals use neither: their increase over a gap is still exact.)
-func (t *target) windowOptions(warm bool) history.Options {
+// totals use neither: their increase over a gap is still exact.) A window
+// starts no earlier than the model's ledger's oldest checkpoint (a ledger
+// begun after the history, as after a reload that changed the SLOs), so
+// that the history decides edges the ledger holds too (history.Options.NotBefore)
+// and each part of the window is over the same scrapes.
+func (t *target) windowOptions(model string, warm bool) history.Options {
 	o := history.Options{MaxGap: maxGapIntervals * t.spec.Interval}
 	if warm {
 		o.Warmup = t.spec.Warmup
+	}
+	if l := t.ledgers[model]; l != nil {
+		o.NotBefore, _ = l.Since()
 	}
 	return o
 }

@@ -43,7 +43,10 @@ func TestShutdownMidScrape(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	loop := &scrape.Loop{Target: hostileName, Fetcher: f, Profile: p, Interval: time.Minute, Timeout: time.Minute, Now: time.Now}
+	// A loop waits its offset, a share of the interval, before its first
+	// scrape: a millisecond's interval makes that wait negligible, and the
+	// hanging scrape keeps the ticker from starting another one.
+	loop := &scrape.Loop{Target: hostileName, Fetcher: f, Profile: p, Interval: time.Millisecond, Timeout: time.Minute, Now: time.Now}
 	ctx, cancel := context.WithCancel(context.Background())
 	results := make(chan scrape.Result, 4)
 	done := make(chan struct{})

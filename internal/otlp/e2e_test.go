@@ -167,11 +167,13 @@ func emitter(t *testing.T, addr string, proto sim.SpanProtocol, ratio float64) *
 	return e
 }
 
+// flush exports every span e has emitted, by shutting it down: the tests
+// emit nothing through an emitter after flushing it.
 func flush(t *testing.T, e *sim.SpanEmitter) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	if err := e.Flush(ctx); err != nil {
+	if err := e.Shutdown(ctx); err != nil {
 		t.Fatal(err)
 	}
 }

@@ -64,7 +64,7 @@ type Spec struct {
 	// Alerts are the burn-rate alerts of the SLOs.
 	Alerts []BurnAlert
 	// Traces, when set, holds per-request records from vLLM's spans: each
-	// window they fully cover is published exactly (see traces.Evaluate).
+	// window they fully cover is published exactly (see traces.Store.EvaluateWindow).
 	Traces *traces.Store
 	// TraceDelay is how long spans may take to arrive after the request
 	// finished (the sender batches them): exact windows end at the newest

@@ -307,10 +307,12 @@ type rig struct {
 
 	healthySim *sim.Sim
 	healthy    *scrape.Fetcher
+	healthyURL string // the healthy target's /metrics URL
 
 	victim  *sim.Sim // what the hostile target serves when it behaves
 	bad     *hostile
 	badF    *scrape.Fetcher
+	badURL  string          // the hostile target's /metrics URL
 	faultF  *scrape.Fetcher // badF with faultTimeout
 	refused *scrape.Fetcher // the hostile target's name, at a port where nothing listens
 
@@ -337,14 +339,14 @@ func newRig(t *testing.T) *rig {
 	r.bad = newHostile(t)
 	r.bad.set(r.good)
 
-	healthyURL := hs.URL + "/metrics"
-	badURL := r.bad.srv.URL + "/metrics"
-	r.healthy = newFetcher(t, healthyName, healthyURL, commoncfg.DefaultHTTPClientConfig)
-	r.badF = newFetcher(t, hostileName, badURL, commoncfg.DefaultHTTPClientConfig)
-	r.faultF = newFetcherTimeout(t, hostileName, badURL, commoncfg.DefaultHTTPClientConfig, faultTimeout)
+	r.healthyURL = hs.URL + "/metrics"
+	r.badURL = r.bad.srv.URL + "/metrics"
+	r.healthy = newFetcher(t, healthyName, r.healthyURL, commoncfg.DefaultHTTPClientConfig)
+	r.badF = newFetcher(t, hostileName, r.badURL, commoncfg.DefaultHTTPClientConfig)
+	r.faultF = newFetcherTimeout(t, hostileName, r.badURL, commoncfg.DefaultHTTPClientConfig, faultTimeout)
 	r.refused = newFetcherTimeout(t, hostileName, refusedURL(t), commoncfg.DefaultHTTPClientConfig, faultTimeout)
 
-	hSpec, bSpec := targetSpec(t, healthyName, healthyURL), targetSpec(t, hostileName, badURL)
+	hSpec, bSpec := targetSpec(t, healthyName, r.healthyURL), targetSpec(t, hostileName, r.badURL)
 	r.main = newPublished(testSpec(hSpec, bSpec))
 	r.control = newPublished(testSpec(hSpec))
 	r.oracle = newPublished(testSpec(bSpec))

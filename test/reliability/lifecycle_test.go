@@ -151,8 +151,8 @@ func TestConcurrentClients(t *testing.T) {
 	r := newRig(t)
 	// 200 busy clients on 2 cores under -race starve the scrapes of CPU: give
 	// them time, the case is about concurrency, not latency.
-	r.healthy = newFetcherTimeout(t, healthyName, r.healthy.URL(), commoncfg.DefaultHTTPClientConfig, time.Minute)
-	r.badF = newFetcherTimeout(t, hostileName, r.badF.URL(), commoncfg.DefaultHTTPClientConfig, time.Minute)
+	r.healthy = newFetcherTimeout(t, healthyName, r.healthyURL, commoncfg.DefaultHTTPClientConfig, time.Minute)
+	r.badF = newFetcherTimeout(t, hostileName, r.badURL, commoncfg.DefaultHTTPClientConfig, time.Minute)
 	if err := r.step(r.good); err != nil {
 		t.Fatal(err)
 	}
@@ -251,7 +251,7 @@ func TestInvalidReloadKeepsRunning(t *testing.T) {
 		}
 	}
 	before := r.main.series(t)
-	spec := testSpec(targetSpec(t, healthyName, r.healthy.URL()), targetSpec(t, hostileName, r.badF.URL()))
+	spec := testSpec(targetSpec(t, healthyName, r.healthyURL), targetSpec(t, hostileName, r.badURL))
 	r.main.pipe.Reconfigure(spec)
 	r.main.evaluate(r.clock.Now())
 	if d := diff(r.main.series(t), before); d != "" {

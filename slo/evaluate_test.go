@@ -284,9 +284,3 @@ func TestWindowReportClone(t *testing.T) {
 		t.Errorf("writing into the clone changed the original:\n%+v\nwant\n%+v", rep, want)
 	}
 }
-
-// EvaluateWindow is Evaluate without a ledger (no joints): the whole-window
-// evaluation the tests check the bounds of.
-func EvaluateWindow(w Window, slos []SLO, opts Options) WindowReport {
-	return evaluate(w, slos, nil, opts)
-}

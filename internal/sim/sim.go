@@ -74,18 +74,6 @@ func New(cfg Config) (*Sim, error) {
 	return s, nil
 }
 
-// Config returns the configuration the sim was built with.
-func (s *Sim) Config() Config {
-	return s.cfg
-}
-
-// Now returns the sim's current virtual time.
-func (s *Sim) Now() time.Time {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.cfg.Start.Add(time.Duration(s.now))
-}
-
 // Created returns the time of the latest (re)start: the `_created` value.
 func (s *Sim) Created() time.Time {
 	s.mu.Lock()
@@ -99,13 +87,6 @@ func (s *Sim) AdvanceTo(t time.Time) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.advance(t)
-}
-
-// Advance runs the simulation for d of virtual time.
-func (s *Sim) Advance(d time.Duration) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.advance(s.cfg.Start.Add(time.Duration(s.now) + d))
 }
 
 func (s *Sim) advance(t time.Time) {

@@ -7,6 +7,7 @@ import (
 	"github.com/vllm-slo-exporter/vllm-slo-exporter/internal/pipeline"
 	"github.com/vllm-slo-exporter/vllm-slo-exporter/internal/sim"
 	"github.com/vllm-slo-exporter/vllm-slo-exporter/slo"
+	"github.com/vllm-slo-exporter/vllm-slo-exporter/test/simtruth"
 )
 
 // hostileWindow returns the main pipeline's window report of the victim
@@ -104,8 +105,8 @@ func TestRestart(t *testing.T) {
 				t.Fatalf("failures %v after a restart", tr.Failures)
 			}
 			w := r.hostileWindow(5 * time.Minute)
-			truth := r.victim.Truth().ForModel(victimModel)
-			want := len(truth.FinishedIn(w.Window.Start, lastBefore)) + len(truth.FinishedIn(restartAt, w.Window.End))
+			truth := simtruth.ForModel(r.victim.Truth(), victimModel)
+			want := len(simtruth.FinishedIn(truth, w.Window.Start, lastBefore)) + len(simtruth.FinishedIn(truth, restartAt, w.Window.End))
 			if !w.Window.Start.Before(lastBefore) {
 				t.Fatalf("window %v..%v does not span the restart at %v", w.Window.Start, w.Window.End, restartAt)
 			}
@@ -114,9 +115,9 @@ func TestRestart(t *testing.T) {
 			}
 			if c.name == "counts past the old values, _created changes" {
 				// The proof that only `_created` could tell: the counts did not go down.
-				ms := r.victim.Truth().ForModel(victimModel).FinishedIn(restartAt, w.Window.End)
-				if len(ms) <= len(truth.FinishedIn(rigStart, lastBefore)) {
-					t.Fatalf("the scenario is wrong: %d requests after the restart are not more than %d before", len(ms), len(truth.FinishedIn(rigStart, lastBefore)))
+				ms := simtruth.FinishedIn(simtruth.ForModel(r.victim.Truth(), victimModel), restartAt, w.Window.End)
+				if len(ms) <= len(simtruth.FinishedIn(truth, rigStart, lastBefore)) {
+					t.Fatalf("the scenario is wrong: %d requests after the restart are not more than %d before", len(ms), len(simtruth.FinishedIn(truth, rigStart, lastBefore)))
 				}
 			}
 			for _, q := range w.Quantiles[slo.E2E] {

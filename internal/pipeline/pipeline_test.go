@@ -301,21 +301,23 @@ func TestOffEdgeThresholdWarning(t *testing.T) {
 // overload stands in for CUDA-graph capture): with warm-up, the SLO series
 // leave those observations out while the latency series still count them.
 func TestWarmupKeepsRestartOutOfSLOs(t *testing.T) {
-	s := phased(t, sim.Phase{Duration: 20 * time.Minute, Kind: sim.Poisson, Rate: sim.DemoRate})
+	restartAt := start.Add(5 * time.Minute)
+	cfg := sim.DemoConfig(7, start)
+	cfg.Models[0].Workload.Phases = []sim.Phase{{Duration: 20 * time.Minute, Kind: sim.Poisson, Rate: sim.DemoRate}}
+	cfg.Models[0].Workload.Repeat = false
+	// vLLM restarts a second before the scrape at restartAt.
+	cfg.Restarts = []sim.ScheduledRestart{{At: restartAt.Add(-time.Second).Sub(start)}}
+	s, err := sim.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
 	spec := testSpec(t)
 	spec.Targets[0].Warmup = 2 * time.Minute
 	p := New(spec)
 	plain := New(testSpec(t))
 	step := 15 * time.Second
-	restartAt := start.Add(5 * time.Minute)
 	var lastWarm, lastPlain ModelReport
 	for at := start.Add(step); !at.After(start.Add(9 * time.Minute)); at = at.Add(step) {
-		if at.Equal(restartAt) {
-			s.AdvanceTo(at.Add(-time.Second))
-			if err := s.Restart(sim.RestartOptions{}); err != nil {
-				t.Fatal(err)
-			}
-		}
 		s.AdvanceTo(at)
 		body, ct := s.Exposition()
 		for _, pp := range []*Pipeline{p, plain} {

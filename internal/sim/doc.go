@@ -57,7 +57,7 @@
 // its client cancels after the first token keeps its TTFT, ITL and token
 // counts but gets none of the finish observations, as in vLLM. The
 // running/waiting/KV-cache gauges show the state at the current virtual time.
-// Bucket edges default to vLLM's and can be changed (also at a Restart).
+// Bucket edges default to vLLM's and can be changed (also at a ScheduledRestart).
 // In the Newest style: num_preemptions_total at each preemption, the
 // request's preemption count in request_num_preemptions at its finish, and
 // the waiting requests by reason (deferred, and capacity the rest, preempted

@@ -129,11 +129,18 @@ func (c *clock) Advance(d time.Duration) time.Time {
 // newSim builds a simulated vLLM from a preset; it fails the test on error.
 func newSim(t *testing.T, preset string, seed uint64, start time.Time) *sim.Sim {
 	t.Helper()
+	return newSimWith(t, preset, seed, start, func(*sim.Config) {})
+}
+
+// newSimWith is newSim with the preset's configuration changed by change.
+func newSimWith(t *testing.T, preset string, seed uint64, start time.Time, change func(*sim.Config)) *sim.Sim {
+	t.Helper()
 	cfg, err := sim.Preset(preset, seed, start)
 	if err != nil {
 		t.Fatal(err)
 	}
 	cfg.DiscardTokenTimes = true
+	change(&cfg)
 	s, err := sim.New(cfg)
 	if err != nil {
 		t.Fatal(err)

@@ -3,7 +3,9 @@ package sim
 // The sim's own tests read the truth with the queries of package
 // test/simtruth, which they cannot import (it imports this package), as
 // methods of Truth; read back what WriteTruth wrote (ReadTruth); and drive
-// the sim with methods the daemon and the commands do not need.
+// the sim with methods the daemon and the commands do not need (a restart
+// at the current instant: the same as a ScheduledRestart then, which
+// TestScheduledRestartMatchesRestart checks).
 
 import (
 	"bufio"
@@ -25,6 +27,13 @@ func (s *Sim) Now() time.Time {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.cfg.Start.Add(time.Duration(s.now))
+}
+
+// Created returns the time of the latest (re)start: the `_created` value.
+func (s *Sim) Created() time.Time {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.cfg.Start.Add(time.Duration(s.created))
 }
 
 // Advance runs the simulation for d of virtual time.
@@ -212,4 +221,30 @@ func ReadTruth(r io.Reader) (Truth, error) {
 		return nil, fmt.Errorf("read truth: %w", err)
 	}
 	return out, nil
+}
+
+// RestartOptions change what a restart brings.
+type RestartOptions struct {
+	// Buckets, when non-nil, is the bucket layout of the restarted server.
+	Buckets *Buckets
+}
+
+// Restart models a vLLM process restart at the current virtual time: every
+// counter and histogram starts again from zero with a new `_created`, and the
+// running and waiting requests are lost (aborted in the truth, observed
+// nowhere). Arrivals continue. A new bucket layout may be applied.
+func (s *Sim) Restart(opts RestartOptions) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if opts.Buckets != nil {
+		if err := opts.Buckets.validate(); err != nil {
+			return fmt.Errorf("restart: %w", err)
+		}
+		s.buckets = *opts.Buckets
+	}
+	s.restartNow()
+	if s.cfg.DiscardTruth {
+		s.reqs = slices.DeleteFunc(s.reqs, (*request).done)
+	}
+	return nil
 }

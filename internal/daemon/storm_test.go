@@ -167,7 +167,7 @@ func TestReloadStorm(t *testing.T) {
 		}
 		// The resend falls due after the storm: every alert exactly once
 		// more, on the connection already open.
-		advance(stormAt.Add(resendDelay).Sub(time.Now()))
+		advance(time.Until(stormAt.Add(resendDelay)))
 		c, _, sends := am.snapshot()
 		if c != conns {
 			t.Errorf("%d new connections to the Alertmanager after the storm, want 0", c-conns)

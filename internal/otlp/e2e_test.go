@@ -294,7 +294,7 @@ func checkExact(t *testing.T, model string, wr slo.WindowReport, finished sim.Tr
 // that their bounds hold the truth, with no tolerance.
 func checkBoundsHold(t *testing.T, model string, w slo.Window, finished sim.Truth) {
 	t.Helper()
-	hist := slo.EvaluateWindow(w, []slo.SLO{interactive}, slo.Options{Quantiles: []float64{0.5, 0.9, 0.99}})
+	hist := slo.Evaluate(w, []slo.SLO{interactive}, nil, slo.Options{Quantiles: []float64{0.5, 0.9, 0.99}})
 	for _, m := range []slo.Metric{slo.TPOT, slo.E2E, slo.Queue, slo.Prefill, slo.Decode, slo.Inference} {
 		vals := truthValues(finished, m)
 		for _, q := range hist.Quantiles[m] {

@@ -300,8 +300,9 @@ func (t *target) accumulateGood(slos []slo.SLO, intervals []history.Interval, sp
 	if len(slos) == 0 {
 		return
 	}
+	noJoints := make([]*slo.Joint, len(slos)) // per objective, without the whole window's "all"
 	for _, iv := range intervals {
-		rep := slo.Evaluate(iv.Warm, slos, nil, slo.Options{})
+		rep := slo.Evaluate(iv.Warm, slos, noJoints, slo.Options{})
 		for k, r := range rep.SLOs {
 			for obj, good := range r.GoodRequests {
 				if obj != string(slo.ITL) && settlesObjectives(spans, slos[k], iv) {

@@ -206,13 +206,6 @@ func (l *connLimit) evictIdle() bool {
 	return true
 }
 
-// held returns how many connections are open.
-func (l *connLimit) held() int {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return len(l.open)
-}
-
 // NewHandler serves /metrics, /config, /-/healthy, /-/ready and /-/reload,
 // and the SLO console (package console) at / and its pages. Every endpoint
 // but the probes is capped (see MaxPagesInFlight); /metrics is bounded in

@@ -284,3 +284,8 @@ func TestWindowReportClone(t *testing.T) {
 		t.Errorf("writing into the clone changed the original:\n%+v\nwant\n%+v", rep, want)
 	}
 }
+
+// EvaluateWindow is the whole-window evaluation, Evaluate without a ledger.
+func EvaluateWindow(w Window, slos []SLO, opts Options) WindowReport {
+	return Evaluate(w, slos, nil, opts)
+}

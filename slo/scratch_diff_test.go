@@ -186,3 +186,11 @@ func TestScratchIsThePlainMemory(t *testing.T) {
 		t.Fatalf("only %d of the histograms hold observations", fitted)
 	}
 }
+
+// fit prepares the estimator for the histogram b: the base tilt of every
+// bucket (0, or from its neighbours' densities for Density), then one shift
+// δ solving Σ n_i·(l_i + w_i·tiltMean(θ_i + δ)) = S by bisection (the left
+// side decreases in δ). With no usable sum the shift is 0.
+func (e Estimator) fit(b buckets) shape {
+	return e.fitIn(b, nil)
+}

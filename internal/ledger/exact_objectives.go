@@ -21,7 +21,7 @@ import (
 // that is Σ_uncovered [lo, hi] + Σ_covered g. Each interval's bound holds
 // its own finishers meeting the objective: a finish-observed objective's is
 // the interval histogram's good count at the threshold carried onto the
-// finishers (slo.GoodCount, slo.CarryGood), TTFT's the ledger's bound on
+// finishers (slo.Estimator.GoodCount, slo.CarryGood), TTFT's the ledger's bound on
 // the TTFT-good finishers (slo.FinishersTTFTGood, which EvaluateInterval
 // computes for the SLO's strictest TTFT threshold; another TTFT threshold
 // of the same SLO gets the trivial [0, N]). A covered interval's count is

@@ -85,7 +85,7 @@ type judged struct {
 	n, finLo, finHi, ttftLo, ttftHi float64
 	unknown                         bool
 	// tokens bounds the generation tokens of the finishers meeting every
-	// objective by their number, for slo.CoupleTokens; hasTokens is false
+	// objective by their number, for slo.CoupleTokensIn; hasTokens is false
 	// without a token histogram over the same finishers.
 	tokens    slo.TokenCurve
 	hasTokens bool
@@ -927,7 +927,7 @@ func (l *Ledger) span(from, to int64) (first, last int, ok bool) {
 }
 
 // tokenCurves lists SLO i's token curves of the counted intervals of
-// (from, to] (Unix ns) for slo.CoupleTokens; ok is false unless the kept
+// (from, to] (Unix ns) for slo.CoupleTokensIn; ok is false unless the kept
 // intervals cover the window and each has its curve. The list is in s's
 // memory, valid until s is used again.
 func (l *Ledger) tokenCurves(i int, from, to int64, s *Scratch) ([]*slo.TokenCurve, bool) {

@@ -64,7 +64,7 @@ type Spec struct {
 	// Alerts are the burn-rate alerts of the SLOs.
 	Alerts []BurnAlert
 	// Traces, when set, holds per-request records from vLLM's spans: each
-	// window they fully cover is published exactly (see traces.Evaluate).
+	// window they fully cover is published exactly (see traces.Store.EvaluateWindow).
 	Traces *traces.Store
 	// TraceDelay is how long spans may take to arrive after the request
 	// finished (the sender batches them): exact windows end at the newest
@@ -302,8 +302,9 @@ func (t *target) accumulateGood(slos []slo.SLO, intervals []history.Interval, sp
 	if len(slos) == 0 {
 		return
 	}
+	noJoints := make([]*slo.Joint, len(slos)) // per objective, without the whole window's "all"
 	for _, iv := range intervals {
-		rep := slo.Evaluate(iv.Warm, slos, nil, slo.Options{})
+		rep := slo.Evaluate(iv.Warm, slos, noJoints, slo.Options{})
 		for k, r := range rep.SLOs {
 			for obj, good := range r.GoodRequests {
 				if obj != string(slo.ITL) && settlesObjectives(spans, slos[k], iv) {

@@ -25,9 +25,9 @@ vllm_slo_* series. Only Prometheus 2.x PromQL is used.`
 // attainment's lower bound, burn rates, the error budget and the multiwindow
 // burn-rate alerts, then the capacity headroom ticket and one group on the
 // exporter's own series. Windows longer than an hour sum the hierarchy of
-// DefaultOptions (GenerateWith).
+// DefaultOptions (Options.Generate).
 func Generate(cfg *config.Config) (*RuleFile, error) {
-	return generate(cfg, DefaultOptions())
+	return DefaultOptions().Generate(cfg)
 }
 
 func generate(cfg *config.Config, opts Options) (*RuleFile, error) {

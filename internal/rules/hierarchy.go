@@ -45,11 +45,12 @@ func DefaultOptions() Options {
 		LongInterval: time.Minute}
 }
 
-// GenerateWith is Generate with explicit options: Options{} writes the flat
-// rules, whose results the hierarchy's equal (the package's tests compare
-// the two on Prometheus and VictoriaMetrics).
-func GenerateWith(cfg *config.Config, opts Options) (*RuleFile, error) {
-	return generate(cfg, opts)
+// Generate builds the rule file of cfg with these options (the package's
+// Generate uses DefaultOptions): Options{} writes the flat rules, whose
+// results the hierarchy's equal (the package's tests compare the two on
+// Prometheus and VictoriaMetrics).
+func (o Options) Generate(cfg *config.Config) (*RuleFile, error) {
+	return generate(cfg, o)
 }
 
 // levelSpans turns the levels into spans counted in group intervals, each a

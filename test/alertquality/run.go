@@ -13,6 +13,7 @@ import (
 	"github.com/vllm-slo-exporter/vllm-slo-exporter/internal/sim"
 	"github.com/vllm-slo-exporter/vllm-slo-exporter/internal/traces"
 	"github.com/vllm-slo-exporter/vllm-slo-exporter/scrape"
+	"github.com/vllm-slo-exporter/vllm-slo-exporter/test/simtruth"
 )
 
 // ConfigYAML is the exporter configuration every scenario runs unless it
@@ -195,7 +196,7 @@ func play(sc Scenario, exact bool) (*Run, error) {
 		run.Daemon[k] = episodes(firing[k])
 	}
 	run.TargetDown = episodes(down)
-	truth := s.Truth().ForModel(sim.DemoModel)
+	truth := simtruth.ForModel(s.Truth(), sim.DemoModel)
 	run.Requests = truth
 	for i, a := range sp.Alerts {
 		k := run.Keys[i]

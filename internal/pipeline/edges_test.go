@@ -10,6 +10,7 @@ import (
 	"github.com/vllm-slo-exporter/vllm-slo-exporter/internal/traces"
 	"github.com/vllm-slo-exporter/vllm-slo-exporter/scrape"
 	"github.com/vllm-slo-exporter/vllm-slo-exporter/slo"
+	"github.com/vllm-slo-exporter/vllm-slo-exporter/test/simtruth"
 )
 
 // TestWindowPartsShareEdges serves the admission preset live: scrapes a
@@ -152,10 +153,10 @@ type edgeTruth struct {
 // truthOver counts the requests of the window (from, to] as the
 // simulator saw them.
 func truthOver(truth sim.Truth, from, to time.Time) edgeTruth {
-	fin := truth.FinishedIn(from, to)
+	fin := simtruth.FinishedIn(truth, from, to)
 	w := edgeTruth{finished: len(fin),
-		abandoned: float64(len(truth.AbandonedIn(from, to)) + len(truth.LostIn(from, to))),
-		rejected:  float64(len(truth.RejectedIn(from, to)))}
+		abandoned: float64(len(simtruth.AbandonedIn(truth, from, to)) + len(simtruth.LostIn(truth, from, to))),
+		rejected:  float64(len(simtruth.RejectedIn(truth, from, to)))}
 	for _, r := range fin {
 		if meetsInteractive(r) {
 			w.good++

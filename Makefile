@@ -46,6 +46,7 @@ PLAIN = \
 	internal/history:TestIncreasesIsThePlainMerge \
 	internal/history:TestMemoryLimitHolds \
 	internal/history:TestRetentionBounded \
+	internal/history:TestRunsAreThePieceByPieceSum \
 	internal/pipeline:TestBurnAlertLifecycle \
 	internal/pipeline:TestBurnCheckWithoutItsSLO \
 	internal/pipeline:TestEvaluateModelAtMatchesPastEvaluate \

@@ -1,7 +1,6 @@
 package bench
 
 import (
-	"syscall"
 	"testing"
 	"time"
 
@@ -78,11 +77,4 @@ func BenchmarkEvaluate(b *testing.B) {
 			b.ReportMetric(float64((cpuTime()-cpu).Microseconds())/1e3/float64(b.N), "cpu-ms/op")
 		})
 	}
-}
-
-// cpuTime is the process's user + system time so far.
-func cpuTime() time.Duration {
-	var ru syscall.Rusage
-	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/vllm-slo-exporter/vllm-slo-exporter/internal/history"
+	"github.com/vllm-slo-exporter/vllm-slo-exporter/internal/pipeline"
 	"github.com/vllm-slo-exporter/vllm-slo-exporter/internal/sim"
 	"github.com/vllm-slo-exporter/vllm-slo-exporter/scrape"
 )
@@ -164,6 +165,38 @@ func TestProcStatusBytes(t *testing.T) {
 	for _, tt := range tests {
 		if got := ProcStatusBytes(status, tt.key); got != tt.want {
 			t.Errorf("%s = %d, want %d", tt.key, got, tt.want)
+		}
+	}
+}
+
+// TestResetFeed checks the feed of the reset measurement: a normal server
+// never restarts, and the other restarts at every scrape after the first,
+// with its requests still finishing, so that its windows hold work.
+func TestResetFeed(t *testing.T) {
+	for _, resets := range []bool{false, true} {
+		feed, err := NewResetFeed(resets)
+		if err != nil {
+			t.Fatal(err)
+		}
+		p := pipeline.New(ResetSpec())
+		var snap *scrape.Snapshot
+		const scrapes = 30
+		for range scrapes {
+			snap = feed.Next()
+			if err := p.Ingest(TargetName(0), snap, 0); err != nil {
+				t.Fatal(err)
+			}
+		}
+		tr := p.Evaluate(snap.Time).Targets[0]
+		want := 0.0
+		if resets {
+			want = scrapes - 1
+		}
+		if tr.Resets != want || len(tr.Models) != 1 || len(tr.Models[0].Windows) == 0 {
+			t.Fatalf("resets %v: %v resets (want %v), %d models", resets, tr.Resets, want, len(tr.Models))
+		}
+		if w := tr.Models[0].Windows[0]; !(w.RequestsPerSecond > 0) {
+			t.Errorf("resets %v: the %v window finished no request", resets, w.Window.Nominal)
 		}
 	}
 }

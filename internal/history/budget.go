@@ -23,6 +23,8 @@ var (
 	reasonGaugesBytes  = int64(unsafe.Sizeof(reasonGauges{}))
 	segmentHeaderBytes = int64(unsafe.Sizeof(segment{}))
 	entryBytes         = int64(unsafe.Sizeof(entry{}))
+	runBlockAggBytes   = int64(unsafe.Sizeof(runBlockAgg{}))
+	memberBytes        = int64(unsafe.Sizeof(member{}))
 	// indexEntryBytes is a rough cost of one map entry of segment.index.
 	indexEntryBytes = int64(unsafe.Sizeof(key{})) + 8 + 16
 )
@@ -47,6 +49,18 @@ func pointBytes(p *point) int64 {
 // segmentBytes is what one segment's layout holds.
 func segmentBytes(sg *segment) int64 {
 	n := segmentHeaderBytes + 8*int64(len(sg.base))
+	if m := sg.mem; m != nil {
+		// A member of a run of single-point segments (runs.go): its record
+		// and its share of the run's cums and block aggregates, one of each
+		// per runBlock members. Which members hold them depends on when
+		// the run began, which a restored history does not know; the share
+		// does not, so equal points give equal estimates. The newest
+		// member of an open run holds the run's running sum too.
+		n += memberBytes + (8*int64(sg.size)+runBlockAggBytes)/runBlock
+		if m.run.last == sg && m.run.sum != nil {
+			n += 8 * int64(len(m.run.sum))
+		}
+	}
 	for i := range sg.entries {
 		n += entryBytes + indexEntryBytes + 8*int64(len(sg.entries[i].edges))
 	}
@@ -70,6 +84,12 @@ func (s *series) removePoint(p *point) {
 	p.seg.refs--
 	if p.seg.refs == 0 {
 		s.bytes -= segmentBytes(p.seg)
+		if r := p.seg.openRun(); r != nil {
+			// A run whose newest member is gone is closed (its running
+			// sum went with the member's bytes): a later segment starts a
+			// new one, as in a history restored now.
+			r.sum = nil
+		}
 	}
 }
 

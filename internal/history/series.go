@@ -57,11 +57,15 @@ type segment struct {
 	// its values continue the previous segment's on the edges both layouts
 	// share, instead of counting from zero.
 	continues bool
+	// refs is the number of held points in the segment (memory accounting);
+	// beside the flags, it costs no space.
+	refs int32
 	// base is the value vector the segment's packed points are encoded
 	// against (see pack); nil until the first point is packed, then fixed.
 	base []float64
-	// refs is the number of held points in the segment (memory accounting).
-	refs int
+	// mem places the segment in its run of single-point segments, nil
+	// unless it is a member (runs.go).
+	mem *member
 }
 
 func newSegment(start int64, observed bool) *segment {
@@ -305,6 +309,13 @@ func (s *series) add(t int64, ms *scrape.ModelSample) bool {
 	}
 	reset := brk == restart
 	sg := segmentFor(prev, brk, t)
+	if prev != nil && sg != prev.seg {
+		var before *point
+		if n := s.len(); n >= 2 {
+			before = s.at(n - 2)
+		}
+		s.closeSegment(prev, before)
+	}
 	if sg.created == 0 {
 		sg.created = ms.Created
 	}

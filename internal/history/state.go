@@ -191,6 +191,7 @@ func decodeModel(ms modelState, nTiers int) (*series, error) {
 		sr.latest, sr.latestT = cloneSample(ms.Latest), ms.LatestT
 	}
 	sr.recount()
+	sr.rebuildRuns()
 	return sr, nil
 }
 

@@ -46,6 +46,11 @@ type piece struct {
 	seg      *segment
 	from, to int
 	first    int // the segment's first point index within the window walk
+	// run, when set, makes the piece stand for consecutive whole members of
+	// a run of single-point segments (runs.go), from seg's point to the
+	// last member's last point (to): from is −1, or to when the warm-up
+	// empties them all.
+	run *runSpan
 }
 
 // Window answers what happened to one model over the window ending at end
@@ -118,12 +123,23 @@ func (sr *series) edges(end time.Time, length time.Duration, opts Options, tiers
 // window is Window over one series, between the points edges decides; the
 // history's lock must be held.
 func (sr *series) window(end time.Time, length time.Duration, opts Options, tiers []Tier) (slo.Window, bool) {
+	merge := mergeRaw
+	if opts.Warmup > 0 {
+		merge = mergeWarm
+	}
+	return sr.windowWith(end, length, opts, tiers, merge)
+}
+
+// windowWith is window, merging the whole members of runs as merge says
+// (mergeNone: the window summed piece by piece, what a test compares with).
+func (sr *series) windowWith(end time.Time, length time.Duration, opts Options, tiers []Tier, merge mergeMode) (slo.Window, bool) {
 	i0, i1, ok := sr.edges(end, length, opts, tiers)
 	if !ok {
 		return slo.Window{}, false
 	}
 	p0, p1 := sr.at(i0), sr.at(i1)
-	pieces, maxes := sr.walk(i0, i1)
+	wk := sr.walkWith(i0, i1, merge)
+	pieces := wk.pieces
 	if opts.Warmup > 0 {
 		for i := range pieces {
 			sr.skipWarmup(&pieces[i], opts.Warmup)
@@ -140,31 +156,60 @@ func (sr *series) window(end time.Time, length time.Duration, opts Options, tier
 	} else {
 		sr.increases(pieces).fill(&w)
 	}
-	w.Restarts = len(pieces) - 1
-	// Every piece but the last ends at the last point of a segment that a
-	// restart closed: the requests in flight there were aborted.
-	for _, pc := range pieces[:len(pieces)-1] {
-		p := sr.at(pc.to)
-		for g := range p.g {
-			if v := p.g[g].v; !math.IsNaN(v) && v > 0 {
-				w.InFlightAtRestarts += v
-			}
-		}
-	}
-	w.Running, w.Waiting = windowGauge(p0, p1, maxes, gaugeRunning), windowGauge(p0, p1, maxes, gaugeWaiting)
+	w.Restarts = wk.restarts
+	w.InFlightAtRestarts = wk.inFlight
+	w.Running, w.Waiting = windowGauge(p0, p1, wk.maxes, gaugeRunning), windowGauge(p0, p1, wk.maxes, gaugeWaiting)
 	w.WaitingCapacity, w.WaitingDeferred = sr.reasonWindow(i0, i1)
 	return w, true
 }
 
 // walk splits the window (i0, i1] into per-segment pieces and folds the
-// gauge maxima of every point after i0.
+// gauge maxima of every point after i0 (walkWith, merging nothing).
 func (sr *series) walk(i0, i1 int) ([]piece, [numGauges]float64) {
+	w := sr.walkWith(i0, i1, mergeNone)
+	return w.pieces, w.maxes
+}
+
+// mergeMode says which whole members of a run a walk merges into one piece
+// (runs.go): none; any (a window without warm-up, where each adds its final
+// values); or those whose warm-up start is known (a window with warm-up,
+// where each adds nothing: a member's first point at or after its warm-up
+// is its only point, see skipWarmup).
+type mergeMode int
+
+const (
+	mergeNone mergeMode = iota
+	mergeRaw
+	mergeWarm
+)
+
+// walked is what a walk over a window's points found: its pieces, the
+// gauge maxima of every point after the first, the sum of the running and
+// waiting gauges (those known and positive) at the end of every piece but
+// the last (the requests a restart aborted), and the restarts (segment
+// starts) inside it.
+type walked struct {
+	pieces   []piece
+	maxes    [numGauges]float64
+	inFlight float64
+	restarts int
+	// crossed counts the blocks crossed in one step (runChain.cross).
+	crossed int
+}
+
+// walkWith is the walk of the window (i0, i1]: one piece per segment, but
+// more than runMerge consecutive whole members of one run (merge permitting)
+// become one piece, so that its cost beyond the points' gauges is bounded
+// however many restarts the window spans.
+func (sr *series) walkWith(i0, i1 int, merge mergeMode) walked {
 	p0 := sr.at(i0)
-	var maxes [numGauges]float64
-	for g := range maxes {
-		maxes[g] = p0.g[g].v
+	var w walked
+	for g := range w.maxes {
+		w.maxes[g] = p0.g[g].v
 	}
-	pieces := []piece{{seg: p0.seg, from: i0, to: i0, first: i0}}
+	w.pieces = []piece{{seg: p0.seg, from: i0, to: i0, first: i0}}
+	var ch runChain
+	prev := p0
 	// The points are read tier by tier (sr.at(i) in order, without
 	// searching the tiers again for each).
 	k, off := sr.tierOffset(i0 + 1)
@@ -174,16 +219,142 @@ func (sr *series) walk(i0, i1 int) ([]piece, [numGauges]float64) {
 		}
 		p := &sr.tiers[k][off]
 		off++
-		for g := range maxes {
-			maxes[g] = maxKnown(maxes[g], p.g[g].max)
+		for g := range w.maxes {
+			w.maxes[g] = maxKnown(w.maxes[g], p.g[g].max)
 		}
-		if cur := &pieces[len(pieces)-1]; p.seg == cur.seg {
+		if cur := &w.pieces[len(w.pieces)-1]; p.seg == cur.seg {
 			cur.to = i
-		} else {
-			pieces = append(pieces, piece{seg: p.seg, from: -1, to: i, first: i})
+			prev = p
+			continue
+		}
+		// Every piece but the last ends at the last point of a segment
+		// that a restart closed: the requests in flight there were aborted.
+		for g := range prev.g {
+			if v := prev.g[g].v; !math.IsNaN(v) && v > 0 {
+				w.inFlight += v
+			}
+		}
+		w.restarts++
+		if merge != mergeNone {
+			w.pieces = ch.note(w.pieces, merge)
+		}
+		w.pieces = append(w.pieces, piece{seg: p.seg, from: -1, to: i, first: i})
+		prev = p
+		if n := ch.cross(sr, &w, i, i1, merge); n > 0 {
+			i += n
+			for range n {
+				for off >= len(sr.tiers[k]) {
+					k, off = k-1, 0
+				}
+				prev = &sr.tiers[k][off]
+				off++
+			}
 		}
 	}
-	return pieces, maxes
+	return w
+}
+
+// cross lets the walk cross a block of runBlock members of the chain's run
+// in one step (runBlockAgg) when the point i, whose segment the walk just
+// began, is the first of a block of single points ending at or before i1,
+// and the block would join the chain's run piece. It folds the block into
+// w as the walk would have, point by point, and returns how many points
+// it crossed (0 when it crossed none): the walk goes on after the block's
+// last point, whose segment is then its newest piece.
+func (ch *runChain) cross(sr *series, w *walked, i, i1 int, merge mergeMode) int {
+	sg := w.pieces[len(w.pieces)-1].seg
+	if !ch.merged || sg.mem == nil || sg.mem.run != ch.run || sg.mem.ord != ch.last+1 || sg.mem.ord%runBlock != 0 || i+runBlock-1 > i1 {
+		return 0
+	}
+	ord := sg.mem.ord
+	em := sr.at(i + runBlock - 1).seg.mem
+	if em == nil || em.blk == nil || em.run != ch.run || em.ord != ord+runBlock-1 || (merge == mergeWarm && !em.blk.warm) {
+		return 0
+	}
+	blk := em.blk
+	end := sr.at(i + runBlock - 1)
+	for g := range w.maxes {
+		w.maxes[g] = maxKnown(w.maxes[g], blk.maxes[g])
+	}
+	w.inFlight += blk.inFlight
+	w.restarts += runBlock - 1
+	w.crossed++
+	rp := &w.pieces[ch.start]
+	for j := range runBlock - 1 {
+		rp.run.tail[(ord+j)%runBlock] = i + j
+	}
+	rp.run.to = ord + runBlock - 2
+	rp.to = i + runBlock - 2
+	ch.n += runBlock - 1
+	ch.last = rp.run.to
+	w.pieces[len(w.pieces)-1] = piece{seg: end.seg, from: -1, to: i + runBlock - 1, first: i + runBlock - 1}
+	return runBlock - 1
+}
+
+// runChain is the trailing pieces of a walk that are consecutive whole
+// members of one run: from pieces[start] on, n members, the newest of ord
+// last; merged once they are one run piece.
+type runChain struct {
+	start, n int
+	run      *runState
+	last     int
+	merged   bool
+}
+
+// note takes in the walk's newest piece, just completed (a new segment
+// began after it), and returns the pieces with it merged into the chain's
+// run piece where it belongs there.
+func (ch *runChain) note(pieces []piece, merge mergeMode) []piece {
+	n := len(pieces) - 1
+	pc := &pieces[n]
+	if n == 0 || !mergeable(pc, merge) {
+		*ch = runChain{}
+		return pieces
+	}
+	m := pc.seg.mem
+	if ch.n == 0 || m.run != ch.run || m.ord != ch.last+1 {
+		*ch = runChain{start: n, n: 1, run: m.run, last: m.ord}
+		return pieces
+	}
+	ch.n++
+	ch.last = m.ord
+	switch {
+	case ch.merged:
+		rp := &pieces[ch.start]
+		rp.run.to = m.ord
+		rp.run.tail[m.ord%runBlock] = pc.to
+		rp.to = pc.to
+		return pieces[:n]
+	case ch.n > runMerge:
+		first := pieces[ch.start]
+		rs := &runSpan{from: first.seg.mem.ord, to: m.ord}
+		for j, q := range pieces[ch.start:] {
+			if j < runBlock {
+				rs.head[j] = q.to
+			}
+			if o := q.seg.mem.ord; o > rs.to-runBlock {
+				rs.tail[o%runBlock] = q.to
+			}
+		}
+		pieces[ch.start] = piece{seg: first.seg, from: -1, to: pc.to, first: first.first, run: rs}
+		ch.merged = true
+		return pieces[:ch.start+1]
+	}
+	return pieces
+}
+
+// mergeable reports whether a whole piece can join a run piece under
+// merge: it is a member of a run (a single point) and, with a warm-up, its
+// warm-up start is known.
+func mergeable(pc *piece, merge mergeMode) bool {
+	if pc.seg.mem == nil || pc.from >= 0 {
+		return false
+	}
+	if merge == mergeWarm {
+		_, known := pc.seg.warmupStart()
+		return known
+	}
+	return true
 }
 
 // fill sets the window's histograms and counters from the increases.
@@ -296,6 +467,13 @@ func (sg *segment) warmupStart() (int64, bool) {
 // skipWarmup moves a piece's baseline to its segment's first point at or
 // after the end of warm-up, emptying the piece when there is none.
 func (s *series) skipWarmup(pc *piece, warmup time.Duration) {
+	if pc.run != nil {
+		// Single points of segments with a known start (mergeable): each
+		// one's first point after its warm-up is its last, so each adds
+		// nothing.
+		pc.from = pc.to
+		return
+	}
 	start, ok := pc.seg.warmupStart()
 	if !ok {
 		return
@@ -345,6 +523,10 @@ func (s *series) increases(pieces []piece) increases {
 		var from []float64
 		var base *baseline
 		switch {
+		case pc.run != nil && pc.from == pc.to:
+			from = to
+		case pc.run != nil:
+			to = pc.run.sum(s)
 		case pc.from >= 0:
 			from = s.at(pc.from).values()
 		case pc.seg.continues && n > 0:

@@ -11,6 +11,7 @@
 //	go run ./bench/cmd/perf fleet   [-targets 500] [-duration 5m]
 //	go run ./bench/cmd/perf fleet-rules [-targets 10] [-days 1] [-full 75m] [-engines prometheus,victoriametrics] [-flat] [-query-times 3] [-vm-flags -search.disableCache] [-pad-rules 60] [-import-ahead] [-aligned] [-prometheus-backfill-only]
 //	go run ./bench/cmd/perf live-rules [-active 30s]
+//	go run ./bench/cmd/perf resets  [-days 1,7]
 package main
 
 import (
@@ -22,7 +23,7 @@ import (
 
 func main() {
 	if len(os.Args) < 2 {
-		fmt.Fprintln(os.Stderr, "usage: perf scrape|growth|mem|mem-one|fleet|fleet-rules|live-rules [flags]")
+		fmt.Fprintln(os.Stderr, "usage: perf scrape|growth|mem|mem-one|fleet|fleet-rules|live-rules|resets|resets-one [flags]")
 		os.Exit(2)
 	}
 	testing.Init() // registers -test.benchtime, which testing.Benchmark reads
@@ -43,6 +44,10 @@ func main() {
 		err = runFleetRules(args)
 	case "live-rules":
 		err = runLiveRules(args)
+	case "resets":
+		err = runResets(args)
+	case "resets-one":
+		err = runResetsOne(args)
 	default:
 		err = fmt.Errorf("unknown command %q", cmd)
 	}

@@ -41,11 +41,12 @@ func NewCapacityCollector(source CapacitySource) *CapacityCollector {
 func replicasDesc() *prometheus.Desc {
 	p := capacity.DefaultReplicaPolicy()
 	return prometheus.NewDesc(Namespace+"_capacity_replicas",
-		fmt.Sprintf("Replicas the model needs to keep the SLO with %g%% of each replica's capacity free, fractional (an autoscaler rounds up): "+
+		fmt.Sprintf("Replicas the model needs to keep the SLO, fractional (an autoscaler rounds up): "+
 			"the load summed over the targets serving the model, brought to now and, when rising, %g minutes ahead along its trend, "+
-			"over a replica's capacity, the median lower end of the bounded answers' 90%% prediction intervals (or the highest lower_only answer, when higher). "+
+			"over the load planned per replica: %g%% of the median lower end of the bounded answers' 90%% prediction intervals, "+
+			"or the highest lower_only answer (a load the SLO held at) when that is higher. "+
 			"A prediction, not a bound; absent while no target has a capacity. Where each exporter scrapes one replica, sum it over them.",
-			100*p.Margin, p.Lead.Minutes()),
+			p.Lead.Minutes(), 100*(1-p.Margin)),
 		[]string{"model_name", "slo"}, nil)
 }
 
@@ -120,8 +121,10 @@ func (c *CapacityCollector) Collect(ch chan<- prometheus.Metric) {
 }
 
 // renderReplicas emits the replica signal of each model and SLO of reps,
-// in the order each pair first appears. The estimates are copied once,
-// grouped, into one slice whose runs are the groups.
+// in the order each pair first appears, on the sum of the targets' loads
+// (capacity.SumLoad, with the faults its comment names around a scale
+// event). The estimates are copied once, grouped, into one slice whose
+// runs are the groups.
 func renderReplicas(ch chan<- prometheus.Metric, desc *prometheus.Desc, reps []capacity.Report) {
 	type key struct{ model, slo string }
 	first := map[key]int{}
@@ -136,6 +139,8 @@ func renderReplicas(ch chan<- prometheus.Metric, desc *prometheus.Desc, reps []c
 		group[i], order[i] = g, i
 	}
 	slices.SortStableFunc(order, func(a, b int) int { return cmp.Compare(group[a], group[b]) })
+	// The span the daemon's learners average each target's load over.
+	span := capacity.DefaultConfig(0.99).LoadSpan
 	es := make([]capacity.Estimate, len(reps))
 	for j, i := range order {
 		es[j] = reps[i].Estimate
@@ -146,7 +151,7 @@ func renderReplicas(ch chan<- prometheus.Metric, desc *prometheus.Desc, reps []c
 			hi++
 		}
 		r := reps[order[lo]]
-		n := capacity.Replicas(es[lo:hi], capacity.DefaultReplicaPolicy())
+		n := capacity.Replicas(es[lo:hi], capacity.SumLoad(es[lo:hi], span), capacity.DefaultReplicaPolicy())
 		lo = hi
 		if math.IsNaN(n.Replicas) || math.IsInf(n.Replicas, 0) {
 			continue

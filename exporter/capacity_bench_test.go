@@ -17,15 +17,7 @@ import (
 func BenchmarkCapacityCollect(b *testing.B) {
 	for _, n := range []int{1, 100} {
 		b.Run(fmt.Sprintf("targets=%d", n), func(b *testing.B) {
-			var reps []capacity.Report
-			r := capacity.Range{Estimate: 6, Lower: 5.5, Upper: 6.5}
-			e := capacity.Estimate{Kind: capacity.Bounded, Method: capacity.Gumbel, Since: time.Unix(1_700_000_000, 0), Load: 3, Trend: 1e-4,
-				Requests: r, Tokens: r, Concurrency: r, Headroom: capacity.Range{Estimate: 0.5, Lower: 0.45, Upper: 0.54}}
-			for i := range n {
-				for _, s := range []string{"interactive", "batch"} {
-					reps = append(reps, capacity.Report{Target: fmt.Sprintf("gpu%04d", i), Model: "m", SLO: s, Labels: map[string]string{"zone": "a"}, Estimate: e})
-				}
-			}
+			reps := capacityFleet(n)
 			reg := prometheus.NewRegistry()
 			reg.MustRegister(NewCapacityCollector(func() []capacity.Report { return reps }))
 			b.ReportAllocs()
@@ -37,7 +29,39 @@ func BenchmarkCapacityCollect(b *testing.B) {
 			}
 			b.ReportMetric(float64((cpuTime()-cpu).Microseconds())/1e3/float64(b.N), "cpu-ms/op")
 		})
+		// The replica signal's share of the collector: its series alone.
+		b.Run(fmt.Sprintf("targets=%d/replicas-only", n), func(b *testing.B) {
+			reps := capacityFleet(n)
+			desc := replicasDesc()
+			ch := make(chan prometheus.Metric, 16)
+			go func() {
+				for range ch {
+				}
+			}()
+			defer close(ch)
+			b.ReportAllocs()
+			cpu := cpuTime()
+			for b.Loop() {
+				renderReplicas(ch, desc, reps)
+			}
+			b.ReportMetric(float64((cpuTime()-cpu).Microseconds())/1e3/float64(b.N), "cpu-ms/op")
+		})
 	}
+}
+
+// capacityFleet is n targets serving one model under two SLOs, each with a
+// bounded capacity answer.
+func capacityFleet(n int) []capacity.Report {
+	var reps []capacity.Report
+	r := capacity.Range{Estimate: 6, Lower: 5.5, Upper: 6.5}
+	e := capacity.Estimate{Kind: capacity.Bounded, Method: capacity.Gumbel, Since: time.Unix(1_700_000_000, 0), Load: 3, Trend: 1e-4,
+		Requests: r, Tokens: r, Concurrency: r, Headroom: capacity.Range{Estimate: 0.5, Lower: 0.45, Upper: 0.54}}
+	for i := range n {
+		for _, s := range []string{"interactive", "batch"} {
+			reps = append(reps, capacity.Report{Target: fmt.Sprintf("gpu%04d", i), Model: "m", SLO: s, Labels: map[string]string{"zone": "a"}, Estimate: e})
+		}
+	}
+	return reps
 }
 
 // cpuTime is the process's user + system time so far: on a shared machine

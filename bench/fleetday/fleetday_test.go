@@ -239,7 +239,7 @@ func TestReplicaModelIsCalibratedToTheSimulator(t *testing.T) {
 	} {
 		sw := TrueKnee(sim.DemoEngine, c.mix, c.rates, seeds)
 		want := simKnees[c.server]
-		if !(want > 0) || math.Abs(sw.Knee-want)/want > 0.03 {
+		if !(want > 0) || !(math.Abs(sw.Knee-want)/want <= 0.03) { // a knee off the grid is NaN or +Inf: fails too
 			t.Errorf("%s: the replica model's knee %.3f, internal/sim's %.3f: more than 3%% apart (attainment %v)", c.server, sw.Knee, want, sw.Attainment)
 		}
 	}
@@ -248,8 +248,10 @@ func TestReplicaModelIsCalibratedToTheSimulator(t *testing.T) {
 // TestReplicaSignalScalesOnTheLearnedCapacity: a fleet of two scaled by
 // the replica signal through a ramp from 6 to 24 req/s: it has no number
 // until the learners have windows enough (the autoscaler holds), then a
-// capacity learned from the replicas, within 20% of the fleet's true knee
-// per replica, and ends with replicas enough for the load at the plan.
+// capacity learned from the replicas, never above the fleet's true knee
+// (about 6.6 req/s a replica, bench/fleetday/testdata/knees.json) by more
+// than the 10% the HPA's tolerance lets the load past the plan, and ends
+// with the replicas its plan asks for at 24 req/s, the SLO kept.
 func TestReplicaSignalScalesOnTheLearnedCapacity(t *testing.T) {
 	h := time.Hour
 	d := Day{Name: "ramp", Seed: 5, Length: 3 * h, Initial: 2, Rate: []Point{{0, 6}, {h, 6}, {2 * h, 24}, {3 * h, 24}}}
@@ -261,14 +263,14 @@ func TestReplicaSignalScalesOnTheLearnedCapacity(t *testing.T) {
 		t.Fatalf("first tick: %+v, want no number yet", tr[0])
 	}
 	last := tr[len(tr)-1]
-	if last.Need.Kind == capacity.Unknown || math.Abs(last.Need.PerReplica-6.5)/6.5 > 0.2 {
-		t.Fatalf("capacity counted at the end %v (%s), want one near the fleet's knee (about 6.5 req/s)", last.Need.PerReplica, last.Need.Kind)
+	if last.Need.Kind == capacity.Unknown || !(last.Need.PerReplica > 0 && last.Need.PerReplica <= 1.1*6.6) {
+		t.Fatalf("capacity counted at the end %v (%s), want one learned, not above the fleet's knee", last.Need.PerReplica, last.Need.Kind)
 	}
-	if want := math.Ceil(24 / last.Need.Planned); float64(last.Spec) < want-1 || sc.PeakReplicas < 4 {
-		t.Fatalf("%d replicas at 24 req/s with %.2f planned per replica, want about %v", last.Spec, last.Need.Planned, want)
+	if want := math.Ceil(last.Need.Projected / last.Need.Planned); math.Abs(float64(last.Spec)-want) > 1 {
+		t.Fatalf("%d replicas at %.1f req/s with %.2f planned per replica, want about %v", last.Spec, last.Need.Projected, last.Need.Planned, want)
 	}
-	if sc.Attainment < SLO.Goal {
-		t.Fatalf("attainment %v under a slow ramp", sc.Attainment)
+	if sc.Attainment < SLO.Goal || sc.PeakReplicas < 4 {
+		t.Fatalf("attainment %v, at most %d replicas, under a slow ramp to 24 req/s", sc.Attainment, sc.PeakReplicas)
 	}
 }
 

@@ -70,7 +70,10 @@ PLAIN = \
 	internal/sim:TestFirstTokenIdentity \
 	slo:TestAllocateIsThePlainHeap \
 	slo:TestLedgerBoundsHoldTruth \
-	internal/traces:TestSealedEqualsRows
+	internal/traces:TestSealedEqualsRows \
+	bench/fleetday:TestFixedLargeFleetMeetsTheGoal \
+	bench/fleetday:TestReplicaModelIsCalibratedToTheSimulator \
+	bench/fleetday:TestReplicaSignalScalesOnTheLearnedCapacity
 empty :=
 space := $(empty) $(empty)
 PLAIN_PKGS = $(sort $(foreach p,$(PLAIN),./$(firstword $(subst :, ,$(p)))))

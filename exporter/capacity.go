@@ -1,6 +1,8 @@
 package exporter
 
 import (
+	"cmp"
+	"fmt"
 	"math"
 	"slices"
 	"strings"
@@ -22,6 +24,8 @@ type CapacitySource func() []capacity.Report
 // the load's trend points at the capacity.
 type CapacityCollector struct {
 	source CapacitySource
+	// replicas is the replica signal's desc, one series per model and SLO.
+	replicas *prometheus.Desc
 
 	mu    sync.Mutex
 	descs map[string]*capacityDescs
@@ -29,7 +33,21 @@ type CapacityCollector struct {
 
 // NewCapacityCollector returns a collector of the source's estimates.
 func NewCapacityCollector(source CapacitySource) *CapacityCollector {
-	return &CapacityCollector{source: source, descs: map[string]*capacityDescs{}}
+	return &CapacityCollector{source: source, descs: map[string]*capacityDescs{}, replicas: replicasDesc()}
+}
+
+// replicasDesc describes the replica signal (capacity.Replicas under its
+// default policy), per model and SLO over every target serving the model.
+func replicasDesc() *prometheus.Desc {
+	p := capacity.DefaultReplicaPolicy()
+	return prometheus.NewDesc(Namespace+"_capacity_replicas",
+		fmt.Sprintf("Replicas the model needs to keep the SLO, fractional (an autoscaler rounds up): "+
+			"the load summed over the targets serving the model, brought to now and, when rising, %g minutes ahead along its trend, "+
+			"over the load planned per replica: %g%% of the median lower end of the bounded answers' 90%% prediction intervals, "+
+			"or the highest lower_only answer (a load the SLO held at) when that is higher. "+
+			"A prediction, not a bound; absent while no target has a capacity. Where each exporter scrapes one replica, sum it over them.",
+			p.Lead.Minutes(), 100*(1-p.Margin)),
+		[]string{"model_name", "slo"}, nil)
 }
 
 // Describe sends nothing: the label names depend on the targets' extra labels.
@@ -98,6 +116,49 @@ func (c *CapacityCollector) Collect(ch chan<- prometheus.Metric) {
 	for _, r := range reps {
 		values := append(append([]string{r.Target}, extraValues(extra, r.Labels)...), r.Model, r.SLO, string(r.Estimate.Kind))
 		renderCapacity(ch, d, r.Estimate, values)
+	}
+	renderReplicas(ch, c.replicas, reps)
+}
+
+// renderReplicas emits the replica signal of each model and SLO of reps,
+// in the order each pair first appears, on the sum of the targets' loads
+// (capacity.SumLoad, with the faults its comment names around a scale
+// event). The estimates are copied once, grouped, into one slice whose
+// runs are the groups.
+func renderReplicas(ch chan<- prometheus.Metric, desc *prometheus.Desc, reps []capacity.Report) {
+	type key struct{ model, slo string }
+	first := map[key]int{}
+	group := make([]int, len(reps)) // the index of the pair's first report
+	order := make([]int, len(reps))
+	for i, r := range reps {
+		g, ok := first[key{r.Model, r.SLO}]
+		if !ok {
+			g = i
+			first[key{r.Model, r.SLO}] = i
+		}
+		group[i], order[i] = g, i
+	}
+	slices.SortStableFunc(order, func(a, b int) int { return cmp.Compare(group[a], group[b]) })
+	// The span the daemon's learners average each target's load over.
+	span := capacity.DefaultConfig(0.99).LoadSpan
+	es := make([]capacity.Estimate, len(reps))
+	for j, i := range order {
+		es[j] = reps[i].Estimate
+	}
+	for lo := 0; lo < len(order); {
+		hi := lo + 1
+		for hi < len(order) && group[order[hi]] == group[order[lo]] {
+			hi++
+		}
+		r := reps[order[lo]]
+		n := capacity.Replicas(es[lo:hi], capacity.SumLoad(es[lo:hi], span), capacity.DefaultReplicaPolicy())
+		lo = hi
+		if math.IsNaN(n.Replicas) || math.IsInf(n.Replicas, 0) {
+			continue
+		}
+		if m, err := prometheus.NewConstMetric(desc, prometheus.GaugeValue, n.Replicas, r.Model, r.SLO); err == nil {
+			ch <- m
+		}
 	}
 }
 

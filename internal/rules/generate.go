@@ -42,10 +42,20 @@ func generate(cfg *config.Config, opts Options) (*RuleFile, error) {
 		}
 		f.Groups = append(f.Groups, gs...)
 	}
+	families := classicFamilies(f.Groups)
 	if g, ok := capacityGroup(cfg); ok {
 		f.Groups = append(f.Groups, g)
 	}
-	f.Groups = append(f.Groups, fleetGroup(cfg))
+	fleet := fleetGroup(cfg)
+	if r, ok := histogramsMissingRule(cfg, families); ok {
+		fleet.Rules = append(fleet.Rules, r)
+	}
+	f.Groups = append(f.Groups, fleet)
+	if opts.QueryOffset > 0 {
+		for i := range f.Groups {
+			f.Groups[i].QueryOffset = model.Duration(opts.QueryOffset)
+		}
+	}
 	if err := uniqueGroupNames(f.Groups); err != nil {
 		return nil, fmt.Errorf("generate rules: %w", err)
 	}

@@ -472,7 +472,7 @@ func TestFleetGroup(t *testing.T) {
 	if !slices.Equal(records, wantRecords) {
 		t.Errorf("fleet records = %v, want %v", records, wantRecords)
 	}
-	wantAlerts := []string{AlertTargetDown + " 45s page", AlertExporterAbsent + " 2m page", AlertFamilyMissing + " 10m ticket"}
+	wantAlerts := []string{AlertTargetDown + " 45s page", AlertExporterAbsent + " 2m page", AlertFamilyMissing + " 10m ticket", AlertHistogramsMissing + " 45s page"}
 	if !slices.Equal(alerts, wantAlerts) {
 		t.Errorf("fleet alerts = %v, want %v", alerts, wantAlerts)
 	}

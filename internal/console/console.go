@@ -12,7 +12,6 @@ import (
 	"slices"
 	"strconv"
 
-	"github.com/vllm-slo-exporter/vllm-slo-exporter/internal/capacity"
 	"github.com/vllm-slo-exporter/vllm-slo-exporter/internal/pipeline"
 	"github.com/vllm-slo-exporter/vllm-slo-exporter/slo"
 )
@@ -31,9 +30,6 @@ type Options struct {
 	RefreshSeconds int
 	// CacheEntries bounds the cached series (0: 64).
 	CacheEntries int
-	// Capacity returns the latest capacity estimates for /capacity; nil
-	// serves that page empty.
-	Capacity func() []capacity.Report
 }
 
 // Console serves the overview at /, the detail view at /slo, the chart data

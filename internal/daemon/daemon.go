@@ -110,11 +110,10 @@ type Daemon struct {
 	exact       *exactMode
 	calibration *calibrationLog
 	// capacity learns each target's, model's and SLO's capacity from the
-	// intervals the pipeline closes, refitted at every evaluation; its
-	// series are in self.
+	// intervals the pipeline closes; the pipeline refits it at every
+	// evaluation and its estimates and headroom tickets are part of the
+	// report (see capacityStage).
 	capacity *online.Learners
-	// headroom keeps the capacity headroom tickets; d.evalMu guards it.
-	headroom *online.HeadroomAlerts
 }
 
 // New loads the configuration file and builds the daemon; nothing runs
@@ -160,10 +159,9 @@ func New(opts Options) (*Daemon, error) {
 		exact:       exact,
 		calibration: newCalibrationLog(logger),
 		capacity:    online.New(nil),
-		headroom:    online.NewHeadroomAlerts(),
 	}
-	self.MustRegister(exporter.NewCapacityCollector(d.capacity.Reports))
 	d.pipe = pipeline.New(d.pipelineSpec(cfg))
+	d.pipe.AddAmender(d.capacityStage())
 	d.loops = newScrapeLoops(logger, opts.Dial, d.ingest, d.evaluate)
 	d.loops.now = d.clock.now
 	return d, nil
@@ -291,7 +289,6 @@ func (d *Daemon) handler() http.Handler {
 		Self:           d.self,
 		RefreshSeconds: int(time.Duration(d.config.get().Global.ScrapeInterval).Seconds()),
 		History:        d.pipe,
-		Capacity:       d.capacity.Reports,
 	})
 }
 
@@ -332,7 +329,6 @@ func (d *Daemon) evaluate() {
 	began := time.Now()
 	rep := d.pipe.Evaluate(d.clock.now())
 	d.eval.duration.Observe(time.Since(began).Seconds())
-	rep = d.refitCapacity(rep)
 	d.report.Store(rep)
 	d.warnOnce(rep)
 	d.calibration.Observe(rep)

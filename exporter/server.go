@@ -45,6 +45,9 @@ type Endpoints struct {
 	RefreshSeconds int
 	// MetricsLimit bounds one /metrics answer (0: MaxMetricsBytes).
 	MetricsLimit int64
+	// Charts holds the reports' evaluations the console's charts draw
+	// (console.Ring); nil: the charts evaluate the history at every point.
+	Charts *console.Ring
 }
 
 // AlertView is an alert as the landing page shows it.
@@ -243,7 +246,7 @@ func NewHandler(e Endpoints) http.Handler {
 		http.Error(w, "Only POST requests allowed.", http.StatusMethodNotAllowed)
 	})
 	mux.Handle("GET /config", limitInFlight(MaxConfigInFlight, configHandler(e.ConfigYAML)))
-	mux.Handle("/", limitInFlight(MaxPagesInFlight, console.New(console.Options{Report: e.Report, History: e.History, RefreshSeconds: e.RefreshSeconds})))
+	mux.Handle("/", limitInFlight(MaxPagesInFlight, console.New(console.Options{Report: e.Report, History: e.History, RefreshSeconds: e.RefreshSeconds, Ring: e.Charts})))
 	return mux
 }
 

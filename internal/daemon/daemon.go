@@ -40,6 +40,7 @@ import (
 
 	"github.com/vllm-slo-exporter/vllm-slo-exporter/exporter"
 	"github.com/vllm-slo-exporter/vllm-slo-exporter/internal/capacity/online"
+	"github.com/vllm-slo-exporter/vllm-slo-exporter/internal/console"
 	"github.com/vllm-slo-exporter/vllm-slo-exporter/internal/notify"
 	"github.com/vllm-slo-exporter/vllm-slo-exporter/internal/pipeline"
 	"github.com/vllm-slo-exporter/vllm-slo-exporter/scrape"
@@ -114,6 +115,9 @@ type Daemon struct {
 	// evaluation and its estimates and headroom tickets are part of the
 	// report (see capacityStage).
 	capacity *online.Learners
+	// charts keeps the reports' evaluations for the console's charts,
+	// which draw them instead of evaluating the history again.
+	charts *console.Ring
 }
 
 // New loads the configuration file and builds the daemon; nothing runs
@@ -159,6 +163,7 @@ func New(opts Options) (*Daemon, error) {
 		exact:       exact,
 		calibration: newCalibrationLog(logger),
 		capacity:    online.New(nil),
+		charts:      console.NewRing(time.Duration(cfg.Global.EvaluationInterval), cfg.LongestPeriod()),
 	}
 	d.pipe = pipeline.New(d.pipelineSpec(cfg))
 	d.pipe.AddAmender(d.capacityStage())
@@ -289,6 +294,7 @@ func (d *Daemon) handler() http.Handler {
 		Self:           d.self,
 		RefreshSeconds: int(time.Duration(d.config.get().Global.ScrapeInterval).Seconds()),
 		History:        d.pipe,
+		Charts:         d.charts,
 	})
 }
 
@@ -327,9 +333,13 @@ func (d *Daemon) evaluate() {
 	d.evalMu.Lock()
 	defer d.evalMu.Unlock()
 	began := time.Now()
+	spec := d.pipe.Spec()
 	rep := d.pipe.Evaluate(d.clock.now())
 	d.eval.duration.Observe(time.Since(began).Seconds())
 	d.report.Store(rep)
+	if console.SpecKey(d.pipe.Spec()) == console.SpecKey(spec) { // else a reload came in between: which spec rep is of is not known
+		d.charts.Add(rep, spec)
+	}
 	d.warnOnce(rep)
 	d.calibration.Observe(rep)
 	d.logTargetStates(rep)

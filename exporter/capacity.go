@@ -6,34 +6,23 @@ import (
 	"math"
 	"slices"
 	"strings"
-	"sync"
 
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/vllm-slo-exporter/vllm-slo-exporter/internal/capacity"
+	"github.com/vllm-slo-exporter/vllm-slo-exporter/internal/pipeline"
 )
 
-// CapacitySource returns the latest capacity estimates.
+// CapacitySource returns capacity estimates.
 type CapacitySource func() []capacity.Report
 
-// CapacityCollector renders capacity estimates as const metrics. They are
-// predictions with prediction intervals, not bounds, and their help
-// strings say so. A series whose value the history cannot support is
-// absent: the upper ends of a lower_only answer, everything but the load
-// and the learning start of an unknown one, and the time to breach unless
-// the load's trend points at the capacity.
-type CapacityCollector struct {
-	source CapacitySource
-	// replicas is the replica signal's desc, one series per model and SLO.
-	replicas *prometheus.Desc
-
-	mu    sync.Mutex
-	descs map[string]*capacityDescs
-}
-
-// NewCapacityCollector returns a collector of the source's estimates.
-func NewCapacityCollector(source CapacitySource) *CapacityCollector {
-	return &CapacityCollector{source: source, descs: map[string]*capacityDescs{}, replicas: replicasDesc()}
+// NewCapacityCollector returns the report collector over reports that hold
+// nothing but the source's estimates (Report.Capacity): what renders
+// estimates learned outside a pipeline (a benchmark of the learners, the
+// series documentation's test). The daemon's and replay's estimates are in
+// their reports, which NewCollector renders whole.
+func NewCapacityCollector(source CapacitySource) *Collector {
+	return NewCollector(func() *pipeline.Report { return &pipeline.Report{Capacity: source()} })
 }
 
 // replicasDesc describes the replica signal (capacity.Replicas under its
@@ -49,9 +38,6 @@ func replicasDesc() *prometheus.Desc {
 			p.Lead.Minutes(), 100*(1-p.Margin)),
 		[]string{"model_name", "slo"}, nil)
 }
-
-// Describe sends nothing: the label names depend on the targets' extra labels.
-func (c *CapacityCollector) Describe(chan<- *prometheus.Desc) {}
 
 // capacityDescs are the capacity series for one set of extra label names.
 type capacityDescs struct {
@@ -98,9 +84,17 @@ func newCapacityDescs(extra []string) *capacityDescs {
 	}
 }
 
-// Collect renders the latest estimates.
-func (c *CapacityCollector) Collect(ch chan<- prometheus.Metric) {
-	reps := c.source()
+// capacity renders a report's capacity estimates as const metrics. They
+// are predictions with prediction intervals, not bounds, and their help
+// strings say so. A series whose value the history cannot support is
+// absent: the upper ends of a lower_only answer, everything but the load
+// and the learning start of an unknown one, and the time to breach unless
+// the load's trend points at the capacity. Their extra label names are
+// those of the estimates' targets.
+func (c *Collector) capacity(ch chan<- prometheus.Metric, reps []capacity.Report) {
+	if len(reps) == 0 {
+		return
+	}
 	set := map[string]bool{}
 	for _, r := range reps {
 		for k := range r.Labels {
@@ -112,7 +106,7 @@ func (c *CapacityCollector) Collect(ch chan<- prometheus.Metric) {
 		extra = append(extra, k)
 	}
 	slices.Sort(extra)
-	d := c.descSet(extra)
+	d := c.capacityDescSet(extra)
 	for _, r := range reps {
 		values := append(append([]string{r.Target}, extraValues(extra, r.Labels)...), r.Model, r.SLO, string(r.Estimate.Kind))
 		renderCapacity(ch, d, r.Estimate, values)
@@ -162,15 +156,15 @@ func renderReplicas(ch chan<- prometheus.Metric, desc *prometheus.Desc, reps []c
 	}
 }
 
-func (c *CapacityCollector) descSet(extra []string) *capacityDescs {
+func (c *Collector) capacityDescSet(extra []string) *capacityDescs {
 	key := strings.Join(extra, ",")
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if d, ok := c.descs[key]; ok {
+	if d, ok := c.capDescs[key]; ok {
 		return d
 	}
 	d := newCapacityDescs(extra)
-	c.descs[key] = d
+	c.capDescs[key] = d
 	return d
 }
 

@@ -39,14 +39,13 @@ type Options struct {
 	Estimator Estimator
 }
 
-// Quantile is one quantile of one metric: our estimate with its bracket, and
-// what Prometheus's histogram_quantile would say (for comparison).
+// Quantile is one quantile of one metric: our estimate with its bracket.
+// What Prometheus's histogram_quantile would say of the same histogram is
+// PrometheusQuantile's, computed by the reader who compares the two (the
+// benchmark report) rather than at every evaluation, which never reads it.
 type Quantile struct {
 	Q float64
 	Bounded
-	// Prometheus is histogram_quantile's answer; +Inf when it has none (a
-	// histogram with only the +Inf bucket).
-	Prometheus float64
 }
 
 // Stage is a part of a request's life for Little's Law.
@@ -290,18 +289,13 @@ func Evaluate(w Window, slos []SLO, joints []*Joint, opts Options) WindowReport 
 // sets how often the collector marks the whole heap of histories again.
 func quantiles(e Estimator, qs []float64, h Histogram) []Quantile {
 	out := make([]Quantile, 0, len(qs))
-	var scratch [6 * scratchEdges]float64 // buckets, tilts, repaired counts
+	var scratch [5 * scratchEdges]float64 // buckets, tilts
 	b, ok := prepareIn(h, scratch[:4*scratchEdges:4*scratchEdges])
-	counts := prometheusCountsIn(h, scratch[5*scratchEdges:]) // repaired once for every q
 	var s shape
 	fitted := false
 	for _, q := range qs {
 		if !(q >= 0 && q <= 1) {
 			continue
-		}
-		p := prometheusQuantileOf(q, h.Edges, counts)
-		if math.IsNaN(p) {
-			p = math.Inf(1)
 		}
 		est, i, f := placeQuantile(b, ok, q)
 		if i >= 0 {
@@ -310,7 +304,7 @@ func quantiles(e Estimator, qs []float64, h Histogram) []Quantile {
 			}
 			est.Estimate = s.at(b, i, f)
 		}
-		out = append(out, Quantile{Q: q, Bounded: est, Prometheus: p})
+		out = append(out, Quantile{Q: q, Bounded: est})
 	}
 	return out
 }

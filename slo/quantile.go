@@ -94,3 +94,31 @@ func ExactQuantile(q float64, sorted []float64) float64 {
 	}
 	return sorted[int(rankOf(q, float64(n)))-1]
 }
+
+// PrometheusQuantile is Prometheus's histogram_quantile on a classic
+// histogram, reproduced exactly so that our dashboards can show what a
+// Prometheus query would say next to our estimate: rank = q·n (not rounded);
+// counts repaired to be monotonic (differences below a relative 1e-12 are
+// float noise and ignored); linear interpolation within the bucket that holds
+// the rank, the first bucket interpolating from 0 when its upper edge is
+// positive (and returning that edge otherwise); a rank in the +Inf bucket
+// returns the last finite edge. q < 0 gives -Inf, q > 1 +Inf; NaN q, an
+// invalid histogram, fewer than two buckets or no observations give NaN.
+func PrometheusQuantile(q float64, h Histogram) float64 {
+	switch {
+	case math.IsNaN(q):
+		return math.NaN()
+	case q < 0:
+		return math.Inf(-1)
+	case q > 1:
+		return math.Inf(+1)
+	}
+	return prometheusQuantileOf(q, h.Edges, prometheusCounts(h))
+}
+
+// prometheusCounts are h's counts repaired as PrometheusQuantile repairs
+// them, nil when it gives NaN for every q in [0, 1] (an invalid histogram,
+// fewer than two buckets); one repair serves every quantile of h.
+func prometheusCounts(h Histogram) []float64 {
+	return prometheusCountsIn(h, nil)
+}

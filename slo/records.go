@@ -81,7 +81,7 @@ func EvaluateMeasured(reqs []Measured, seconds float64, slos []SLO, quantiles []
 		rep.Counts[m] = len(values)
 		for i, v := range exactQuantiles(values, quantiles) {
 			if q := quantiles[i]; q >= 0 && q <= 1 {
-				rep.Quantiles[m] = append(rep.Quantiles[m], Quantile{Q: q, Bounded: Exact(v), Prometheus: v})
+				rep.Quantiles[m] = append(rep.Quantiles[m], Quantile{Q: q, Bounded: Exact(v)})
 			}
 		}
 	}

@@ -37,11 +37,7 @@ func quantilePlain(e Estimator, h Histogram, qs []float64) []Quantile {
 				res.Estimate = s.at(b, i, f)
 			}
 		}
-		p := PrometheusQuantile(q, h)
-		if math.IsNaN(p) {
-			p = math.Inf(1)
-		}
-		out = append(out, Quantile{Q: q, Bounded: res, Prometheus: p})
+		out = append(out, Quantile{Q: q, Bounded: res})
 	}
 	return out
 }
@@ -133,7 +129,7 @@ func sameQuantiles(a, b []Quantile) bool {
 	}
 	for i := range a {
 		if !same(a[i].Q, b[i].Q) || !same(a[i].Estimate, b[i].Estimate) || !same(a[i].Lower, b[i].Lower) ||
-			!same(a[i].Upper, b[i].Upper) || !same(a[i].Prometheus, b[i].Prometheus) {
+			!same(a[i].Upper, b[i].Upper) {
 			return false
 		}
 	}

@@ -108,7 +108,7 @@ func TestSimulatorTruth(t *testing.T) {
 					}
 					if exact > 0 && !math.IsInf(q.Estimate, 0) {
 						oursErr += math.Abs(q.Estimate-exact) / exact
-						promErr += math.Abs(q.Prometheus-exact) / exact
+						promErr += math.Abs(slo.PrometheusQuantile(q.Q, w.Latency[m])-exact) / exact
 						compared++
 					}
 				}

@@ -22,7 +22,7 @@ func printRules(out io.Writer, logger *slog.Logger, file string, queryOffset tim
 	}
 	opts := rules.DefaultOptions()
 	opts.QueryOffset = queryOffset
-	rf, err := rules.GenerateWith(cfg, opts)
+	rf, err := opts.Generate(cfg)
 	if err != nil {
 		return fail(logger, "generate rules", err)
 	}

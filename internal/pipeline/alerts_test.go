@@ -46,7 +46,7 @@ func TestEvidenceAnnotationSaysWhatItRestsOn(t *testing.T) {
 	c := BurnCheck{Alert: BurnAlert{SLO: "interactive", Severity: "page", Long: 5 * time.Minute, Short: time.Minute, Factor: 14.4},
 		Known: true, Long: slo.Bounded{Lower: 10, Estimate: 15, Upper: 19}, Short: slo.Bounded{Lower: 10, Estimate: 15, Upper: 19},
 		LongEvidence: ev, ShortEvidence: ev}
-	got := burnCondition(map[string]string{"target": "sim"}, "m", c).annotations["evidence"]
+	got := burnCondition(map[string]string{"target": "sim"}, "m", c).Annotations["evidence"]
 	want := "observed 14.94 (bad tpot 0%, ttft 0.33% of 306 first tokens; unserved 45, abandoned 45 (ledger 45 [29, 60]))"
 	if !strings.Contains(got, want) {
 		t.Errorf("evidence annotation %q, want it to contain %q", got, want)

@@ -400,9 +400,8 @@ func (p *Pipeline) Evaluate(now time.Time) *Report {
 		rep.Targets = make([]TargetReport, len(targets))
 	}
 	evaluateAll(targets, func(i int, sc *passScratch) { rep.Targets[i] = targets[i].evaluate(spec, now, sc) })
-	conds := alertConditions(rep, spec)
 	p.alertMu.Lock()
-	rep.Alerts = p.alerts.update(now, conds)
+	p.alerts.decide(rep, spec)
 	p.alertMu.Unlock()
 	return rep
 }

@@ -75,7 +75,7 @@ func TestQueryOffset(t *testing.T) {
 	cfg := parseConfig(t, configCases[1].yaml)
 	opts := DefaultOptions()
 	opts.QueryOffset = 5 * time.Second
-	f, err := GenerateWith(cfg, opts)
+	f, err := opts.Generate(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}

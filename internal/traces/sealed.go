@@ -333,7 +333,7 @@ func (p *population) report(seconds float64, slos []slo.SLO, quantiles []float64
 		for _, q := range quantiles {
 			if q >= 0 && q <= 1 {
 				v := selectRank(p.runs[k], nearestRank(q, total)-1)
-				rep.Quantiles[m] = append(rep.Quantiles[m], slo.Quantile{Q: q, Bounded: slo.Exact(v), Prometheus: v})
+				rep.Quantiles[m] = append(rep.Quantiles[m], slo.Quantile{Q: q, Bounded: slo.Exact(v)})
 			}
 		}
 	}

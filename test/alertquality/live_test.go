@@ -181,7 +181,7 @@ func startLiveFleet(t *testing.T, dir string, interval time.Duration) *liveFleet
 	f.cfg = cfg
 	opts := rules.DefaultOptions()
 	opts.QueryOffset = liveOffset
-	rf, err := rules.GenerateWith(cfg, opts)
+	rf, err := opts.Generate(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}

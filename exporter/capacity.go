@@ -10,20 +10,10 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/vllm-slo-exporter/vllm-slo-exporter/internal/capacity"
-	"github.com/vllm-slo-exporter/vllm-slo-exporter/internal/pipeline"
 )
 
 // CapacitySource returns capacity estimates.
 type CapacitySource func() []capacity.Report
-
-// NewCapacityCollector returns the report collector over reports that hold
-// nothing but the source's estimates (Report.Capacity): what renders
-// estimates learned outside a pipeline (a benchmark of the learners, the
-// series documentation's test). The daemon's and replay's estimates are in
-// their reports, which NewCollector renders whole.
-func NewCapacityCollector(source CapacitySource) *Collector {
-	return NewCollector(func() *pipeline.Report { return &pipeline.Report{Capacity: source()} })
-}
 
 // replicasDesc describes the replica signal (capacity.Replicas under its
 // default policy), per model and SLO over every target serving the model.

@@ -19,7 +19,7 @@ func BenchmarkCapacityCollect(b *testing.B) {
 		b.Run(fmt.Sprintf("targets=%d", n), func(b *testing.B) {
 			reps := capacityFleet(n)
 			reg := prometheus.NewRegistry()
-			reg.MustRegister(NewCapacityCollector(func() []capacity.Report { return reps }))
+			reg.MustRegister(newCapacityCollector(func() []capacity.Report { return reps }))
 			b.ReportAllocs()
 			cpu := cpuTime()
 			for b.Loop() {

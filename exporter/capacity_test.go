@@ -37,7 +37,7 @@ func TestCapacitySeries(t *testing.T) {
 		{Target: "b", Model: "m", SLO: "s", Estimate: oneSided},
 		{Target: "c", Model: "m", SLO: "s", Estimate: unknown},
 	}
-	c := NewCapacityCollector(func() []capacity.Report { return reps })
+	c := newCapacityCollector(func() []capacity.Report { return reps })
 	reg := prometheus.NewPedanticRegistry()
 	reg.MustRegister(c)
 	if problems, err := testutil.GatherAndLint(reg); err != nil || len(problems) > 0 {
@@ -114,7 +114,7 @@ func TestCapacityReplicasPerModel(t *testing.T) {
 		{Target: "b", Model: "m2", SLO: "s", Estimate: est(capacity.Unknown, 0, 2)},
 	}
 	reg := prometheus.NewPedanticRegistry()
-	reg.MustRegister(NewCapacityCollector(func() []capacity.Report { return reps }))
+	reg.MustRegister(newCapacityCollector(func() []capacity.Report { return reps }))
 	mfs, err := reg.Gather()
 	if err != nil {
 		t.Fatal(err)

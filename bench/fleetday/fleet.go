@@ -36,7 +36,7 @@ type Config struct {
 	HPA  HPA
 	// Capacity configures every replica's learner; Policy the replica
 	// signal, and ModelLoadSpan and ModelTrendSpan the spans of the
-	// model's load it is given (capacity.PooledLoad): at a fleet's
+	// model's load it is given (pooledLoad): at a fleet's
 	// thousands of requests a minute, two minutes of arrivals read the
 	// rate to a few percent, and a shorter span lags a ramp less.
 	Capacity                      capacity.Config

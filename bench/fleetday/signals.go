@@ -47,7 +47,7 @@ func Kinds() []Kind {
 // capacity estimates (their learners fed each replica's scrape
 // intervals), AverageValue target t: the KEDA threshold on
 // vllm_slo_capacity_replicas. The model's load is pooled from every
-// replica's intervals (capacity.PooledLoad over Config.ModelLoadSpan and
+// replica's intervals (pooledLoad over Config.ModelLoadSpan and
 // ModelTrendSpan), or, as the exporter computes it, the sum of the ready
 // replicas' own (capacity.SumLoad, over the learners' LoadSpan and
 // TrendSpan).
@@ -71,7 +71,7 @@ func (o *ours) metric(f *fleet) (float64, float64, bool) {
 	c := f.cfg.Capacity
 	load := capacity.SumLoad(es, c.LoadSpan)
 	if o.pooled {
-		load = capacity.PooledLoad(f.intervals, Start.Add(seconds(f.now)), f.cfg.ModelLoadSpan, f.cfg.ModelTrendSpan, c.Window)
+		load = pooledLoad(f.intervals, Start.Add(seconds(f.now)), f.cfg.ModelLoadSpan, f.cfg.ModelTrendSpan, c.Window)
 	}
 	o.need = capacity.Replicas(es, load, f.cfg.Policy)
 	return o.need.Replicas, o.t, !math.IsNaN(o.need.Replicas)

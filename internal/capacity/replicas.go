@@ -46,7 +46,7 @@ func (l Load) Now() float64 { return math.Max(0, l.Rate+l.Trend*l.Span.Seconds()
 // one replica's share for LoadSpan; a replica removed takes its share out
 // at once, while the others' means take LoadSpan to rise, so the sum
 // undercounts by up to its share; and each step of a replica's share
-// bends its trend for TrendSpan. PooledLoad has neither fault.
+// bends its trend for TrendSpan. A pool of every replica's intervals (bench/fleetday's pooledLoad) has neither fault.
 func SumLoad(es []Estimate, span time.Duration) Load {
 	l := Load{Span: span}
 	for _, e := range es {
@@ -56,55 +56,6 @@ func SumLoad(es []Estimate, span time.Duration) Load {
 		if finite(e.Trend) {
 			l.Trend += e.Trend
 		}
-	}
-	return l
-}
-
-// PooledLoad is the model's load from the scrape intervals of every
-// replica that served it in the last trendSpan before now (those since
-// removed included), in any order: the arrivals (Interval.Arrivals) of the
-// intervals ending in the last span, over span (over the time since the
-// earliest interval's start, when that is shorter), and the least-squares
-// slope of the arrival rate in consecutive bins of length bin (the
-// intervals pooled by their end) over the last trendSpan, of the bins the
-// intervals cover from their start (at least three, else no trend). A
-// replica added or removed inside the span counts for the part of it that
-// it served, so the pooled rate is the model's whatever the replicas did.
-func PooledLoad(ivs []Interval, now time.Time, span, trendSpan, bin time.Duration) Load {
-	l := Load{Span: span}
-	if span <= 0 || bin <= 0 || len(ivs) == 0 {
-		return l
-	}
-	first := now
-	bins := make([]float64, int(trendSpan/bin))
-	for _, iv := range ivs {
-		if iv.End.After(now) {
-			continue
-		}
-		if iv.Start.Before(first) {
-			first = iv.Start
-		}
-		age := now.Sub(iv.End)
-		if age < span {
-			l.Rate += iv.Arrivals()
-		}
-		if k := int(age / bin); k < len(bins) {
-			bins[k] += iv.Arrivals()
-		}
-	}
-	if covered := min(span, now.Sub(first)); covered > 0 {
-		l.Rate /= covered.Seconds()
-	}
-	// Bins before the first interval's start hold nothing because nothing
-	// was seen, not because nothing arrived.
-	nb := min(len(bins), int(now.Sub(first)/bin))
-	var sx, sy, sxx, sxy float64
-	for k, a := range bins[:nb] {
-		x, y := -float64(k)*bin.Seconds(), a/bin.Seconds()
-		sx, sy, sxx, sxy = sx+x, sy+y, sxx+x*x, sxy+x*y
-	}
-	if n := float64(nb); nb >= 3 {
-		l.Trend = (n*sxy - sx*sy) / (n*sxx - sx*sx)
 	}
 	return l
 }
@@ -144,7 +95,7 @@ type Need struct {
 //   - the load: load.Now() (the mean over its span brought forward by
 //     half the span along the trend), projected p.Lead further along the
 //     trend when it rises; a falling trend is not projected, so capacity
-//     is shed on the load seen, not on the load foreseen. PooledLoad or
+//     is shed on the load seen, not on the load foreseen. A pooled load or
 //     SumLoad gives it, with the faults SumLoad's comment names;
 //   - the capacity counted for a replica is the lower end of a
 //     prediction interval, never its estimate: the median of the bounded

@@ -163,13 +163,6 @@ func (sr *series) windowWith(end time.Time, length time.Duration, opts Options, 
 	return w, true
 }
 
-// walk splits the window (i0, i1] into per-segment pieces and folds the
-// gauge maxima of every point after i0 (walkWith, merging nothing).
-func (sr *series) walk(i0, i1 int) ([]piece, [numGauges]float64) {
-	w := sr.walkWith(i0, i1, mergeNone)
-	return w.pieces, w.maxes
-}
-
 // mergeMode says which whole members of a run a walk merges into one piece
 // (runs.go): none; any (a window without warm-up, where each adds its final
 // values); or those whose warm-up start is known (a window with warm-up,

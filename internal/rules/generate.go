@@ -20,16 +20,6 @@ Recording and alerting rules that evaluate the configured SLOs in Prometheus fro
 vLLM's raw histograms (one group per SLO), plus fleet rules on the exporter's own
 vllm_slo_* series. Only Prometheus 2.x PromQL is used.`
 
-// Generate builds the rule file for a loaded and validated configuration: one
-// group per SLO with recording rules per objective and window, the joint
-// attainment's lower bound, burn rates, the error budget and the multiwindow
-// burn-rate alerts, then the capacity headroom ticket and one group on the
-// exporter's own series. Windows longer than an hour sum the hierarchy of
-// DefaultOptions (Options.Generate).
-func Generate(cfg *config.Config) (*RuleFile, error) {
-	return DefaultOptions().Generate(cfg)
-}
-
 func generate(cfg *config.Config, opts Options) (*RuleFile, error) {
 	if cfg == nil {
 		return nil, errors.New("generate rules: nil configuration")

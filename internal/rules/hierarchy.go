@@ -56,10 +56,15 @@ func DefaultOptions() Options {
 		LongInterval: time.Minute}
 }
 
-// Generate builds the rule file of cfg with these options (the package's
-// Generate uses DefaultOptions): Options{} writes the flat rules, whose
-// results the hierarchy's equal (the package's tests compare the two on
-// Prometheus and VictoriaMetrics).
+// Generate builds the rule file for a loaded and validated configuration
+// with these options: one group per SLO with recording rules per objective
+// and window, the joint attainment's lower bound, burn rates, the error
+// budget and the multiwindow burn-rate alerts, then the capacity headroom
+// ticket and one group on the exporter's own series. Windows longer than an
+// hour sum the hierarchy of o's levels (DefaultOptions is what the rules
+// command writes); Options{} writes the flat rules, whose results the
+// hierarchy's equal (the package's tests compare the two on Prometheus and
+// VictoriaMetrics).
 func (o Options) Generate(cfg *config.Config) (*RuleFile, error) {
 	return generate(cfg, o)
 }

@@ -298,7 +298,7 @@ func measureCost(c costCase, knee bool, after time.Duration) (costRow, error) {
 // them with kind="bounded".
 func boundedSeries(ls *online.Learners) (bounded, series int, err error) {
 	reg := prometheus.NewPedanticRegistry()
-	if err := reg.Register(exporter.NewCapacityCollector(ls.Reports)); err != nil {
+	if err := reg.Register(exporter.NewCollector(func() *pipeline.Report { return &pipeline.Report{Capacity: ls.Reports()} })); err != nil {
 		return 0, 0, fmt.Errorf("register the capacity collector: %w", err)
 	}
 	mfs, err := reg.Gather()

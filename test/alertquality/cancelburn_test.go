@@ -30,7 +30,7 @@ func TestCancelBurnPagesPromptly(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		exact, err := PlayExact(sc)
+		exact, err := playExactShared(sc)
 		if err != nil {
 			t.Fatal(err)
 		}

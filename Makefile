@@ -41,6 +41,9 @@ PLAIN = \
 	test/capacitydays:TestCapacityAgainstTruth \
 	internal/capacity/online:TestRestoredLearnersPublishWhatNeverStoppedOnesDo \
 	internal/console:TestSeriesTimesInExactMode \
+	internal/console:TestChartsDrawTheDaemonsEvaluations \
+	internal/console:TestChartsReachPastTheFinestTier \
+	internal/console:TestRingBeforeItsHistory \
 	test/e2e:TestReplayMatchesTruth \
 	exporter:TestNewestSeriesHoldTruth \
 	internal/history:TestIncreasesIsThePlainMerge \

@@ -222,3 +222,46 @@ func TestRingBudget(t *testing.T) {
 		t.Errorf("%d models kept, want the 5 the last report holds", len(ring.models))
 	}
 }
+
+// TestRingConcurrentReaders adds evaluations while charts read the ring,
+// as the daemon's evaluation and the console's requests do (run with
+// -race): every read sees a consistent ring, the newest evaluation never
+// older than one read before it.
+func TestRingConcurrentReaders(t *testing.T) {
+	ring := NewRing(15*time.Second, 24*time.Hour)
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	spec := pipeline.Spec{}
+	key := SpecKey(spec)
+	report := func(at time.Time) *pipeline.Report {
+		return &pipeline.Report{Time: at, Targets: []pipeline.TargetReport{{Name: "t",
+			Models: []pipeline.ModelReport{{Name: "m", Budgets: []pipeline.Budget{{SLO: "s", End: at}}}}}}}
+	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for i := 1; i <= 2000; i++ {
+			ring.Add(report(t0.Add(time.Duration(i)*15*time.Second)), spec)
+		}
+	}()
+	var newest time.Time
+	for reading := true; reading; {
+		select {
+		case <-done:
+			reading = false
+		default:
+		}
+		mr, ok := ring.point(key, "t", "m", t0.Add(2000*15*time.Second), time.Hour)
+		if !ok {
+			continue
+		}
+		at, _ := evaluatedAt(mr)
+		if at.Before(newest) {
+			t.Fatalf("the newest evaluation went from %v back to %v", newest, at)
+		}
+		newest = at
+		_ = ring.Len()
+	}
+	if ring.version() != 2000 {
+		t.Errorf("%d evaluations added, want 2000", ring.version())
+	}
+}

@@ -109,10 +109,14 @@ type BurnCheck struct {
 //   - the joint burn rate's lower bound (the truth is at least this): when
 //     it exceeds the factor, the breach is proven;
 //   - the observed burn rate (slo.Evidence.Observed): the joint's bad share
-//     estimated from the objectives' histograms, taken as independent, with
-//     the unserved requests (abandoned at their estimate, rejected exactly)
-//     added as bad; slo.EvidenceOf says why independence, and what the
-//     abandoned estimate leaves.
+//     estimated from the objectives' histograms, taken as independent, the
+//     slow first tokens charged to the abandoned streams before the
+//     finishers, with the unserved requests (abandoned at their estimate,
+//     rejected exactly) added as bad; slo.EvidenceOf says why independence,
+//     why the abandoned streams first (the observed burn rate is then never
+//     above the reading that charged every slow first token to the
+//     finishers alike, so the gate pages nowhere it did not before), and
+//     what the abandoned estimate leaves.
 //
 // Why a vacuous upper bound still cannot page. The upper bound is wide by
 // what the window has not seen: requests in flight at its edges, first
@@ -133,15 +137,20 @@ func (c BurnCheck) Active() bool {
 }
 
 // describeEvidence writes what the observed burn rate rests on: the
-// objectives' bad shares and the unserved requests, for the evidence
-// annotation.
+// objectives' bad shares, the TTFT share charged to the finished requests
+// (the slow first tokens beyond the abandoned streams'), and the unserved
+// requests, for the evidence annotation.
 func describeEvidence(e slo.Evidence) string {
 	parts := make([]string, 0, len(e.BadShares))
 	for _, m := range slices.Sorted(maps.Keys(e.BadShares)) {
 		parts = append(parts, m+" "+shortNumber(100*e.BadShares[m])+"%")
 	}
-	return fmt.Sprintf("bad %s of %s first tokens; unserved %s, abandoned %s (ledger %s [%s, %s])", strings.Join(parts, ", "),
-		shortNumber(e.FirstTokens), shortNumber(e.Unserved), shortNumber(e.Abandoned),
+	charged := ""
+	if _, ok := e.BadShares[string(slo.TTFT)]; ok {
+		charged = ", of finishers' " + shortNumber(100*e.FinisherTTFT) + "%"
+	}
+	return fmt.Sprintf("bad %s of %s first tokens%s; unserved %s, abandoned %s (ledger %s [%s, %s])", strings.Join(parts, ", "),
+		shortNumber(e.FirstTokens), charged, shortNumber(e.Unserved), shortNumber(e.Abandoned),
 		shortNumber(e.Ledger.Estimate), shortNumber(e.Ledger.Lower), shortNumber(e.Ledger.Upper))
 }
 

@@ -236,7 +236,7 @@ func TestDefaultPolicyAlerts(t *testing.T) {
 		long, short, severity, factor, forDur string
 	}{
 		{"1h", "5m", "page", "14.4", "2m"},
-		{"6h", "30m", "page", "6", "15m"},
+		{"6h", "30m", "page", "6", "15s"},
 		{"3d", "6h", "ticket", "1", "1h"},
 	}
 	if len(alerts) != len(want) {

@@ -41,6 +41,9 @@ PLAIN = \
 	test/capacitydays:TestCapacityAgainstTruth \
 	internal/capacity/online:TestRestoredLearnersPublishWhatNeverStoppedOnesDo \
 	internal/console:TestSeriesTimesInExactMode \
+	internal/console:TestChartsDrawTheDaemonsEvaluations \
+	internal/console:TestChartsReachPastTheFinestTier \
+	internal/console:TestRingBeforeItsHistory \
 	test/e2e:TestReplayMatchesTruth \
 	exporter:TestNewestSeriesHoldTruth \
 	internal/history:TestIncreasesIsThePlainMerge \
@@ -55,12 +58,14 @@ PLAIN = \
 	internal/pipeline:TestExactPeriodTracingOnAndOff \
 	internal/pipeline:TestJointAccuracyAgainstTruth \
 	internal/pipeline:TestJointWithinTwiceTheLinearProgram \
+	internal/pipeline:TestLateFamiliesHoldTruth \
 	internal/pipeline:TestLongWindowJointAgainstTruth \
 	internal/pipeline:TestReconfigureRetentionAndTotals \
 	internal/pipeline:TestRejectedRequestsCountByPolicy \
 	internal/pipeline:TestReusedScratchIsFreshMemory \
 	internal/pipeline:TestTruncatedWindowJointAgainstTruth \
 	internal/pipeline:TestWindowsMatchTruth \
+	internal/pipeline:TestWindowPartsShareEdges \
 	test/reliability:TestPipelineHeapBounded \
 	test/reliability:TestSoak \
 	test/reliability:TestSoakHostileFleet \
@@ -68,7 +73,10 @@ PLAIN = \
 	internal/sim:TestFirstTokenIdentity \
 	slo:TestAllocateIsThePlainHeap \
 	slo:TestLedgerBoundsHoldTruth \
-	internal/traces:TestSealedEqualsRows
+	internal/traces:TestSealedEqualsRows \
+	bench/fleetday:TestFixedLargeFleetMeetsTheGoal \
+	bench/fleetday:TestReplicaModelIsCalibratedToTheSimulator \
+	bench/fleetday:TestReplicaSignalScalesOnTheLearnedCapacity
 empty :=
 space := $(empty) $(empty)
 PLAIN_PKGS = $(sort $(foreach p,$(PLAIN),./$(firstword $(subst :, ,$(p)))))

@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"fmt"
 	"path/filepath"
+	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -95,11 +97,63 @@ func TestReplayPrintsTheCapacitySeries(t *testing.T) {
 			t.Errorf("replay prints no bounded %s (kinds %v)", name, keys(e.exporter[name]["kind"]))
 		}
 	}
+	// The replica signal is one series per model and SLO, without kind.
+	if r := e.exporter["vllm_slo_capacity_replicas"]; !r["slo"]["interactive"] || len(r["kind"]) > 0 || len(r["target"]) > 0 {
+		t.Errorf("replay prints vllm_slo_capacity_replicas with labels %v, want slo=\"interactive\" and neither kind nor target", r)
+	}
 }
 
-// TestScaledObjectQuery parses the KEDA ScaledObject's query and checks
-// each selector against what replay prints: the metric exists and every
-// matcher matches a value of its series.
+// hpaBehavior is an autoscaling/v2 behavior, as the ScaledObject and the
+// HPA write it.
+type hpaBehavior struct {
+	ScaleUp   hpaRules `yaml:"scaleUp"`
+	ScaleDown hpaRules `yaml:"scaleDown"`
+}
+
+// hpaRules are one direction's stabilization window and policies.
+type hpaRules struct {
+	StabilizationWindowSeconds int    `yaml:"stabilizationWindowSeconds"`
+	SelectPolicy               string `yaml:"selectPolicy"`
+	Policies                   []struct {
+		Type          string `yaml:"type"`
+		Value         int    `yaml:"value"`
+		PeriodSeconds int    `yaml:"periodSeconds"`
+	} `yaml:"policies"`
+}
+
+// checkBehavior fails unless b is the behavior the signals were compared
+// under (bench/fleetday's DefaultHPA).
+func checkBehavior(t *testing.T, name string, b hpaBehavior) {
+	t.Helper()
+	up, down := b.ScaleUp, b.ScaleDown
+	if up.StabilizationWindowSeconds != 30 || len(up.Policies) != 2 || up.SelectPolicy != "Max" ||
+		down.StabilizationWindowSeconds != 180 || len(down.Policies) != 1 || down.Policies[0].Type != "Pods" || down.Policies[0].Value != 1 || down.Policies[0].PeriodSeconds != 120 {
+		t.Errorf("%s: behavior %+v, want up max(100%%, 4 pods)/60 s after 30 s, down 1 pod/120 s after 180 s", name, b)
+	}
+}
+
+// selectors parses query and calls f with each of its vector selectors.
+func selectors(t *testing.T, query string, f func(*parser.VectorSelector)) int {
+	t.Helper()
+	node, err := parser.NewParser(parser.Options{}).ParseExpr(query)
+	if err != nil {
+		t.Fatalf("%q: %v", query, err)
+	}
+	n := 0
+	parser.Inspect(node, func(nd parser.Node, _ []parser.Node) error {
+		if vs, ok := nd.(*parser.VectorSelector); ok {
+			n++
+			f(vs)
+		}
+		return nil
+	})
+	return n
+}
+
+// TestScaledObjectQuery parses the KEDA ScaledObject: one prometheus
+// trigger whose query sums the replica signal, each of its matchers
+// matching a series replay prints, under an AverageValue target; a
+// fallback that never shrinks the Deployment; the compared behavior.
 func TestScaledObjectQuery(t *testing.T) {
 	var so struct {
 		APIVersion string            `yaml:"apiVersion"`
@@ -109,14 +163,20 @@ func TestScaledObjectQuery(t *testing.T) {
 			ScaleTargetRef  map[string]string `yaml:"scaleTargetRef"`
 			MinReplicaCount int               `yaml:"minReplicaCount"`
 			MaxReplicaCount int               `yaml:"maxReplicaCount"`
-			CooldownPeriod  int               `yaml:"cooldownPeriod"`
 			Fallback        struct {
-				FailureThreshold int `yaml:"failureThreshold"`
-				Replicas         int `yaml:"replicas"`
+				FailureThreshold int    `yaml:"failureThreshold"`
+				Replicas         int    `yaml:"replicas"`
+				Behavior         string `yaml:"behavior"`
 			} `yaml:"fallback"`
+			Advanced struct {
+				HorizontalPodAutoscalerConfig struct {
+					Behavior hpaBehavior `yaml:"behavior"`
+				} `yaml:"horizontalPodAutoscalerConfig"`
+			} `yaml:"advanced"`
 			Triggers []struct {
-				Type     string            `yaml:"type"`
-				Metadata map[string]string `yaml:"metadata"`
+				Type       string            `yaml:"type"`
+				MetricType string            `yaml:"metricType"`
+				Metadata   map[string]string `yaml:"metadata"`
 			} `yaml:"triggers"`
 		} `yaml:"spec"`
 	}
@@ -124,31 +184,122 @@ func TestScaledObjectQuery(t *testing.T) {
 	if so.Kind != "ScaledObject" || len(so.Spec.Triggers) != 1 || so.Spec.Triggers[0].Type != "prometheus" || so.Spec.MinReplicaCount < 1 || so.Spec.MaxReplicaCount < so.Spec.MinReplicaCount {
 		t.Fatalf("%s with triggers %+v and replicas %d to %d, want a ScaledObject with one prometheus trigger", so.Kind, so.Spec.Triggers, so.Spec.MinReplicaCount, so.Spec.MaxReplicaCount)
 	}
-	e := realExpositions(t)
-	node, err := parser.NewParser(parser.Options{}).ParseExpr(so.Spec.Triggers[0].Metadata["query"])
-	if err != nil {
-		t.Fatal(err)
+	tr := so.Spec.Triggers[0]
+	if th, err := strconv.ParseFloat(tr.Metadata["threshold"], 64); err != nil || th <= 0 || tr.MetricType != "AverageValue" || tr.Metadata["ignoreNullValues"] != "false" {
+		t.Errorf("trigger %+v: want an AverageValue threshold > 0 and ignoreNullValues false (an empty answer is no 0)", tr)
 	}
-	n := 0
-	parser.Inspect(node, func(nd parser.Node, _ []parser.Node) error {
-		vs, ok := nd.(*parser.VectorSelector)
-		if !ok {
-			return nil
+	if so.Spec.Fallback.Behavior != "currentReplicasIfHigher" {
+		t.Errorf("fallback %+v: want currentReplicasIfHigher (a missing metric never shrinks the Deployment)", so.Spec.Fallback)
+	}
+	checkBehavior(t, "ScaledObject", so.Spec.Advanced.HorizontalPodAutoscalerConfig.Behavior)
+	e := realExpositions(t)
+	n := selectors(t, tr.Metadata["query"], func(vs *parser.VectorSelector) {
+		if vs.Name != "vllm_slo_capacity_replicas" {
+			t.Errorf("the query selects %s, want the replica signal vllm_slo_capacity_replicas", vs.Name)
 		}
-		n++
 		known, ok := e.exporter[vs.Name]
 		if !ok {
 			t.Errorf("%s: replay prints no such series", vs.Name)
-			return nil
+			return
 		}
 		for _, m := range vs.LabelMatchers {
 			if m.Name != model.MetricNameLabel && !slices.ContainsFunc(keys(known[m.Name]), m.Matches) {
 				t.Errorf("%s: matcher %s matches no series (values %v)", vs.Name, m, keys(known[m.Name]))
 			}
 		}
-		return nil
 	})
-	if n != 2 {
-		t.Errorf("%d selectors in the query, want the load and the capacity's lower end", n)
+	if n != 1 {
+		t.Errorf("%d selectors in the query, want the replica signal alone", n)
+	}
+}
+
+// TestHPAReplicaSignal parses the HPA and prometheus-adapter's rule: the
+// HPA asks for the external metric the rule serves, by labels replay
+// prints, under an AverageValue target and the compared behavior; the
+// rule's series and metrics queries are PromQL naming the replica signal,
+// summed by the HPA's selector labels.
+func TestHPAReplicaSignal(t *testing.T) {
+	var hpa struct {
+		APIVersion string            `yaml:"apiVersion"`
+		Kind       string            `yaml:"kind"`
+		Metadata   map[string]string `yaml:"metadata"`
+		Spec       struct {
+			ScaleTargetRef map[string]string `yaml:"scaleTargetRef"`
+			MinReplicas    int               `yaml:"minReplicas"`
+			MaxReplicas    int               `yaml:"maxReplicas"`
+			Metrics        []struct {
+				Type     string `yaml:"type"`
+				External struct {
+					Metric struct {
+						Name     string `yaml:"name"`
+						Selector struct {
+							MatchLabels map[string]string `yaml:"matchLabels"`
+						} `yaml:"selector"`
+					} `yaml:"metric"`
+					Target struct {
+						Type         string `yaml:"type"`
+						AverageValue string `yaml:"averageValue"`
+					} `yaml:"target"`
+				} `yaml:"external"`
+			} `yaml:"metrics"`
+			Behavior hpaBehavior `yaml:"behavior"`
+		} `yaml:"spec"`
+	}
+	readYAML(t, "deploy/autoscaling/hpa.yaml", &hpa)
+	if hpa.APIVersion != "autoscaling/v2" || hpa.Kind != "HorizontalPodAutoscaler" || len(hpa.Spec.Metrics) != 1 || hpa.Spec.Metrics[0].Type != "External" ||
+		hpa.Spec.ScaleTargetRef["kind"] != "Deployment" || hpa.Spec.MinReplicas < 1 || hpa.Spec.MaxReplicas < hpa.Spec.MinReplicas {
+		t.Fatalf("%s %s with metrics %+v: want an autoscaling/v2 HPA of a Deployment on one external metric", hpa.APIVersion, hpa.Kind, hpa.Spec.Metrics)
+	}
+	ext := hpa.Spec.Metrics[0].External
+	if v, err := strconv.ParseFloat(ext.Target.AverageValue, 64); err != nil || v <= 0 || ext.Target.Type != "AverageValue" {
+		t.Errorf("target %+v: want an AverageValue > 0", ext.Target)
+	}
+	checkBehavior(t, "HPA", hpa.Spec.Behavior)
+	e := realExpositions(t)
+	for k, v := range ext.Metric.Selector.MatchLabels {
+		if !e.exporter[ext.Metric.Name][k][v] {
+			t.Errorf("selector %s=%q matches no %s series replay prints (values %v)", k, v, ext.Metric.Name, keys(e.exporter[ext.Metric.Name][k]))
+		}
+	}
+
+	var adapter struct {
+		ExternalRules []struct {
+			SeriesQuery string `yaml:"seriesQuery"`
+			Resources   struct {
+				Overrides map[string]map[string]string `yaml:"overrides"`
+			} `yaml:"resources"`
+			Name struct {
+				Matches string `yaml:"matches"`
+				As      string `yaml:"as"`
+			} `yaml:"name"`
+			MetricsQuery string `yaml:"metricsQuery"`
+		} `yaml:"externalRules"`
+	}
+	readYAML(t, "deploy/autoscaling/prometheus-adapter-rules.yaml", &adapter)
+	if len(adapter.ExternalRules) != 1 {
+		t.Fatalf("%d external rules, want 1", len(adapter.ExternalRules))
+	}
+	rule := adapter.ExternalRules[0]
+	if rule.Name.As != ext.Metric.Name || !regexp.MustCompile(rule.Name.Matches).MatchString("vllm_slo_capacity_replicas") {
+		t.Errorf("rule serves %q (matching %q), the HPA asks for %q", rule.Name.As, rule.Name.Matches, ext.Metric.Name)
+	}
+	name := func(vs *parser.VectorSelector) {
+		if vs.Name != "vllm_slo_capacity_replicas" {
+			t.Errorf("adapter query selects %s, want vllm_slo_capacity_replicas", vs.Name)
+		}
+	}
+	if n := selectors(t, rule.SeriesQuery, name); n != 1 {
+		t.Errorf("series query %q: %d selectors", rule.SeriesQuery, n)
+	}
+	// The adapter fills <<.Series>> with the series and <<.LabelMatchers>>
+	// with the HPA's selector.
+	q := strings.NewReplacer("<<.Series>>", "vllm_slo_capacity_replicas", "<<.LabelMatchers>>", `slo="interactive"`).Replace(rule.MetricsQuery)
+	if n := selectors(t, q, name); n != 1 {
+		t.Errorf("metrics query %q: %d selectors", q, n)
+	}
+	for k := range ext.Metric.Selector.MatchLabels {
+		if !strings.Contains(rule.MetricsQuery, "by ("+k+")") {
+			t.Errorf("metrics query %q does not keep the selector's label %s", rule.MetricsQuery, k)
+		}
 	}
 }

@@ -6,10 +6,16 @@
 // list: the dashboard's metric and label names against the exposition that
 // `vllm-slo-exporter replay` prints for a simulated vLLM, the configurations
 // with `check-config`, and the PrometheusRule against `rules`. The tests
-// build the binary once with the go command.
+// build the binary once with the go command. The Helm chart is rendered with
+// the pinned helm (scripts/install-test-deps.sh), and its objects checked
+// the same way.
 //
 // Regenerate deploy/kubernetes/prometheusrule.yaml from
 // deploy/prometheus/rules.yml with:
 //
 //	go test ./deploy -run TestPrometheusRule -update
+//
+// and the Helm chart's files/rules.yml and files/dashboard.json with:
+//
+//	go test ./deploy -run TestHelmChartFiles -update
 package deploy

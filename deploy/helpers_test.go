@@ -14,7 +14,7 @@ import (
 	"gopkg.in/yaml.v3"
 )
 
-var update = flag.Bool("update", false, "rewrite generated files (deploy/kubernetes/prometheusrule.yaml) instead of comparing")
+var update = flag.Bool("update", false, "rewrite generated files (deploy/kubernetes/prometheusrule.yaml, the Helm chart's files/) instead of comparing")
 
 // repoRoot is the module root, relative to this package's directory.
 const repoRoot = ".."

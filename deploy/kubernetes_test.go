@@ -18,8 +18,9 @@ import (
 // misspelt or misplaced field fails the test as it would fail kubectl.
 
 type objectMeta struct {
-	Name   string            `yaml:"name"`
-	Labels map[string]string `yaml:"labels"`
+	Name        string            `yaml:"name"`
+	Labels      map[string]string `yaml:"labels"`
+	Annotations map[string]string `yaml:"annotations"`
 }
 
 type httpProbe struct {
@@ -32,10 +33,11 @@ type httpProbe struct {
 }
 
 type container struct {
-	Name  string   `yaml:"name"`
-	Image string   `yaml:"image"`
-	Args  []string `yaml:"args"`
-	Ports []struct {
+	Name            string   `yaml:"name"`
+	Image           string   `yaml:"image"`
+	ImagePullPolicy string   `yaml:"imagePullPolicy"`
+	Args            []string `yaml:"args"`
+	Ports           []struct {
 		Name          string `yaml:"name"`
 		ContainerPort int    `yaml:"containerPort"`
 	} `yaml:"ports"`
@@ -90,6 +92,20 @@ func (c container) mountAt(dir string) string {
 	return ""
 }
 
+type volume struct {
+	Name      string `yaml:"name"`
+	ConfigMap *struct {
+		Name string `yaml:"name"`
+	} `yaml:"configMap"`
+	EmptyDir *struct {
+		Medium    string `yaml:"medium"`
+		SizeLimit string `yaml:"sizeLimit"`
+	} `yaml:"emptyDir"`
+	PersistentVolumeClaim *struct {
+		ClaimName string `yaml:"claimName"`
+	} `yaml:"persistentVolumeClaim"`
+}
+
 type deployment struct {
 	APIVersion string     `yaml:"apiVersion"`
 	Kind       string     `yaml:"kind"`
@@ -111,19 +127,7 @@ type deployment struct {
 					} `yaml:"seccompProfile"`
 				} `yaml:"securityContext"`
 				Containers []container `yaml:"containers"`
-				Volumes    []struct {
-					Name      string `yaml:"name"`
-					ConfigMap *struct {
-						Name string `yaml:"name"`
-					} `yaml:"configMap"`
-					EmptyDir *struct {
-						Medium    string `yaml:"medium"`
-						SizeLimit string `yaml:"sizeLimit"`
-					} `yaml:"emptyDir"`
-					PersistentVolumeClaim *struct {
-						ClaimName string `yaml:"claimName"`
-					} `yaml:"persistentVolumeClaim"`
-				} `yaml:"volumes"`
+				Volumes    []volume    `yaml:"volumes"`
 			} `yaml:"spec"`
 		} `yaml:"template"`
 	} `yaml:"spec"`
@@ -141,6 +145,7 @@ type service struct {
 	Kind       string     `yaml:"kind"`
 	Metadata   objectMeta `yaml:"metadata"`
 	Spec       struct {
+		Type     string            `yaml:"type"`
 		Selector map[string]string `yaml:"selector"`
 		Ports    []struct {
 			Name       string `yaml:"name"`

@@ -1,39 +1,33 @@
 package exporter
 
 import (
+	"cmp"
+	"fmt"
 	"math"
 	"slices"
 	"strings"
-	"sync"
 
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/vllm-slo-exporter/vllm-slo-exporter/internal/capacity"
 )
 
-// CapacitySource returns the latest capacity estimates.
+// CapacitySource returns capacity estimates.
 type CapacitySource func() []capacity.Report
 
-// CapacityCollector renders capacity estimates as const metrics. They are
-// predictions with prediction intervals, not bounds, and their help
-// strings say so. A series whose value the history cannot support is
-// absent: the upper ends of a lower_only answer, everything but the load
-// and the learning start of an unknown one, and the time to breach unless
-// the load's trend points at the capacity.
-type CapacityCollector struct {
-	source CapacitySource
-
-	mu    sync.Mutex
-	descs map[string]*capacityDescs
+// replicasDesc describes the replica signal (capacity.Replicas under its
+// default policy), per model and SLO over every target serving the model.
+func replicasDesc() *prometheus.Desc {
+	p := capacity.DefaultReplicaPolicy()
+	return prometheus.NewDesc(Namespace+"_capacity_replicas",
+		fmt.Sprintf("Replicas the model needs to keep the SLO, fractional (an autoscaler rounds up): "+
+			"the load summed over the targets serving the model, brought to now and, when rising, %g minutes ahead along its trend, "+
+			"over the load planned per replica: %g%% of the median lower end of the bounded answers' 90%% prediction intervals, "+
+			"or the highest lower_only answer (a load the SLO held at) when that is higher. "+
+			"A prediction, not a bound; absent while no target has a capacity. Where each exporter scrapes one replica, sum it over them.",
+			p.Lead.Minutes(), 100*(1-p.Margin)),
+		[]string{"model_name", "slo"}, nil)
 }
-
-// NewCapacityCollector returns a collector of the source's estimates.
-func NewCapacityCollector(source CapacitySource) *CapacityCollector {
-	return &CapacityCollector{source: source, descs: map[string]*capacityDescs{}}
-}
-
-// Describe sends nothing: the label names depend on the targets' extra labels.
-func (c *CapacityCollector) Describe(chan<- *prometheus.Desc) {}
 
 // capacityDescs are the capacity series for one set of extra label names.
 type capacityDescs struct {
@@ -80,9 +74,17 @@ func newCapacityDescs(extra []string) *capacityDescs {
 	}
 }
 
-// Collect renders the latest estimates.
-func (c *CapacityCollector) Collect(ch chan<- prometheus.Metric) {
-	reps := c.source()
+// capacity renders a report's capacity estimates as const metrics. They
+// are predictions with prediction intervals, not bounds, and their help
+// strings say so. A series whose value the history cannot support is
+// absent: the upper ends of a lower_only answer, everything but the load
+// and the learning start of an unknown one, and the time to breach unless
+// the load's trend points at the capacity. Their extra label names are
+// those of the estimates' targets.
+func (c *Collector) capacity(ch chan<- prometheus.Metric, reps []capacity.Report) {
+	if len(reps) == 0 {
+		return
+	}
 	set := map[string]bool{}
 	for _, r := range reps {
 		for k := range r.Labels {
@@ -94,22 +96,65 @@ func (c *CapacityCollector) Collect(ch chan<- prometheus.Metric) {
 		extra = append(extra, k)
 	}
 	slices.Sort(extra)
-	d := c.descSet(extra)
+	d := c.capacityDescSet(extra)
 	for _, r := range reps {
 		values := append(append([]string{r.Target}, extraValues(extra, r.Labels)...), r.Model, r.SLO, string(r.Estimate.Kind))
 		renderCapacity(ch, d, r.Estimate, values)
 	}
+	renderReplicas(ch, c.replicas, reps)
 }
 
-func (c *CapacityCollector) descSet(extra []string) *capacityDescs {
+// renderReplicas emits the replica signal of each model and SLO of reps,
+// in the order each pair first appears, on the sum of the targets' loads
+// (capacity.SumLoad, with the faults its comment names around a scale
+// event). The estimates are copied once, grouped, into one slice whose
+// runs are the groups.
+func renderReplicas(ch chan<- prometheus.Metric, desc *prometheus.Desc, reps []capacity.Report) {
+	type key struct{ model, slo string }
+	first := map[key]int{}
+	group := make([]int, len(reps)) // the index of the pair's first report
+	order := make([]int, len(reps))
+	for i, r := range reps {
+		g, ok := first[key{r.Model, r.SLO}]
+		if !ok {
+			g = i
+			first[key{r.Model, r.SLO}] = i
+		}
+		group[i], order[i] = g, i
+	}
+	slices.SortStableFunc(order, func(a, b int) int { return cmp.Compare(group[a], group[b]) })
+	// The span the daemon's learners average each target's load over.
+	span := capacity.DefaultConfig(0.99).LoadSpan
+	es := make([]capacity.Estimate, len(reps))
+	for j, i := range order {
+		es[j] = reps[i].Estimate
+	}
+	for lo := 0; lo < len(order); {
+		hi := lo + 1
+		for hi < len(order) && group[order[hi]] == group[order[lo]] {
+			hi++
+		}
+		r := reps[order[lo]]
+		n := capacity.Replicas(es[lo:hi], capacity.SumLoad(es[lo:hi], span), capacity.DefaultReplicaPolicy())
+		lo = hi
+		if math.IsNaN(n.Replicas) || math.IsInf(n.Replicas, 0) {
+			continue
+		}
+		if m, err := prometheus.NewConstMetric(desc, prometheus.GaugeValue, n.Replicas, r.Model, r.SLO); err == nil {
+			ch <- m
+		}
+	}
+}
+
+func (c *Collector) capacityDescSet(extra []string) *capacityDescs {
 	key := strings.Join(extra, ",")
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if d, ok := c.descs[key]; ok {
+	if d, ok := c.capDescs[key]; ok {
 		return d
 	}
 	d := newCapacityDescs(extra)
-	c.descs[key] = d
+	c.capDescs[key] = d
 	return d
 }
 

@@ -16,7 +16,9 @@ import (
 // estimate: every value of a bounded answer and the method that placed
 // its interval, no upper end of a one-sided one, only the load and
 // learning start of an unknown one, and a time to breach only where the
-// trend points there; the output passes promtool's lint.
+// trend points there; the output passes promtool's lint. The replica
+// signal is one series for the model and SLO over the three targets: their
+// loads (6) over 0.9 of the bounded lower end (5.5, above the lower_only 3).
 func TestCapacitySeries(t *testing.T) {
 	since := time.Unix(1_700_000_000, 0)
 	bounded := capacity.Estimate{Kind: capacity.Bounded, Method: capacity.Gumbel, Since: since, Load: 3,
@@ -35,7 +37,7 @@ func TestCapacitySeries(t *testing.T) {
 		{Target: "b", Model: "m", SLO: "s", Estimate: oneSided},
 		{Target: "c", Model: "m", SLO: "s", Estimate: unknown},
 	}
-	c := NewCapacityCollector(func() []capacity.Report { return reps })
+	c := newCapacityCollector(func() []capacity.Report { return reps })
 	reg := prometheus.NewPedanticRegistry()
 	reg.MustRegister(c)
 	if problems, err := testutil.GatherAndLint(reg); err != nil || len(problems) > 0 {
@@ -76,6 +78,7 @@ func TestCapacitySeries(t *testing.T) {
 		"vllm_slo_capacity_lower_requests_per_second{b,lower_only}":     3,
 		"vllm_slo_capacity_headroom_ratio{b,lower_only}":                1.0 / 3,
 		"vllm_slo_capacity_load_requests_per_second{c,unknown}":         1,
+		"vllm_slo_capacity_replicas{,}":                                 6 / (0.9 * 5.5),
 	}
 	for k, v := range want {
 		if g, ok := got[k]; !ok || math.Abs(g-v) > 1e-9 {
@@ -92,6 +95,47 @@ func TestCapacitySeries(t *testing.T) {
 			t.Errorf("%s: a method for an answer that is not bounded", k)
 		case strings.Contains(k, "breach") && !strings.Contains(k, "{a,"):
 			t.Errorf("%s: a time to breach without a trend", k)
+		}
+	}
+}
+
+// TestCapacityReplicasPerModel: the replica signal pools the targets of
+// each model and SLO, however the reports interleave them, and leaves out
+// a pair none of whose targets has a capacity.
+func TestCapacityReplicasPerModel(t *testing.T) {
+	est := func(kind capacity.Kind, lower, load float64) capacity.Estimate {
+		return capacity.Estimate{Kind: kind, Load: load, Requests: capacity.Range{Estimate: lower, Lower: lower, Upper: math.Inf(1)}}
+	}
+	reps := []capacity.Report{
+		{Target: "a", Model: "m1", SLO: "s", Estimate: est(capacity.LowerOnly, 4, 3)},
+		{Target: "a", Model: "m2", SLO: "s", Estimate: est(capacity.LowerOnly, 2, 1)},
+		{Target: "a", Model: "m3", SLO: "s", Estimate: est(capacity.Unknown, 0, 1)},
+		{Target: "b", Model: "m1", SLO: "s", Estimate: est(capacity.LowerOnly, 5, 6)},
+		{Target: "b", Model: "m2", SLO: "s", Estimate: est(capacity.Unknown, 0, 2)},
+	}
+	reg := prometheus.NewPedanticRegistry()
+	reg.MustRegister(newCapacityCollector(func() []capacity.Report { return reps }))
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]float64{}
+	for _, mf := range mfs {
+		if mf.GetName() != "vllm_slo_capacity_replicas" {
+			continue
+		}
+		for _, m := range mf.GetMetric() {
+			got[m.GetLabel()[0].GetValue()+","+m.GetLabel()[1].GetValue()] = m.GetGauge().GetValue()
+		}
+	}
+	// lower_only answers are planned at without the margin.
+	want := map[string]float64{"m1,s": 9.0 / 5, "m2,s": 3.0 / 2}
+	if len(got) != len(want) {
+		t.Fatalf("replica series %v, want %v", got, want)
+	}
+	for k, v := range want {
+		if math.Abs(got[k]-v) > 1e-12 {
+			t.Errorf("%s = %v, want %v", k, got[k], v)
 		}
 	}
 }

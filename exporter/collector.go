@@ -37,17 +37,22 @@ const QuantileLabel = "q"
 type ReportSource func() *pipeline.Report
 
 // Collector renders the latest Report as const metrics on every scrape: a
-// series that stops existing in the report disappears from /metrics.
+// series that stops existing in the report disappears from /metrics. It is
+// the exporter's one collector of SLO results: the targets' series, their
+// alerts and the capacity estimates (Report.Capacity) all come from the
+// one report.
 type Collector struct {
 	source ReportSource
 
-	mu    sync.Mutex
-	descs map[string]*descSet // by the joined extra label names
+	mu       sync.Mutex
+	descs    map[string]*descSet       // by the joined extra label names
+	capDescs map[string]*capacityDescs // by the capacity estimates' joined extra label names
+	replicas *prometheus.Desc          // the replica signal (replicasDesc)
 }
 
 // NewCollector returns a collector that renders the report source.
 func NewCollector(source ReportSource) *Collector {
-	return &Collector{source: source, descs: map[string]*descSet{}}
+	return &Collector{source: source, descs: map[string]*descSet{}, capDescs: map[string]*capacityDescs{}, replicas: replicasDesc()}
 }
 
 // Describe sends nothing: the label names depend on the targets' extra labels,
@@ -71,6 +76,7 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 		}
 		r.alerts(rep.Alerts, t.Name)
 	}
+	c.capacity(ch, rep.Capacity)
 }
 
 func (c *Collector) descSet(extra []string) *descSet {

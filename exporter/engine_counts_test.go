@@ -9,6 +9,7 @@ import (
 	"github.com/vllm-slo-exporter/vllm-slo-exporter/internal/sim"
 	"github.com/vllm-slo-exporter/vllm-slo-exporter/scrape"
 	"github.com/vllm-slo-exporter/vllm-slo-exporter/slo"
+	"github.com/vllm-slo-exporter/vllm-slo-exporter/test/simtruth"
 )
 
 // TestRejectedRequestsSeries serves the admission preset through the
@@ -56,7 +57,7 @@ func TestRejectedRequestsSeries(t *testing.T) {
 			continue
 		}
 		w := rep.Targets[0].Models[0].Windows[0].Window
-		want := float64(len(s.Truth().RejectedIn(w.Start, w.End)))
+		want := float64(len(simtruth.RejectedIn(s.Truth(), w.Start, w.End)))
 		if mf == nil || len(mf.GetMetric()) != 1 || value(mf.GetMetric()[0]) != want || want == 0 {
 			t.Errorf("admission: vllm_slo_rejected_requests %v, truth %v rejected in the window", mf, want)
 		}

@@ -12,6 +12,7 @@ import (
 	"github.com/vllm-slo-exporter/vllm-slo-exporter/internal/sim"
 	"github.com/vllm-slo-exporter/vllm-slo-exporter/scrape"
 	"github.com/vllm-slo-exporter/vllm-slo-exporter/slo"
+	"github.com/vllm-slo-exporter/vllm-slo-exporter/test/simtruth"
 )
 
 // TestNewestSeriesHoldTruth serves the simulator's newest preset (overload
@@ -54,7 +55,7 @@ func TestNewestSeriesHoldTruth(t *testing.T) {
 			t.Fatal(err)
 		}
 		truth := s.Truth()
-		samples.add(at, truth.InFlightAt(at))
+		samples.add(at, simtruth.InFlightAt(truth, at))
 		if at.Sub(start)%time.Minute != 0 || at.Sub(start) < 6*time.Minute {
 			continue
 		}
@@ -63,7 +64,7 @@ func TestNewestSeriesHoldTruth(t *testing.T) {
 		for _, w := range rep.Targets[0].Models[0].Windows {
 			win := FormatWindow(w.Window.Nominal)
 			where := fmt.Sprintf("at %v window %s", at.Sub(start), win)
-			finished := truth.FinishedIn(w.Window.Start, w.Window.End)
+			finished := simtruth.FinishedIn(truth, w.Window.Start, w.Window.End)
 			preempted := 0
 			for _, r := range finished {
 				if len(r.Preemptions) > 0 {
@@ -122,7 +123,7 @@ type reasonSamples struct {
 	intC, intD, known  []float64
 }
 
-func (rs *reasonSamples) add(at time.Time, f sim.InFlight) {
+func (rs *reasonSamples) add(at time.Time, f simtruth.InFlight) {
 	c, d := float64(f.Waiting-f.Deferred), float64(f.Deferred)
 	ic, id, k := 0.0, 0.0, 0.0
 	if n := len(rs.at); n > 0 {

@@ -19,7 +19,6 @@ import (
 	versioncollector "github.com/prometheus/client_golang/prometheus/collectors/version"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
-	"github.com/vllm-slo-exporter/vllm-slo-exporter/internal/capacity"
 	"github.com/vllm-slo-exporter/vllm-slo-exporter/internal/console"
 )
 
@@ -46,9 +45,9 @@ type Endpoints struct {
 	RefreshSeconds int
 	// MetricsLimit bounds one /metrics answer (0: MaxMetricsBytes).
 	MetricsLimit int64
-	// Capacity returns the capacity estimates the console's /capacity
-	// draws; nil serves it empty.
-	Capacity func() []capacity.Report
+	// Charts holds the reports' evaluations the console's charts draw
+	// (console.Ring); nil: the charts evaluate the history at every point.
+	Charts *console.Ring
 }
 
 // AlertView is an alert as the landing page shows it.
@@ -206,13 +205,6 @@ func (l *connLimit) evictIdle() bool {
 	return true
 }
 
-// held returns how many connections are open.
-func (l *connLimit) held() int {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return len(l.open)
-}
-
 // NewHandler serves /metrics, /config, /-/healthy, /-/ready and /-/reload,
 // and the SLO console (package console) at / and its pages. Every endpoint
 // but the probes is capped (see MaxPagesInFlight); /metrics is bounded in
@@ -247,7 +239,7 @@ func NewHandler(e Endpoints) http.Handler {
 		http.Error(w, "Only POST requests allowed.", http.StatusMethodNotAllowed)
 	})
 	mux.Handle("GET /config", limitInFlight(MaxConfigInFlight, configHandler(e.ConfigYAML)))
-	mux.Handle("/", limitInFlight(MaxPagesInFlight, console.New(console.Options{Report: e.Report, History: e.History, RefreshSeconds: e.RefreshSeconds, Capacity: e.Capacity})))
+	mux.Handle("/", limitInFlight(MaxPagesInFlight, console.New(console.Options{Report: e.Report, History: e.History, RefreshSeconds: e.RefreshSeconds, Ring: e.Charts})))
 	return mux
 }
 

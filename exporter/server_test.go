@@ -318,3 +318,10 @@ func TestConnectionsCapped(t *testing.T) {
 		t.Errorf("%d connections held, want the %d busy ones", n, max)
 	}
 }
+
+// held returns how many connections are open.
+func (l *connLimit) held() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return len(l.open)
+}

@@ -12,7 +12,7 @@ import (
 // traceReport is a report of one model with a covered 1m window (one adapter
 // besides the base model) and an uncovered 5m one.
 func traceReport() *pipeline.Report {
-	exact := slo.MeasuredReport{Requests: 3, Quantiles: map[slo.Metric][]slo.Quantile{slo.E2E: {{Q: 0.5, Bounded: slo.Exact(1.5), Prometheus: 1.5}}},
+	exact := slo.MeasuredReport{Requests: 3, Quantiles: map[slo.Metric][]slo.Quantile{slo.E2E: {{Q: 0.5, Bounded: slo.Exact(1.5)}}},
 		SLOs: []slo.SLOResult{{Name: "s", Objectives: map[string]slo.Bounded{"all": slo.Exact(2.0 / 3), "e2e": slo.Exact(2.0 / 3)},
 			GoodputRequestsPerSecond: slo.Exact(2.0 / 60), GoodputTokensPerSecond: slo.Exact(30.0 / 60), HasGoodputTokens: true}}}
 	covered := traces.Result{Nominal: time.Minute, Spans: 3, Finished: 3, HasFinished: true, Covered: true, Exact: exact,

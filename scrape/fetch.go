@@ -147,12 +147,6 @@ func versionString() string {
 // linger until their idle timeout.
 func (f *Fetcher) Close() { f.client.CloseIdleConnections() }
 
-// Name returns the target name.
-func (f *Fetcher) Name() string { return f.name }
-
-// URL returns the target URL with any password hidden.
-func (f *Fetcher) URL() string { return f.display }
-
 // Fetch GETs the target once. Every failure is a *FetchError naming the
 // target and URL; a non-2xx status is a failure (ReasonHTTPStatus). When a
 // response arrived but failed, the returned Response still carries its

@@ -34,7 +34,8 @@ type Loop struct {
 }
 
 // Offset spreads targets over the interval deterministically by name, as
-// Prometheus does, so that a fleet is not scraped in one burst.
+// Prometheus does, so that a fleet is not scraped in one burst: it is where in
+// every interval the target's scrapes fall, the first one included.
 func (l *Loop) Offset() time.Duration {
 	if l.Interval <= 0 {
 		return 0
@@ -44,10 +45,19 @@ func (l *Loop) Offset() time.Duration {
 	return time.Duration(h.Sum64() % uint64(l.Interval))
 }
 
-// Run scrapes immediately, then once per interval after the offset, until ctx
+// Run waits the loop's offset, then scrapes once per interval until ctx
 // ends; every result goes to sink, which must not block for long.
+//
+// The offset comes first, as in Prometheus's scrape loop: targets started
+// together (a daemon's start, a reload) then begin at their own offsets
+// instead of all at once, so the first round is spread like every later
+// one. The price is a first scrape up to one interval after the start.
 func (l *Loop) Run(ctx context.Context, sink func(Result)) {
-	sink(l.Once(ctx))
+	l.run(ctx, l.Once, sink)
+}
+
+// run is Run with the scrape itself given as once.
+func (l *Loop) run(ctx context.Context, once func(context.Context) Result, sink func(Result)) {
 	select {
 	case <-ctx.Done():
 		return
@@ -59,7 +69,7 @@ func (l *Loop) Run(ctx context.Context, sink func(Result)) {
 		if ctx.Err() != nil {
 			return
 		}
-		sink(l.Once(ctx))
+		sink(once(ctx))
 		select {
 		case <-ctx.Done():
 			return

@@ -155,6 +155,34 @@ var realCaptures = []realCapture{
 		missing:  []scrape.Family{scrape.RequestAborted},
 		counters: map[scrape.Family]float64{scrape.RequestSuccess: 1},
 	},
+	{
+		file:    "07-llmd-inference-sim.prom",
+		profile: scrape.VLLM,
+		models:  []string{"fake-model"},
+		found: map[scrape.Family]string{
+			scrape.TTFT:                 "vllm:time_to_first_token_seconds",
+			scrape.TPOT:                 "vllm:request_time_per_output_token_seconds",
+			scrape.ITL:                  "vllm:inter_token_latency_seconds", // the deprecated time_per_output_token_seconds is beside it
+			scrape.E2E:                  "vllm:e2e_request_latency_seconds",
+			scrape.Prefill:              "vllm:request_prefill_time_seconds",
+			scrape.Decode:               "vllm:request_decode_time_seconds",
+			scrape.Inference:            "vllm:request_inference_time_seconds",
+			scrape.PromptTokensHist:     "vllm:request_prompt_tokens",
+			scrape.GenerationTokensHist: "vllm:request_generation_tokens",
+			scrape.PromptTokens:         "vllm:prompt_tokens_total",
+			scrape.GenerationTokens:     "vllm:generation_tokens_total",
+			scrape.RequestSuccess:       "vllm:request_success_total",
+			scrape.Running:              "vllm:num_requests_running",
+			scrape.Waiting:              "vllm:num_requests_waiting",
+			scrape.KVCacheUsage:         "vllm:kv_cache_usage_perc",
+		},
+		// The emulator observes queue time only for a request that waited
+		// for a worker (none of these three did), and labels its counter
+		// finish_reason, which the abort series' finished_reason never
+		// matches (it counts no abort either).
+		missing:  []scrape.Family{scrape.Queue, scrape.RequestAborted},
+		counters: map[scrape.Family]float64{scrape.RequestSuccess: 3, scrape.PromptTokens: 17, scrape.GenerationTokens: 10},
+	},
 }
 
 // abortSeries is the profile name of vLLM's aborted requests.

@@ -135,3 +135,19 @@ func BenchmarkQuantileAccuracy(b *testing.B) {
 		b.ReportMetric(v, e.String()+"-relerr")
 	}
 }
+
+// String names the estimator.
+func (e Estimator) String() string {
+	switch e {
+	case MeanFit:
+		return "meanfit"
+	case Linear:
+		return "linear"
+	case LogLinear:
+		return "loglinear"
+	case Density:
+		return "density"
+	default:
+		return "unknown"
+	}
+}

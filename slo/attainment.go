@@ -3,7 +3,7 @@ package slo
 import "math"
 
 // OnEdge reports whether threshold equals one of edges up to a relative 1e-9
-// (see GoodCount). A threshold on an edge gives exact attainment; the daemon
+// (see Estimator.GoodCount). A threshold on an edge gives exact attainment; the daemon
 // warns once at start-up about thresholds that are not.
 func OnEdge(threshold float64, edges []float64) bool {
 	for _, e := range edges {
@@ -12,12 +12,6 @@ func OnEdge(threshold float64, edges []float64) bool {
 		}
 	}
 	return false
-}
-
-// GoodCount is the number of observations in h that are <= threshold, with
-// the default estimator. See Estimator.GoodCount.
-func GoodCount(threshold float64, h Histogram) Bounded {
-	return DefaultEstimator.GoodCount(threshold, h)
 }
 
 // GoodCount is the number of observations in h that are <= threshold.
@@ -65,21 +59,4 @@ func (e Estimator) GoodCount(threshold float64, h Histogram) Bounded {
 		return res
 	}
 	return Exact(b.n)
-}
-
-// Attainment is the share of observations in h that are <= threshold, with
-// the bounds of GoodCount divided by n. ok is false when h holds no
-// observation (or is invalid): attainment is then undefined, not 0 or 1.
-func Attainment(threshold float64, h Histogram) (Bounded, bool) {
-	return DefaultEstimator.Attainment(threshold, h)
-}
-
-// Attainment is Attainment with estimator e.
-func (e Estimator) Attainment(threshold float64, h Histogram) (Bounded, bool) {
-	n, ok := observations(h) // prepare's n and ok, without its buckets
-	if !ok || !(n > 0) {
-		return Bounded{}, false
-	}
-	g := e.GoodCount(threshold, h)
-	return Divide(g, n), true
 }

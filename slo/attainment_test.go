@@ -86,3 +86,26 @@ func TestOnEdge(t *testing.T) {
 		t.Error("OnEdge with no edges = true")
 	}
 }
+
+// GoodCount is the number of observations in h that are <= threshold, with
+// the default estimator. See Estimator.GoodCount.
+func GoodCount(threshold float64, h Histogram) Bounded {
+	return DefaultEstimator.GoodCount(threshold, h)
+}
+
+// Attainment is the share of observations in h that are <= threshold, with
+// the bounds of GoodCount divided by n. ok is false when h holds no
+// observation (or is invalid): attainment is then undefined, not 0 or 1.
+func Attainment(threshold float64, h Histogram) (Bounded, bool) {
+	return DefaultEstimator.Attainment(threshold, h)
+}
+
+// Attainment is Attainment with estimator e.
+func (e Estimator) Attainment(threshold float64, h Histogram) (Bounded, bool) {
+	n, ok := observations(h) // prepare's n and ok, without its buckets
+	if !ok || !(n > 0) {
+		return Bounded{}, false
+	}
+	g := e.GoodCount(threshold, h)
+	return Divide(g, n), true
+}

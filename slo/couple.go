@@ -216,7 +216,7 @@ func (fl *flow) maxFlowConvex(first int, caps []float64, atStart float64, good b
 // TokenCurve is one interval's bounds on the generation tokens of its good
 // requests (those meeting every objective) as a function of how many they
 // are, kept as the steps of a convex minorant and a concave majorant so
-// that CoupleTokens can share a window's bound on their count among its
+// that CoupleTokensIn can share a window's bound on their count among its
 // intervals. Build it once per interval with NewTokenCurve; its fields are
 // exported only so that a state file can keep it.
 type TokenCurve struct {
@@ -254,10 +254,12 @@ func NewTokenCurve(good Bounded, tokens Histogram) (TokenCurve, bool) {
 	return c, true
 }
 
-// CoupleTokens bounds the generation tokens of a window's good requests
+// CoupleTokensIn bounds the generation tokens of a window's good requests
 // from each counted interval's curve and good, the window's bound on their
 // total count (tighter than the sum of the intervals' when CoupleWindow
-// shared first tokens among them).
+// shared first tokens among them), with its heap of steps kept in s (nil:
+// allocated for the call): allocate empties the heap it is given before it
+// pushes, so the memory never changes the bound.
 //
 // Proof. Let g_j be interval j's true good count: a whole number between
 // its curve's from and to, and Σ g_j lies in good. For any whole g,
@@ -273,13 +275,6 @@ func NewTokenCurve(good Bounded, tokens Histogram) (TokenCurve, bool) {
 // under Σ g_j <= good.Upper likewise by removing the cheapest steps from
 // the top. Where the boxes cannot meet the sum, stopping at their corner is
 // the optimum over fewer constraints, still a bound.
-func CoupleTokens(curves []*TokenCurve, good Bounded) Bounded {
-	return CoupleTokensIn(curves, good, nil)
-}
-
-// CoupleTokensIn is CoupleTokens with its heap of steps kept in s (nil:
-// allocated for the call), the same bound to the bit: allocate empties
-// the heap it is given before it pushes.
 func CoupleTokensIn(curves []*TokenCurve, good Bounded, s *CoupleScratch) Bounded {
 	if s == nil {
 		s = new(CoupleScratch)

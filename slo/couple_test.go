@@ -270,3 +270,8 @@ func TestHullSteps(t *testing.T) {
 		t.Errorf("concave steps of a concave shape %v, want its own 10, 2, 1", hi)
 	}
 }
+
+// CoupleTokens is CoupleTokensIn with a heap allocated for the call.
+func CoupleTokens(curves []*TokenCurve, good Bounded) Bounded {
+	return CoupleTokensIn(curves, good, nil)
+}

@@ -15,9 +15,8 @@
 // r-th smallest with r = ceil(q·n), at least 1 (q = 0 is the minimum, q = 1
 // the maximum); q·n is rounded down by a relative 1e-9 first, so binary noise
 // (0.07·100 = 7.000000000000001) cannot move the rank. [ExactQuantile] applies
-// the same rank to samples; [LinearPercentile] is numpy's, which `vllm bench
-// serve` prints; [PrometheusQuantile] is histogram_quantile, reproduced for
-// comparison.
+// the same rank to samples; each [Quantile] also carries histogram_quantile's
+// answer, reproduced for comparison.
 //
 // Latencies are non-negative, so the first bucket's lower edge is 0. A
 // threshold equals an edge when they agree to a relative 1e-9 (a configured
@@ -25,12 +24,13 @@
 // Histogram counts that decrease from one edge to the next are raised to the
 // running maximum, as Prometheus does. Invalid inputs give ok = false, NaN
 // (for the functions that mirror Prometheus) or absent entries; nothing that
-// [EvaluateWindow] returns is NaN.
+// [Evaluate] returns is NaN.
 //
 // # Bounds and why they hold
 //
 //   - Quantile bracket: fewer than r observations are <= the bucket's lower
-//     edge and at least r are <= its upper edge ([QuantileBracket]).
+//     edge and at least r are <= its upper edge ([Quantile], as [Evaluate]
+//     brackets it).
 //   - Good count below a threshold T: every observation <= the edge below T
 //     is good and none above the edge above it is; exact on an edge
 //     ([Estimator.GoodCount]).

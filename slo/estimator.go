@@ -41,25 +41,9 @@ const (
 	LogLinear
 )
 
-// DefaultEstimator is the estimator of EstimateQuantile, GoodCount and
-// EvaluateWindow unless Options says otherwise.
+// DefaultEstimator is the estimator of Evaluate unless Options says
+// otherwise.
 const DefaultEstimator = Density
-
-// String names the estimator.
-func (e Estimator) String() string {
-	switch e {
-	case MeanFit:
-		return "meanfit"
-	case Linear:
-		return "linear"
-	case LogLinear:
-		return "loglinear"
-	case Density:
-		return "density"
-	default:
-		return "unknown"
-	}
-}
 
 // shape is an estimator fitted to one histogram.
 type shape struct {
@@ -71,16 +55,10 @@ type shape struct {
 // at an edge to within float precision anyway.
 const maxTilt = 60
 
-// tiltMean is the mean of the density ∝ exp(−θy) on [0, 1]:
-// 1/θ − 1/(e^θ − 1), decreasing in θ from 1 to 0, and ½ at θ = 0.
-func tiltMean(theta float64) float64 {
-	m, _ := tiltMeanExpm1(theta)
-	return m
-}
-
-// tiltMeanExpm1 is tiltMean(theta), the same expression to the bit, with the
-// expm1(theta) it took (NaN where |theta| < 1e-4 took none), from which
-// tiltSlope gets the derivative without another exponential.
+// tiltMeanExpm1 returns tiltMean(theta), the mean of the density ∝ exp(−θy)
+// on [0, 1]: 1/θ − 1/(e^θ − 1), decreasing in θ from 1 to 0, and ½ at θ = 0;
+// with the expm1(theta) it took (NaN where |theta| < 1e-4 took none), from
+// which tiltSlope gets the derivative without another exponential.
 func tiltMeanExpm1(theta float64) (m, e float64) {
 	if math.Abs(theta) < 1e-4 {
 		return 0.5 - theta/12, math.NaN()
@@ -115,17 +93,13 @@ func tiltShare(theta, y float64) float64 {
 	return math.Expm1(-theta*y) / math.Expm1(-theta)
 }
 
-// fit prepares the estimator for the histogram b: the base tilt of every
+// fitIn prepares the estimator for the histogram b: the base tilt of every
 // bucket (0, or from its neighbours' densities for Density), then one shift
 // δ solving Σ n_i·(l_i + w_i·tiltMean(θ_i + δ)) = S by bisection (the left
-// side decreases in δ). With no usable sum the shift is 0.
-func (e Estimator) fit(b buckets) shape {
-	return e.fitIn(b, nil)
-}
-
-// fitIn is fit with the tilts in scratch when it has room for them
-// (len(b.upper)), allocated otherwise; the shape is fit's, whichever memory
-// holds its tilts, and lives as long as scratch is not reused.
+// side decreases in δ). With no usable sum the shift is 0. The tilts are in
+// scratch when it has room for them (len(b.upper)), allocated otherwise; the
+// shape is the same whichever memory holds its tilts, and lives as long as
+// scratch is not reused.
 func (e Estimator) fitIn(b buckets, scratch []float64) shape {
 	s := shape{est: e}
 	if e != MeanFit && e != Density {
@@ -275,51 +249,27 @@ func (s shape) share(b buckets, i int, x float64) float64 {
 	return math.Min(math.Max(f, 0), 1)
 }
 
-// Quantile estimates the nearest-rank q-quantile of h within the bracket of
-// QuantileBracket: the rank's share of its bucket, (r − cum(lower) − ½)/count
-// (the centre of the rank's slot, so that n equal shares tile the bucket), is
-// mapped through the estimator's within-bucket distribution. A rank in the
-// +Inf bucket gives Estimate = Upper = +Inf, Lower the last finite edge. All
-// fields are NaN when the bracket is not defined.
-func (e Estimator) Quantile(q float64, h Histogram) Bounded {
-	return e.quantilesOf(h).quantile(q)
-}
-
-// fittedHistogram is one histogram prepared once for several quantiles: the
-// estimator's fit (a bisection over every bucket, the costly part) is made at
-// most once and shared, which gives the same values as fitting per quantile.
-type fittedHistogram struct {
-	e      Estimator
-	b      buckets
-	ok     bool
-	s      shape
-	fitted bool
-}
-
-// quantilesOf prepares h for quantile estimates.
-func (e Estimator) quantilesOf(h Histogram) *fittedHistogram {
-	b, ok := prepare(h)
-	return &fittedHistogram{e: e, b: b, ok: ok}
-}
-
-// quantile is Estimator.Quantile of the prepared histogram.
-func (fh *fittedHistogram) quantile(q float64) Bounded {
-	res, i, f := placeQuantile(fh.b, fh.ok, q)
-	if i < 0 {
-		return res
-	}
-	if !fh.fitted {
-		fh.s, fh.fitted = fh.e.fit(fh.b), true
-	}
-	res.Estimate = fh.s.at(fh.b, i, f)
-	return res
-}
-
-// placeQuantile is Estimator.Quantile of the prepared buckets b (ok as
-// prepare returned it) up to the fit: the bracket, and the bucket i and
-// share f of its observations at which the estimator places the estimate;
-// i < 0 when the result is complete without a fit (NaN, or a rank in the
-// +Inf bucket).
+// placeQuantile places the nearest-rank q-quantile of the prepared buckets b
+// (ok as prepare returned it), up to the estimator's fit: the bracket, and
+// the bucket i and share f of its observations at which the estimator places
+// the estimate; i < 0 when the result is complete without a fit (NaN, or a
+// rank in the +Inf bucket).
+//
+// The bracket is the bucket that certainly holds the quantile: the rank is
+// r = ceil(q·n) (1-based, at least 1), and the r-th smallest observation
+// lies in the first bucket whose cumulative count reaches r, so it is in
+// (lower, upper] with lower the previous edge. Proof sketch: cum(lower) < r
+// <= cum(upper) means fewer than r observations are <= lower and at least r
+// are <= upper. The first bucket's lower edge is 0 (latencies are never
+// negative; -Inf if the first edge is not positive); a rank in the +Inf
+// bucket has Upper = Estimate = +Inf, Lower the last finite edge. q = 0 is
+// read as the minimum (rank 1) and q = 1 as the maximum (rank n). All fields
+// are NaN when q is NaN or outside [0, 1], when b is not valid, or when it
+// holds no observation.
+//
+// The share f is the centre of the rank's slot in its bucket,
+// (r − cum(lower) − ½)/count, so that n equal shares tile the bucket; the
+// estimator's within-bucket distribution maps it to the estimate.
 func placeQuantile(b buckets, ok bool, q float64) (res Bounded, i int, f float64) {
 	nan := math.NaN()
 	if !ok || !(q >= 0 && q <= 1) || b.n <= 0 {

@@ -30,7 +30,7 @@ type SLO struct {
 	Rejected Population
 }
 
-// Options tunes EvaluateWindow.
+// Options tunes Evaluate.
 type Options struct {
 	// Quantiles are the quantiles reported per latency metric, in [0, 1].
 	Quantiles []float64
@@ -39,14 +39,13 @@ type Options struct {
 	Estimator Estimator
 }
 
-// Quantile is one quantile of one metric: our estimate with its bracket, and
-// what Prometheus's histogram_quantile would say (for comparison).
+// Quantile is one quantile of one metric: our estimate with its bracket.
+// What Prometheus's histogram_quantile would say of the same histogram is
+// PrometheusQuantile's, computed by the reader who compares the two (the
+// benchmark report) rather than at every evaluation, which never reads it.
 type Quantile struct {
 	Q float64
 	Bounded
-	// Prometheus is histogram_quantile's answer; +Inf when it has none (a
-	// histogram with only the +Inf bucket).
-	Prometheus float64
 }
 
 // Stage is a part of a request's life for Little's Law.
@@ -116,7 +115,7 @@ type SLOResult struct {
 	HasGoodputCost bool
 }
 
-// WindowReport is everything EvaluateWindow derives from one window. No field
+// WindowReport is everything Evaluate derives from one window. No field
 // is NaN: what cannot be known is absent (or its Has flag is false).
 type WindowReport struct {
 	Window Window
@@ -208,39 +207,29 @@ func (r WindowReport) Clone() WindowReport {
 // AllKey is the objective key of "met every per-request objective".
 const AllKey = "all"
 
-// EvaluateWindow evaluates one window: quantiles of every latency metric,
+// Evaluate evaluates one window: quantiles of every latency metric,
 // throughput and request rate, Little's Law per stage, and each SLO. A window
 // of non-positive or unknown length yields a report with only the Window.
 //
 // SLOs are evaluated over the requests that finished in the window (n_B, the
 // e2e count); see evaluateSLO in slo.go for how TTFT, observed at the first
-// token, is carried onto them. This whole-window evaluation is the fallback
-// of callers without a per-interval ledger: a stream cancelled after its
-// first token is in TTFT but in no finish histogram, which it does not
-// account for (the ledger's EvaluateInterval and Abandoned do).
-func EvaluateWindow(w Window, slos []SLO, opts Options) WindowReport {
-	return evaluate(w, slos, nil, opts)
-}
-
-// Evaluate is EvaluateWindow for a caller with a per-interval ledger: the
-// "all" of every SLO with a per-request objective (HasPerRequestObjective)
-// is joints[i], the ledger's joint over the same scrapes, instead of the
-// whole-window Fréchet bound, which is then never computed. A nil joints[i]
-// leaves that SLO without "all", goodput, burn rate and abandoned requests;
-// a joint carrying the ledger's per-objective sums (Joint.Objectives)
-// narrows the SLO's per-objective results by them.
-// joints holds one entry per SLO (nil entries allowed); SLOs of ITL
-// objectives only are judged over token gaps as by EvaluateWindow.
+// token, is carried onto them.
+//
+// joints are a per-interval ledger's, one entry per SLO: the "all" of every
+// SLO with a per-request objective (HasPerRequestObjective) is joints[i],
+// the ledger's joint over the same scrapes, instead of the whole-window
+// Fréchet bound, which is then never computed. A nil joints[i] leaves that
+// SLO without "all", goodput, burn rate and abandoned requests; a joint
+// carrying the ledger's per-objective sums (Joint.Objectives) narrows the
+// SLO's per-objective results by them. SLOs of ITL objectives only are
+// judged over token gaps, with joints or without.
+//
+// A nil joints (no ledger at all, not a slice of nils) asks for the
+// whole-window evaluation, the fallback of a caller without a per-interval
+// ledger: "all" is the Fréchet bound of the window's histograms, and a stream
+// cancelled after its first token, in TTFT but in no finish histogram, is
+// not accounted for (the ledger's EvaluateInterval and Abandoned do).
 func Evaluate(w Window, slos []SLO, joints []*Joint, opts Options) WindowReport {
-	if joints == nil {
-		joints = make([]*Joint, len(slos))
-	}
-	return evaluate(w, slos, joints, opts)
-}
-
-// evaluate is EvaluateWindow, with the ledger's joints when joints is
-// non-nil (see Evaluate).
-func evaluate(w Window, slos []SLO, joints []*Joint, opts Options) WindowReport {
 	rep := WindowReport{
 		Window:      w,
 		Requests:    map[Metric]float64{},
@@ -294,24 +283,19 @@ func evaluate(w Window, slos []SLO, joints []*Joint, opts Options) WindowReport 
 
 // quantiles computes the requested quantiles of h, skipping q outside [0, 1]
 // and keeping the estimates non-decreasing in q (the brackets already are).
-// It is Estimator.Quantile per q with the buckets prepared and fitted once,
+// It is placeQuantile per q with the buckets prepared and fitted once,
 // in memory on its stack for a histogram of up to scratchEdges edges: an
 // evaluation fits every histogram of every window, and what it allocates
 // sets how often the collector marks the whole heap of histories again.
 func quantiles(e Estimator, qs []float64, h Histogram) []Quantile {
 	out := make([]Quantile, 0, len(qs))
-	var scratch [6 * scratchEdges]float64 // buckets, tilts, repaired counts
+	var scratch [5 * scratchEdges]float64 // buckets, tilts
 	b, ok := prepareIn(h, scratch[:4*scratchEdges:4*scratchEdges])
-	counts := prometheusCountsIn(h, scratch[5*scratchEdges:]) // repaired once for every q
 	var s shape
 	fitted := false
 	for _, q := range qs {
 		if !(q >= 0 && q <= 1) {
 			continue
-		}
-		p := prometheusQuantileOf(q, h.Edges, counts)
-		if math.IsNaN(p) {
-			p = math.Inf(1)
 		}
 		est, i, f := placeQuantile(b, ok, q)
 		if i >= 0 {
@@ -320,7 +304,7 @@ func quantiles(e Estimator, qs []float64, h Histogram) []Quantile {
 			}
 			est.Estimate = s.at(b, i, f)
 		}
-		out = append(out, Quantile{Q: q, Bounded: est, Prometheus: p})
+		out = append(out, Quantile{Q: q, Bounded: est})
 	}
 	return out
 }
@@ -390,22 +374,23 @@ func (rep *WindowReport) concurrency(w Window, secs float64) {
 	}
 }
 
-// finished is n_B, the requests that finished in the window: the count of the
-// e2e histogram, else of the first other per-request histogram observed at
-// finish. Client-aborted requests are in none of them.
+// finished is n_B, the requests that finished in the window: the count of
+// the e2e histogram; false without it, or when the caller marked the count
+// unknown (Window.FinishCountUnknown). Client-aborted requests are not in
+// it.
+//
+// Nothing else stands in for it. A histogram observed at the finish on
+// vLLM may be observed elsewhere on another server (llm-d-inference-sim
+// observes prefill time at the first token), so its count can hold
+// requests that have not finished; and the finished-request counter,
+// updated apart from e2e, can count a request in another scrape interval
+// than e2e does, so a window or interval counted by the one and the next
+// by the other can count one request twice.
 func finished(w Window) (float64, bool) {
-	if n, ok := observations(w.Latency[E2E]); ok {
-		return n, true
+	if w.FinishCountUnknown {
+		return 0, false
 	}
-	for _, m := range Metrics {
-		if !m.ObservedAtFinish() {
-			continue
-		}
-		if n, ok := observations(w.Latency[m]); ok {
-			return n, true
-		}
-	}
-	return 0, false
+	return observations(w.Latency[E2E])
 }
 
 // finite reports whether v is neither NaN nor infinite.

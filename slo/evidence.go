@@ -15,10 +15,12 @@ type Evidence struct {
 	// the window may not cross), in [0, 1] (Window.Coverage).
 	Coverage float64
 	// Observed is the burn rate of the requests seen bad, over the SLO's
-	// population: with b_i each joint objective's bad share (1 − its
-	// attainment lower bound, over its own histogram's population), s = 1 −
-	// Π(1 − b_i) the joint's bad share taking the objectives as independent
-	// (see EvidenceOf for why), N the finished requests and U the requests the
+	// population: with b_i each joint objective's bad share among the
+	// finished requests (1 − its attainment lower bound, over its own
+	// histogram's population; for TTFT, whose histogram also holds the
+	// abandoned streams' first tokens, FinisherTTFT), s = 1 − Π(1 − b_i)
+	// the joint's bad share taking the objectives as independent (see
+	// EvidenceOf for why), N the finished requests and U the requests the
 	// population counts bad without a finish observation (unservedBad),
 	// (s·N + U) / (N + U) / (1 - goal). It is what the generated rules
 	// compute (model_name:vllm_slo_burn_rate_observed:...), without the
@@ -28,10 +30,15 @@ type Evidence struct {
 	// and count bad (abandoned ones under `abandoned: bad`, rejected ones
 	// under `rejected: bad`).
 	Unserved float64
-	// BadShares are the b_i Observed rests on, by objective, for each joint
-	// objective the window holds an attainment for (the alert's evidence
-	// annotation names them).
+	// BadShares are the objectives' bad shares over their own histograms'
+	// populations, by objective, for each joint objective the window holds
+	// an attainment for (the alert's evidence annotation names them).
 	BadShares map[string]float64
+	// FinisherTTFT is the TTFT bad share Observed charges the finished
+	// requests: the window's TTFT-bad first tokens beyond the abandoned
+	// streams' (FinisherTTFTShare); the TTFT bad share itself without a
+	// TTFT objective's share or abandoned streams.
+	FinisherTTFT float64
 	// FirstTokens is the window's first tokens (the TTFT histogram's
 	// observations, abandoned streams' included), the population of the
 	// TTFT bad share; 0 without a TTFT histogram.
@@ -91,30 +98,47 @@ func (e Evidence) Burn(b Bounded) float64 { return math.Max(e.Observed, b.Lower)
 // TTFT counts requests at their first token, not at their finish, so the
 // evidence can trail the truth by a scrape at the edges of a burn.
 //
-// Why abandonment joins by independence too, and what that leaves. The TTFT
-// bad share is over first tokens, abandoned streams' included, so s·N
-// charges the finishers N/F of each slow first token (F the first tokens),
-// and under `abandoned: bad` a slow abandoned stream counts once in U and
-// again, by N/F, as a TTFT-bad finisher. Clients abandon slow streams more
-// often than fast ones, so this reads high: toward a false page, never a
-// missed one. The other extreme, the slow first tokens charged to the
-// abandoned streams first (TTFT's good share G/(F − A), at most 1, with G
-// the TTFT-good first tokens and A the abandoned: the largest overlap the
-// counts allow), reads low wherever a slow stream finishes. Over the
-// alert-quality library, both policies, it is nearer the truth (mean
-// absolute error 0.36x against 0.51x), yet falls under the factor with the
-// truth above it in 51 windows against 37 and fires later (1:45 in all
-// after the truth, against 0:30 before it), with the same pages: 1 false,
-// 0 missed. A miss costs more than a page, so the product
-// stays. The abandoned estimate itself is off by the prompts in prefill at
-// the window's edges, which the running gauge counts before their first
-// token: one at the start counts one too many, one at the end one too few,
-// the two equal in the mean (on the simulator the estimate is exactly the
-// truth plus that difference, which in the cancellation scenario is not 0
-// in half the windows, up to 5 requests). No series vLLM exposes tells them
-// apart at a scrape (the waiting gauge holds neither; the prefill histogram
-// is observed at the finish), and the ledger's clamp reads the same count.
-// So where the truth lies within a request of the factor (over 1m at
+// Why the slow first tokens are charged to the abandoned streams first.
+// The TTFT histogram holds every first token of the window, the abandoned
+// streams' among them, while the population's TTFT-bad requests are
+// finishers (under `abandoned: bad` an abandoned stream counts bad once, in
+// U, whatever its TTFT). Of the window's t·F TTFT-bad first tokens (t the
+// TTFT bad share, F the first tokens) at most A belong to the A abandoned
+// streams, so at least t·F − A belong to finishers: FinisherTTFTShare
+// charges the finishers max(0, t·F − A) / (F − A), the least TTFT-bad share
+// the counts allow them, where the independence reading before it charged
+// them t (N/F of every slow first token, the abandoned streams' too). Clients
+// abandon slow streams more often than fast ones (a stream with no first
+// token for seconds is closed), and then the slow first tokens are largely
+// the abandoned streams': the independence reading counted them bad twice
+// under `abandoned: bad` (in U and, by N/F, as TTFT-bad finishers) and as
+// finishers' under `excluded`, and paged falsely near the factor (the
+// alert-quality harness's cancel-burn scenario at 1d: a 5m/1m page 3
+// minutes after the true 1m burn fell to 13.7x, read 15.8x from 8 slow
+// first tokens that were all abandoned streams'; under `excluded` 14.5x
+// over 5m against a true 13.4x). Charged first to the abandoned streams, the TTFT
+// term is a count-based lower bound of the finishers' TTFT-bad share (up to
+// the abandoned estimate's edge error below), so the observed burn rate is
+// never above the independence reading (t′ ≤ t whenever t ≤ 1, and U is
+// the same): the gate cannot page falsely where it did not before. What it
+// can do is page later where slow first tokens finish and the abandoned
+// streams were fast (abandonment unrelated to TTFT): there the TTFT term
+// reads low by up to min(A, t·F)/(F − A) of the finishers, and the page
+// rests on the objectives observed at the finish, the abandoned streams
+// under `bad`, and the proven lower bound, which still pages any breach it
+// proves. Over the alert-quality library it removes the false pages the
+// independence reading gave in the cancellation scenarios, misses none, and
+// pages at most one evaluation later than it (docs/alert-quality.md).
+//
+// The abandoned estimate itself is off by the prompts in prefill at the
+// window's edges, which the running gauge counts before their first token:
+// one at the start counts one too many, one at the end one too few, the two
+// equal in the mean (on the simulator the estimate is exactly the truth plus
+// that difference, which in the cancellation scenario is not 0 in half the
+// windows, up to 5 requests). No series vLLM exposes tells them apart at a
+// scrape (the waiting gauge holds neither; the prefill histogram is observed
+// at the finish), and the ledger's clamp reads the same count. So where the
+// truth lies within a request of the factor (over 1m at
 // about 5 req/s a request is 0.3x) any evidence from these counters can
 // page or miss; the one false page the harness records is such a step
 // (44 abandoned of 306, 14.38x, read as 45). The alert-quality harness
@@ -134,21 +158,27 @@ func EvidenceOf(r SLOResult, s SLO, w Window) Evidence {
 	if !(s.Goal < 1) {
 		return ev
 	}
-	good := 1.0
-	ev.BadShares = map[string]float64{}
-	for _, m := range joint {
-		if a, ok := r.Objectives[string(m)]; ok {
-			share := math.Min(1, math.Max(0, a.Lower))
-			good *= share
-			ev.BadShares[string(m)] = 1 - share
-		}
-	}
-	bad := 1 - good
 	if ttft, ok := w.Latency[TTFT]; ok && ttft.Valid() {
 		ev.FirstTokens = ttft.Total()
 	}
 	ev.Ledger = r.Abandoned
 	ev.Unserved, ev.Abandoned = unservedBad(r, s, w)
+	good := 1.0
+	ev.BadShares = map[string]float64{}
+	for _, m := range joint {
+		a, ok := r.Objectives[string(m)]
+		if !ok {
+			continue
+		}
+		share := 1 - math.Min(1, math.Max(0, a.Lower))
+		ev.BadShares[string(m)] = share
+		if m == TTFT {
+			share = FinisherTTFTShare(share, ev.FirstTokens, ev.Abandoned)
+			ev.FinisherTTFT = share
+		}
+		good *= 1 - share
+	}
+	bad := 1 - good
 	n := r.Requests
 	if joint[0] == ITL || !(n+ev.Unserved > 0) {
 		// ITL's share is over token gaps, not requests: no population to
@@ -158,6 +188,23 @@ func EvidenceOf(r SLOResult, s SLO, w Window) Evidence {
 	}
 	ev.Observed = (bad*n + ev.Unserved) / (n + ev.Unserved) / (1 - s.Goal)
 	return ev
+}
+
+// FinisherTTFTShare is the TTFT bad share a window's finished requests are
+// charged with: of the window's t·f TTFT-bad first tokens (t the TTFT bad
+// share over its f first tokens), those beyond its a abandoned streams',
+// max(0, t·f − a), over the f − a first tokens of the other requests; t
+// itself when a is not positive or not less than f (no abandoned stream,
+// or no first token left to share). It is at most t (for t ≤ 1), and at
+// least the share the counts prove the finishers' (every TTFT-bad first
+// token is an abandoned stream's or another request's): EvidenceOf argues
+// why the evidence charges the slow first tokens to the abandoned streams
+// first. The generated rules compute the same from the same counts.
+func FinisherTTFTShare(t, f, a float64) float64 {
+	if !(a > 0) || !(f > a) {
+		return t
+	}
+	return math.Max(0, t*f-a) / (f - a)
 }
 
 // unservedBad is how many requests the SLO's population counts bad although

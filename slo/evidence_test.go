@@ -74,7 +74,9 @@ func TestObservedBurnFollowsThePopulation(t *testing.T) {
 		{"the window's running gauge, not the ledger's estimate: 25 = 100 - 80 + 9 - 4 of 105", gateSLO(AbandonedBad), gateResult(80, 1, 1, &fifteen), seen(100, 9, 4), 2500.0 / 105},
 		{"cancellations alone, abandoned excluded", gateSLO(AbandonedExcluded), gateResult(85, 1, 1, &fifteen), seen(100, 7, 7), 0},
 		{"joint breach, 8% and 8%: 1 - 0.92·0.92", gateSLO(AbandonedBad), gateResult(100, 0.92, 0.92, &Bounded{}), seen(100, 3, 3), 15.36},
-		{"both: ((1 - 0.95·0.95)·90 + 10) / 100", gateSLO(AbandonedBad), gateResult(90, 0.95, 0.95, &Bounded{Lower: 4, Estimate: 10, Upper: 30}), seen(100, 0, 0), 18.775},
+		{"both, the 5 slow first tokens the 10 abandoned streams': ((1 - 1·0.95)·90 + 10) / 100", gateSLO(AbandonedBad), gateResult(90, 0.95, 0.95, &Bounded{Lower: 4, Estimate: 10, Upper: 30}), seen(100, 0, 0), 14.5},
+		{"both, 15 slow first tokens, 5 beyond the abandoned streams': ((1 - (1 - 5/90)·0.95)·90 + 10) / 100", gateSLO(AbandonedBad), gateResult(90, 0.85, 0.95, &Bounded{Lower: 4, Estimate: 10, Upper: 30}), seen(100, 0, 0), 19.25},
+		{"abandoned excluded, 15 slow first tokens, 10 abandoned: (1 - (1 - 5/90)·0.95) of the finishers", gateSLO(AbandonedExcluded), gateResult(90, 0.85, 0.95, &Bounded{Lower: 4, Estimate: 10, Upper: 30}), seen(100, 0, 0), 100 * (1 - (1-5.0/90)*0.95)},
 		{"more finished than first tokens: none abandoned", gateSLO(AbandonedBad), gateResult(100, 1, 1, &fifteen), seen(90, 2, 5), 0},
 		{"no running gauge: the ledger's lower bound only", gateSLO(AbandonedBad), gateResult(97, 1, 1, &unbounded), Window{}, 3},
 		{"no ledger: no abandoned", gateSLO(AbandonedBad), gateResult(100, 0.99, 1, nil), seen(120, 0, 0), 1},
@@ -113,6 +115,43 @@ func TestEvidenceCarriesItsCounts(t *testing.T) {
 		if ev.FirstTokens != c.first || ev.Abandoned != c.abandoned || ev.Unserved != c.unserved || ev.Ledger != fifteen {
 			t.Errorf("policy %v, window %+v: first tokens %v, abandoned %v, unserved %v, ledger %+v; want %v, %v, %v, %+v",
 				c.p, c.w.Running, ev.FirstTokens, ev.Abandoned, ev.Unserved, ev.Ledger, c.first, c.abandoned, c.unserved, fifteen)
+		}
+	}
+}
+
+// TestFinisherTTFTShare: the TTFT bad share charged to the finished
+// requests is the slow first tokens beyond the abandoned streams' over the
+// other first tokens; never above the share over every first token, never
+// below what the counts prove the other requests' (t·f − a of them, over
+// at most f − a), and the share itself without abandoned streams or with
+// no first token left.
+func TestFinisherTTFTShare(t *testing.T) {
+	for _, c := range []struct {
+		t, f, a, want float64
+	}{
+		{0.05, 100, 10, 0},
+		{0.15, 100, 10, 5.0 / 90},
+		{0.15, 100, 0, 0.15},
+		{0.15, 100, 100, 0.15},
+		{0.15, 100, 120, 0.15},
+		{1, 100, 10, 1},
+		{0, 100, 10, 0},
+	} {
+		got := FinisherTTFTShare(c.t, c.f, c.a)
+		if !closeTo(got, c.want) {
+			t.Errorf("FinisherTTFTShare(%v, %v, %v) = %v, want %v", c.t, c.f, c.a, got, c.want)
+		}
+	}
+	for ti := 0; ti <= 20; ti++ {
+		for ai := 0; ai <= 20; ai++ {
+			share, f, a := float64(ti)/20, 100.0, float64(ai)*5
+			got := FinisherTTFTShare(share, f, a)
+			if got > share+1e-12 {
+				t.Fatalf("t %v, a %v: charged %v, above the share over every first token", share, a, got)
+			}
+			if a < f && got*(f-a) < share*f-a-1e-9 {
+				t.Fatalf("t %v, a %v: charged %v of %v, fewer than the %v slow first tokens the abandoned streams cannot hold", share, a, got, f-a, share*f-a)
+			}
 		}
 	}
 }

@@ -3,6 +3,7 @@ package slo
 import (
 	"flag"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"slices"
@@ -24,7 +25,11 @@ func renderReport(rep WindowReport) string {
 		}
 		fmt.Fprintf(&b, "%-9s n=%g\n", m, n)
 		for _, q := range rep.Quantiles[m] {
-			fmt.Fprintf(&b, "  q%-5g %s  prometheus %.6g\n", q.Q, bd(q.Bounded), q.Prometheus)
+			p := PrometheusQuantile(q.Q, rep.Window.Latency[m])
+			if math.IsNaN(p) {
+				p = math.Inf(1) // as the report held it when it carried Prometheus's answer
+			}
+			fmt.Fprintf(&b, "  q%-5g %s  prometheus %.6g\n", q.Q, bd(q.Bounded), p)
 		}
 	}
 	fmt.Fprintf(&b, "throughput %v gen %.6g prompt %.6g; request rate %v %.6g\n", rep.HasThroughput, rep.GenerationTokensPerSecond, rep.PromptTokensPerSecond, rep.HasRequestRate, rep.RequestsPerSecond)

@@ -1,8 +1,10 @@
 package slo
 
 // GoodRequestsOf is SLO s's good requests per objective key over w, as
-// Evaluate(w, []SLO{s}, nil, Options{}) reports them in its result's
-// GoodRequests, without the rest of the window's evaluation: each
+// Evaluate(w, []SLO{s}, []*Joint{nil}, Options{}) reports them in its
+// result's GoodRequests (a ledger's caller without the window's joint, not
+// the whole-window fallback of nil joints), without the rest of the
+// window's evaluation: each
 // objective's good count carried onto the finished requests, and "all"
 // only for an SLO of ITL objectives alone (a ledger judges every other
 // SLO's "all", interval by interval, and Evaluate leaves it to the joint

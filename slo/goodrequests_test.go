@@ -9,7 +9,8 @@ import (
 )
 
 // TestGoodRequestsOfIsEvaluates compares GoodRequestsOf with the good
-// requests Evaluate reports for each SLO without joints, on random windows
+// requests Evaluate reports for each SLO with a nil joint (a slice of
+// nils: no ledger's "all", not the whole-window fallback), on random windows
 // (histograms present or absent, gauges known or not, no finished request)
 // and SLOs of per-request objectives, of ITL alone and of both: the same
 // keys and the same numbers, to the bit, and no result where Evaluate has
@@ -50,7 +51,7 @@ func TestGoodRequestsOfIsEvaluates(t *testing.T) {
 			w.Waiting = Gauge{Known: true, AtStart: float64(r.IntN(3)), AtEnd: float64(r.IntN(3))}
 		}
 		w.InFlightAtRestarts = float64(r.IntN(2))
-		rep := Evaluate(w, slos, nil, Options{})
+		rep := Evaluate(w, slos, make([]*Joint, len(slos)), Options{})
 		for i, s := range slos {
 			good, ok := GoodRequestsOf(w, s)
 			if ok != (len(rep.SLOs) == len(slos)) {

@@ -91,8 +91,10 @@ func InFlightSplit(prevGood, prevBad float64, src Source, finGood Bounded, n, qu
 // finished.
 type Finishers struct {
 	Start, End time.Time
-	// N is the number of requests that finished (the e2e count).
-	N float64
+	// N is the number of requests that finished (the e2e count) when
+	// Known; an unknown count is 0 here, and is no count at all.
+	N     float64
+	Known bool
 	// Lag is the histogram, over the same N requests, of the time from the
 	// first token to the finish: vLLM's decode-time histogram. When only the
 	// e2e histogram is known, LagUpperOnly is true and each bucket's upper

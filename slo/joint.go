@@ -31,7 +31,7 @@ func inFlight(running, waiting Gauge) (start, end float64, ok bool) {
 // For TTFT, A is the requests whose first token came in the window and B the
 // requests that finished in it: a request of A\B is still in flight at the
 // window's end, and one of B\A was in flight at its start, so the in-flight
-// gauges at the edge scrapes bound them (see EvaluateWindow).
+// gauges at the edge scrapes bound them (see Evaluate).
 func CarryGood(goodA Bounded, nA, nB, leftA, joinB float64) Bounded {
 	leftA = math.Min(math.Min(leftA, joinB+nA-nB), nA)
 	joinB = math.Min(math.Min(joinB, leftA+nB-nA), nB)

@@ -212,3 +212,10 @@ func FuzzMeanFitIsThePlainBisection(f *testing.F) {
 		}
 	})
 }
+
+// tiltMean is the mean of the density ∝ exp(−θy) on [0, 1]:
+// 1/θ − 1/(e^θ − 1), decreasing in θ from 1 to 0, and ½ at θ = 0.
+func tiltMean(theta float64) float64 {
+	m, _ := tiltMeanExpm1(theta)
+	return m
+}

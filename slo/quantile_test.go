@@ -179,3 +179,72 @@ func TestLinearPercentile(t *testing.T) {
 		}
 	}
 }
+
+// QuantileBracket returns the bucket that certainly holds the q-quantile of the
+// observations in h, by the nearest-rank convention: the rank is
+// r = ceil(q·n) (1-based, at least 1), and the r-th smallest observation lies
+// in the first bucket whose cumulative count reaches r, so it is in
+// (lower, upper] with lower the previous edge.
+//
+// It is the bracket of placeQuantile (which proves it), alone. Conventions: the first bucket's lower edge is 0 (latencies are never
+// negative; -Inf if the first edge is not positive); a rank in the +Inf bucket
+// has upper = +Inf. q = 0 is read as the minimum (rank 1) and q = 1 as the
+// maximum (rank n). ok is false when q is NaN or outside [0, 1], when h is not
+// valid, and when h holds no observation.
+func QuantileBracket(q float64, h Histogram) (lower, upper float64, ok bool) {
+	b, ok := prepare(h)
+	if !ok || !(q >= 0 && q <= 1) || b.n <= 0 {
+		return 0, 0, false
+	}
+	i := b.bucketOfRank(rankOf(q, b.n))
+	return b.lower[i], b.upper[i], true
+}
+
+// EstimateQuantile is the default quantile estimate: the bracket of
+// QuantileBracket with an estimate inside it from DefaultEstimator. When the
+// rank falls in the +Inf bucket the estimate is +Inf and Lower the last finite
+// edge: the histogram cannot say more, and a finite number would pretend.
+// When QuantileBracket is not ok all three fields are NaN.
+func EstimateQuantile(q float64, h Histogram) Bounded {
+	return DefaultEstimator.Quantile(q, h)
+}
+
+// Quantile estimates the nearest-rank q-quantile of h within the bracket of
+// QuantileBracket: the rank's share of its bucket, (r − cum(lower) − ½)/count
+// (the centre of the rank's slot, so that n equal shares tile the bucket), is
+// mapped through the estimator's within-bucket distribution. A rank in the
+// +Inf bucket gives Estimate = Upper = +Inf, Lower the last finite edge. All
+// fields are NaN when the bracket is not defined.
+func (e Estimator) Quantile(q float64, h Histogram) Bounded {
+	return e.quantilesOf(h).quantile(q)
+}
+
+// fittedHistogram is one histogram prepared once for several quantiles: the
+// estimator's fit (a bisection over every bucket, the costly part) is made at
+// most once and shared, which gives the same values as fitting per quantile.
+type fittedHistogram struct {
+	e      Estimator
+	b      buckets
+	ok     bool
+	s      shape
+	fitted bool
+}
+
+// quantilesOf prepares h for quantile estimates.
+func (e Estimator) quantilesOf(h Histogram) *fittedHistogram {
+	b, ok := prepare(h)
+	return &fittedHistogram{e: e, b: b, ok: ok}
+}
+
+// quantile is Estimator.Quantile of the prepared histogram.
+func (fh *fittedHistogram) quantile(q float64) Bounded {
+	res, i, f := placeQuantile(fh.b, fh.ok, q)
+	if i < 0 {
+		return res
+	}
+	if !fh.fitted {
+		fh.s, fh.fitted = fh.e.fit(fh.b), true
+	}
+	res.Estimate = fh.s.at(fh.b, i, f)
+	return res
+}

@@ -59,16 +59,16 @@ type MeasuredReport struct {
 // attainments, goodput (requests and generated tokens per second) and the
 // burn rate.
 //
-// The comparison is EvaluateWindow's: a value meets a threshold when it is at
+// The comparison is Evaluate's: a value meets a threshold when it is at
 // most the threshold up to a relative 1e-9. ITL is per token gap and no span
 // carries it, so ITL objectives are absent from the result and, as in
-// EvaluateWindow, not part of "all"; an SLO with only ITL objectives has no
+// Evaluate, not part of "all"; an SLO with only ITL objectives has no
 // "all".
 //
 // A request missing an objective's metric cannot be judged on it. It is then
 // counted as good in the upper bound and bad in the lower bound (of the
 // objective, of "all" and of goodput), so the bounds hold whatever the value
-// was, and the estimate counts it as good, as EvaluateWindow does for an
+// was, and the estimate counts it as good, as Evaluate does for an
 // absent histogram. With every metric present the results are exact.
 func EvaluateMeasured(reqs []Measured, seconds float64, slos []SLO, quantiles []float64) MeasuredReport {
 	rep := MeasuredReport{Requests: len(reqs), Counts: map[Metric]int{}, Quantiles: map[Metric][]Quantile{}}
@@ -81,7 +81,7 @@ func EvaluateMeasured(reqs []Measured, seconds float64, slos []SLO, quantiles []
 		rep.Counts[m] = len(values)
 		for i, v := range exactQuantiles(values, quantiles) {
 			if q := quantiles[i]; q >= 0 && q <= 1 {
-				rep.Quantiles[m] = append(rep.Quantiles[m], Quantile{Q: q, Bounded: Exact(v), Prometheus: v})
+				rep.Quantiles[m] = append(rep.Quantiles[m], Quantile{Q: q, Bounded: Exact(v)})
 			}
 		}
 	}

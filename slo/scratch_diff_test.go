@@ -37,11 +37,7 @@ func quantilePlain(e Estimator, h Histogram, qs []float64) []Quantile {
 				res.Estimate = s.at(b, i, f)
 			}
 		}
-		p := PrometheusQuantile(q, h)
-		if math.IsNaN(p) {
-			p = math.Inf(1)
-		}
-		out = append(out, Quantile{Q: q, Bounded: res, Prometheus: p})
+		out = append(out, Quantile{Q: q, Bounded: res})
 	}
 	return out
 }
@@ -133,7 +129,7 @@ func sameQuantiles(a, b []Quantile) bool {
 	}
 	for i := range a {
 		if !same(a[i].Q, b[i].Q) || !same(a[i].Estimate, b[i].Estimate) || !same(a[i].Lower, b[i].Lower) ||
-			!same(a[i].Upper, b[i].Upper) || !same(a[i].Prometheus, b[i].Prometheus) {
+			!same(a[i].Upper, b[i].Upper) {
 			return false
 		}
 	}
@@ -185,4 +181,12 @@ func TestScratchIsThePlainMemory(t *testing.T) {
 	if fitted < 10000 {
 		t.Fatalf("only %d of the histograms hold observations", fitted)
 	}
+}
+
+// fit prepares the estimator for the histogram b: the base tilt of every
+// bucket (0, or from its neighbours' densities for Density), then one shift
+// δ solving Σ n_i·(l_i + w_i·tiltMean(θ_i + δ)) = S by bisection (the left
+// side decreases in δ). With no usable sum the shift is 0.
+func (e Estimator) fit(b buckets) shape {
+	return e.fitIn(b, nil)
 }

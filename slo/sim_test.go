@@ -8,6 +8,7 @@ import (
 
 	"github.com/vllm-slo-exporter/vllm-slo-exporter/internal/sim"
 	"github.com/vllm-slo-exporter/vllm-slo-exporter/slo"
+	"github.com/vllm-slo-exporter/vllm-slo-exporter/test/simtruth"
 )
 
 // observe builds a histogram over the finite edges (+Inf appended) from
@@ -38,7 +39,7 @@ func values(t sim.Truth, metric slo.Metric) []float64 {
 // simWindow builds the Window vLLM's histograms would give over (from, to]
 // from the simulator's truth: the same populations and observation times.
 func simWindow(truth sim.Truth, from, to time.Time) slo.Window {
-	first, fin := truth.FirstTokenIn(from, to), truth.FinishedIn(from, to)
+	first, fin := simtruth.FirstTokenIn(truth, from, to), simtruth.FinishedIn(truth, from, to)
 	req := sim.DefaultRequestLatencyBuckets()
 	w := slo.Window{Start: from, End: to, Latency: map[slo.Metric]slo.Histogram{
 		slo.TTFT: observe(sim.DefaultTTFTBuckets(), values(first, slo.TTFT)),
@@ -55,7 +56,7 @@ func simWindow(truth sim.Truth, from, to time.Time) slo.Window {
 		gen = append(gen, float64(r.OutputTokens))
 	}
 	w.GenerationTokens = observe(sim.TokenBuckets(32768), gen)
-	s, e := truth.InFlightAt(from), truth.InFlightAt(to)
+	s, e := simtruth.InFlightAt(truth, from), simtruth.InFlightAt(truth, to)
 	w.Running = slo.Gauge{Known: true, AtStart: float64(s.Running), AtEnd: float64(e.Running)}
 	w.Waiting = slo.Gauge{Known: true, AtStart: float64(s.Waiting), AtEnd: float64(e.Waiting)}
 	return w
@@ -93,11 +94,11 @@ func TestSimulatorTruth(t *testing.T) {
 			w := simWindow(truth, from, end)
 			rep := slo.EvaluateWindow(w, []slo.SLO{interactive, strict}, slo.Options{Quantiles: qs})
 			windows++
-			fin := truth.FinishedIn(from, end)
+			fin := simtruth.FinishedIn(truth, from, end)
 			for _, m := range []slo.Metric{slo.TTFT, slo.TPOT, slo.E2E, slo.Queue} {
 				vals := values(fin, m)
 				if m == slo.TTFT {
-					vals = values(truth.FirstTokenIn(from, end), m)
+					vals = values(simtruth.FirstTokenIn(truth, from, end), m)
 				}
 				slices.Sort(vals)
 				for _, q := range rep.Quantiles[m] {
@@ -107,7 +108,7 @@ func TestSimulatorTruth(t *testing.T) {
 					}
 					if exact > 0 && !math.IsInf(q.Estimate, 0) {
 						oursErr += math.Abs(q.Estimate-exact) / exact
-						promErr += math.Abs(q.Prometheus-exact) / exact
+						promErr += math.Abs(slo.PrometheusQuantile(q.Q, w.Latency[m])-exact) / exact
 						compared++
 					}
 				}

@@ -103,6 +103,14 @@ type Window struct {
 	// RequestSuccess is the increase of the finished-request counter, all reasons.
 	RequestSuccess    float64
 	HasRequestSuccess bool
+	// FinishCountUnknown is set by a caller that knows the family counting
+	// the window's finished requests (e2e; see FinishersOf) was absent at
+	// one of the window's two scrapes: it appeared within the window (a
+	// server that creates a series at its first observation) or vanished.
+	// Its increase, counted from zero where it appeared, then need not be
+	// the window's finishers, so FinishersOf says they are unknown. The
+	// history cannot tell, and leaves it false.
+	FinishCountUnknown bool
 	// RequestAborted is the increase of the engine's own count of aborted
 	// requests (vLLM's finished-request counter for the reason "abort",
 	// SGLang's aborted-request counter); HasRequestAborted is false when the

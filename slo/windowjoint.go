@@ -161,19 +161,15 @@ func rejectedIn(w Window) (float64, bool) {
 }
 
 // FinishersOf describes the requests that finished in w: their count (the
-// e2e histogram's, else another finish-observed one's) and their lag from
-// first token to finish (decode time, else the e2e time as an upper bound).
+// e2e histogram's; see finished) and their lag from first token to finish
+// (decode time, else the e2e time as an upper bound). Without e2e, or when
+// the caller marked the count unknown, Known is false, N is 0 and nothing
+// is known of the lag: a caller must not read that 0 as "none finished".
 func FinishersOf(w Window) Finishers {
 	fin := Finishers{Start: w.Start, End: w.End}
-	if h, ok := w.Latency[E2E]; ok && h.Valid() {
-		fin.N = h.Total()
-	} else {
-		for _, m := range Metrics {
-			if h, ok := w.Latency[m]; ok && m.ObservedAtFinish() && h.Valid() {
-				fin.N = h.Total()
-				break
-			}
-		}
+	fin.N, fin.Known = finished(w)
+	if !fin.Known {
+		return fin
 	}
 	if h, ok := w.Latency[Decode]; ok && h.Valid() && h.Total() == fin.N {
 		fin.Lag = h

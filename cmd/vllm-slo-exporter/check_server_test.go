@@ -35,14 +35,16 @@ func TestCheckConfigProbe(t *testing.T) {
 		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			cfg := sim.DemoConfig(3, time.Date(2026, 11, 30, 0, 0, 0, 0, time.UTC))
+			start := time.Date(2026, 11, 30, 0, 0, 0, 0, time.UTC)
+			cfg := sim.DemoConfig(3, start)
 			cfg.Style = tc.style
 			s, err := sim.New(cfg)
 			if err != nil {
 				t.Fatal(err)
 			}
-			s.Advance(time.Minute)
-			srv := httptest.NewServer(s.Handler(s.Now))
+			now := start.Add(time.Minute)
+			s.AdvanceTo(now)
+			srv := httptest.NewServer(s.Handler(func() time.Time { return now }))
 			defer srv.Close()
 			path := filepath.Join(t.TempDir(), "config.yaml")
 			yaml := fmt.Sprintf("targets: [{name: gpu0, url: %q}]\nslos: [{name: chat, objectives: {ttft: 500ms, tpot: 50ms, e2e: 3s}, goal: 0.99}]\n", srv.URL+"/metrics")

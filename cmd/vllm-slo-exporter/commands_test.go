@@ -98,14 +98,42 @@ alerting:
 }
 
 // TestBuildVersion: without -ldflags, the version comes from the build
-// information's VCS settings.
+// information: the main module's version, and the VCS revision and time, the
+// revision marked when the tree was modified; without VCS settings (a build
+// with -buildvcs=false, or in a linked git worktree, which Go does not stamp)
+// the revision and date stay empty, so that --version says "unknown".
 func TestBuildVersion(t *testing.T) {
-	bi := &debug.BuildInfo{Main: debug.Module{Version: "(devel)"}, Settings: []debug.BuildSetting{
-		{Key: "vcs.revision", Value: "f160d36abc"}, {Key: "vcs.time", Value: "2026-12-01T14:00:00Z"}, {Key: "vcs.modified", Value: "true"}}}
-	got := buildVersion(bi)
-	want := builtVersion{version: "(devel)", revision: "f160d36abc-modified", date: "2026-12-01T14:00:00Z"}
-	if got != want {
-		t.Errorf("build version %+v, want %+v", got, want)
+	vcs := func(kv ...string) []debug.BuildSetting {
+		var out []debug.BuildSetting
+		for i := 0; i < len(kv); i += 2 {
+			out = append(out, debug.BuildSetting{Key: kv[i], Value: kv[i+1]})
+		}
+		return out
+	}
+	for _, c := range []struct {
+		name string
+		bi   debug.BuildInfo
+		want builtVersion
+	}{
+		{"clean tree",
+			debug.BuildInfo{Main: debug.Module{Version: "(devel)"}, Settings: vcs("vcs", "git", "vcs.revision", "f160d36abc", "vcs.time", "2026-12-01T14:00:00Z", "vcs.modified", "false")},
+			builtVersion{version: "(devel)", revision: "f160d36abc", date: "2026-12-01T14:00:00Z"}},
+		{"modified tree",
+			debug.BuildInfo{Main: debug.Module{Version: "(devel)"}, Settings: vcs("vcs.revision", "f160d36abc", "vcs.time", "2026-12-01T14:00:00Z", "vcs.modified", "true")},
+			builtVersion{version: "(devel)", revision: "f160d36abc-modified", date: "2026-12-01T14:00:00Z"}},
+		{"go install of a tagged version",
+			debug.BuildInfo{Main: debug.Module{Version: "v1.4.0"}, Settings: vcs("-buildmode", "exe", "CGO_ENABLED", "0")},
+			builtVersion{version: "v1.4.0"}},
+		{"no VCS settings",
+			debug.BuildInfo{Main: debug.Module{Version: "(devel)"}, Settings: vcs("-buildmode", "exe", "-buildvcs", "false")},
+			builtVersion{version: "(devel)"}},
+		{"modified without a revision",
+			debug.BuildInfo{Settings: vcs("vcs.modified", "true")},
+			builtVersion{}},
+	} {
+		if got := buildVersion(&c.bi); got != c.want {
+			t.Errorf("%s: build version %+v, want %+v", c.name, got, c.want)
+		}
 	}
 }
 

@@ -4,18 +4,25 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"time"
 
 	"github.com/vllm-slo-exporter/vllm-slo-exporter/internal/config"
 	"github.com/vllm-slo-exporter/vllm-slo-exporter/internal/rules"
 )
 
-// printRules is the rules command.
-func printRules(out io.Writer, logger *slog.Logger, file string) int {
+// printRules is the rules command; a positive queryOffset is written on
+// every group (rules.Options.QueryOffset).
+func printRules(out io.Writer, logger *slog.Logger, file string, queryOffset time.Duration) int {
 	cfg, err := config.Load(file)
 	if err != nil {
 		return fail(logger, "load configuration", err)
 	}
-	rf, err := rules.Generate(cfg)
+	if queryOffset < 0 {
+		return fail(logger, "generate rules", fmt.Errorf("--query-offset %v is negative", queryOffset))
+	}
+	opts := rules.DefaultOptions()
+	opts.QueryOffset = queryOffset
+	rf, err := opts.Generate(cfg)
 	if err != nil {
 		return fail(logger, "generate rules", err)
 	}

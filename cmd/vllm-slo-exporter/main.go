@@ -107,8 +107,13 @@ func run(args []string) int {
 	checkProbe := checkCmd.Flag("probe", "Also scrape every target once and say which objectives its histograms make exact, bracketed or unknown.").Bool()
 	checkRecording := checkCmd.Flag("recording", "Say the same of the last scrape of each target in this recording.").String()
 
-	rulesCmd := app.Command("rules", "Print Prometheus recording and alerting rules equivalent to the daemon's computation.")
+	rulesCmd := app.Command("rules", "Print Prometheus recording and alerting rules equivalent to the daemon's computation. "+
+		"They read vLLM's classic histogram series (_bucket, _count): on Prometheus 3 with convert_classic_histograms_to_nhcb, "+
+		"also set always_scrape_classic_histograms: true, or the SLO series are absent and VLLMSLOHistogramsMissing fires.")
 	rulesConfig := rulesCmd.Flag("config.file", "Configuration file.").Default("config.yaml").String()
+	rulesQueryOffset := rulesCmd.Flag("query-offset", "Write query_offset on every group: rules read this long before each evaluation, "+
+		"after the scrapes stamped before it are stored (longer than the scrape timeout; the remote-write delay where data is written in). "+
+		"Prometheus 2.53 or later, or Thanos; older Prometheus refuses the file. 0: left out.").Default("0s").Duration()
 
 	recordCmd := app.Command("record", "Save timestamped scrapes of a target as JSON Lines.")
 	recordURL := recordCmd.Flag("url", "The target's /metrics URL.").Required().String()
@@ -152,7 +157,7 @@ func run(args []string) int {
 	case checkCmd.FullCommand():
 		return checkConfigFile(os.Stdout, os.Stderr, *checkConfig, *checkProbe, *checkRecording)
 	case rulesCmd.FullCommand():
-		return printRules(os.Stdout, logger, *rulesConfig)
+		return printRules(os.Stdout, logger, *rulesConfig, *rulesQueryOffset)
 	case recordCmd.FullCommand():
 		return runRecord(logger, recordOptions{url: *recordURL, target: *recordTarget, duration: *recordDuration,
 			interval: *recordInterval, timeout: *recordTimeout, out: *recordOut})

@@ -30,15 +30,17 @@ func runReplay(out, stderr io.Writer, logger *slog.Logger, configFile, recording
 	if err != nil {
 		return fail(logger, "load configuration", err)
 	}
-	// The capacity learners are fed and published as the daemon feeds
-	// and publishes them (online.Publish at every evaluation).
-	learners, tickets := online.New(nil), online.NewHeadroomAlerts()
+	// The capacity learners are fed and refitted as the daemon's are: fed
+	// the intervals each ingest closes, refitted into every report, their
+	// headroom tickets among its alerts (online.Stage).
+	learners := online.New(nil)
 	spec := daemon.PipelineSpec(cfg)
 	spec.Intervals = learners
 	p := pipeline.New(spec)
-	evaluate := func(at time.Time) *pipeline.Report {
-		return online.Publish(learners, tickets, p.Evaluate(at), cfg.Capacity.HeadroomMargin, time.Duration(cfg.Capacity.HeadroomFor))
-	}
+	p.AddAmender(online.Stage{Learners: learners, Policy: func() online.HeadroomPolicy {
+		return online.HeadroomPolicy{Margin: cfg.Capacity.HeadroomMargin, Hold: time.Duration(cfg.Capacity.HeadroomFor)}
+	}})
+	evaluate := p.Evaluate
 	var lastTime time.Time
 	scrapes := 0
 	var use replay.Use
@@ -58,7 +60,7 @@ func runReplay(out, stderr io.Writer, logger *slog.Logger, configFile, recording
 			return nil
 		}
 		fmt.Fprintf(out, "# scrape of %s at %s\n", e.Target, e.Time.Format(time.RFC3339Nano))
-		if err := writeExposition(out, evaluate(e.Time), learners.Reports); err != nil {
+		if err := writeExposition(out, evaluate(e.Time)); err != nil {
 			return fmt.Errorf("render exposition: %w", err)
 		}
 		return nil
@@ -78,7 +80,7 @@ func runReplay(out, stderr io.Writer, logger *slog.Logger, configFile, recording
 		return fail(logger, "replay", fmt.Errorf("recording %s: %w", recordingFile, err))
 	}
 	if !step {
-		if err := writeExposition(out, evaluate(lastTime), learners.Reports); err != nil {
+		if err := writeExposition(out, evaluate(lastTime)); err != nil {
 			return fail(logger, "render exposition", err)
 		}
 	}
@@ -112,14 +114,11 @@ func (e *evaluationTicks) before(t time.Time) []time.Time {
 	return out
 }
 
-// writeExposition renders a report and the capacity estimates as
-// Prometheus text through the same collectors the daemon serves.
-func writeExposition(out io.Writer, rep *pipeline.Report, estimates exporter.CapacitySource) error {
+// writeExposition renders a report, its capacity estimates included, as
+// Prometheus text through the collector the daemon serves.
+func writeExposition(out io.Writer, rep *pipeline.Report) error {
 	reg := prometheus.NewRegistry()
 	if err := reg.Register(exporter.NewCollector(func() *pipeline.Report { return rep })); err != nil {
-		return err
-	}
-	if err := reg.Register(exporter.NewCapacityCollector(estimates)); err != nil {
 		return err
 	}
 	mfs, err := reg.Gather()

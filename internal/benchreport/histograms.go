@@ -154,6 +154,17 @@ func EvaluateScrapes(entries []recording.Entry, opts ServerOptions) ([]ServerMod
 	return out, notes, nil
 }
 
+// prometheusQuantile is what histogram_quantile says of h at q, for the
+// table's comparison with our estimate; +Inf where it says nothing (a
+// histogram with only the +Inf bucket). It is computed here, where it is
+// read, rather than at every evaluation of the daemon, which never reads it.
+func prometheusQuantile(q float64, h slo.Histogram) float64 {
+	if p := slo.PrometheusQuantile(q, h); !math.IsNaN(p) {
+		return p
+	}
+	return math.Inf(1)
+}
+
 // serverModel converts one window report into a table.
 func serverModel(target, model string, w slo.WindowReport, opts ServerOptions) ServerModel {
 	sm := ServerModel{Target: target, Model: model, Start: w.Window.Start, End: w.Window.End,
@@ -163,7 +174,7 @@ func serverModel(target, model string, w slo.WindowReport, opts ServerOptions) S
 		Concurrency: w.Concurrency}
 	for m, qs := range w.Quantiles {
 		for _, q := range qs {
-			sm.Quantiles[m] = append(sm.Quantiles[m], ServerQuantile{Q: q.Q, Range: rangeOf(q.Bounded), Prometheus: Num(q.Prometheus)})
+			sm.Quantiles[m] = append(sm.Quantiles[m], ServerQuantile{Q: q.Q, Range: rangeOf(q.Bounded), Prometheus: Num(prometheusQuantile(q.Q, w.Window.Latency[m]))})
 		}
 	}
 	if len(w.SLOs) > 0 {

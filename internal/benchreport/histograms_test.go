@@ -12,6 +12,7 @@ import (
 	"github.com/vllm-slo-exporter/vllm-slo-exporter/internal/recording"
 	"github.com/vllm-slo-exporter/vllm-slo-exporter/internal/sim"
 	"github.com/vllm-slo-exporter/vllm-slo-exporter/slo"
+	"github.com/vllm-slo-exporter/vllm-slo-exporter/test/simtruth"
 )
 
 var t0 = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
@@ -78,8 +79,8 @@ func TestRecordingBracketsHoldTruth(t *testing.T) {
 			t.Fatalf("%d server tables, want 1", len(out.Server))
 		}
 		m := out.Server[0]
-		finished := truth.FinishedIn(m.Start, m.End)
-		firsts := truth.FirstTokenIn(m.Start, m.End)
+		finished := simtruth.FinishedIn(truth, m.Start, m.End)
+		firsts := simtruth.FirstTokenIn(truth, m.Start, m.End)
 		values := map[slo.Metric][]float64{}
 		good := 0
 		for _, r := range finished {

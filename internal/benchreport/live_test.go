@@ -7,8 +7,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/vllm-slo-exporter/vllm-slo-exporter/internal/recording"
 	"github.com/vllm-slo-exporter/vllm-slo-exporter/internal/sim"
+	"github.com/vllm-slo-exporter/vllm-slo-exporter/test/stepclock"
 )
 
 // TestLiveReport scrapes a simulated vLLM over HTTP as `report --url` does,
@@ -21,7 +21,7 @@ func TestLiveReport(t *testing.T) {
 	}
 	// The server reads the report's clock: each wait of the report moves
 	// both on at once.
-	clock := recording.NewStepClock(t0)
+	clock := stepclock.New(t0)
 	srv := httptest.NewServer(s.Handler(clock.Now))
 	defer srv.Close()
 	opts := Options{URL: srv.URL + "/metrics", Duration: 5 * time.Minute, Interval: 15 * time.Second, Clock: clock,

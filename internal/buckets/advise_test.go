@@ -14,6 +14,7 @@ import (
 	"github.com/vllm-slo-exporter/vllm-slo-exporter/internal/sim"
 	"github.com/vllm-slo-exporter/vllm-slo-exporter/scrape"
 	"github.com/vllm-slo-exporter/vllm-slo-exporter/slo"
+	"github.com/vllm-slo-exporter/vllm-slo-exporter/test/simtruth"
 )
 
 var start = time.Date(2026, 11, 30, 0, 0, 0, 0, time.UTC)
@@ -139,7 +140,7 @@ func serve(t *testing.T, c advisorCase, b sim.Buckets, rec *buckets.Recorder) me
 func (m *measures) add(t *testing.T, c advisorCase, wr slo.WindowReport, truth sim.Truth) {
 	t.Helper()
 	where := fmt.Sprintf("%s window %v ending %v", c.preset, wr.Window.Nominal, wr.Window.End.Sub(start))
-	finished := truth.FinishedIn(wr.Window.Start, wr.Window.End)
+	finished := simtruth.FinishedIn(truth, wr.Window.Start, wr.Window.End)
 	if len(wr.SLOs) != 1 || len(finished) == 0 {
 		t.Fatalf("%s: %d SLO results, %d finished", where, len(wr.SLOs), len(finished))
 	}
@@ -171,7 +172,7 @@ func (m *measures) add(t *testing.T, c advisorCase, wr slo.WindowReport, truth s
 	for _, metric := range []slo.Metric{slo.TTFT, slo.TPOT, slo.E2E} {
 		pop := finished
 		if metric == slo.TTFT {
-			pop = truth.FirstTokenIn(wr.Window.Start, wr.Window.End)
+			pop = simtruth.FirstTokenIn(truth, wr.Window.Start, wr.Window.End)
 		}
 		vals := values(pop, metric)
 		for _, q := range wr.Quantiles[metric] {
@@ -221,7 +222,7 @@ func frechetFloor(s slo.SLO, truth sim.Truth, from, to time.Time) float64 {
 	const step = 15 * time.Second
 	width := 0.0
 	for at := from; at.Before(to); at = at.Add(step) {
-		fin := truth.FinishedIn(at, at.Add(step))
+		fin := simtruth.FinishedIn(truth, at, at.Add(step))
 		n := float64(len(fin))
 		if n == 0 {
 			continue

@@ -335,3 +335,17 @@ func TestAbandonedPopulation(t *testing.T) {
 		t.Errorf("loaded population %v, want excluded", got)
 	}
 }
+
+// TestSlowPageHoldsOneEvaluation: the default 6h/30m page (and its scaled
+// versions) holds for one evaluation at most, so that it fires within one
+// evaluation of its condition, while never at the evaluation the
+// condition first holds (a hold above zero).
+func TestSlowPageHoldsOneEvaluation(t *testing.T) {
+	for _, period := range []string{"30d", "7d", "1d"} {
+		c := mustParse(t, minimal+"slos:\n  - {name: s, objectives: {e2e: 1s}, goal: 0.9, period: "+period+"}\n")
+		a := c.SLOs[0].Alerts[1]
+		if hold := time.Duration(a.For); hold <= 0 || hold > 15*time.Second {
+			t.Errorf("period %s: the %v/%v page holds %v, want one evaluation (0 < for <= 15s)", period, a.LongWindow, a.ShortWindow, hold)
+		}
+	}
+}

@@ -46,10 +46,24 @@ func DefaultQuantiles() []float64 {
 // (ch. 5, "multiwindow, multi-burn-rate alerts"): page when 2% of the budget
 // goes in 1h or 5% in 6h, open a ticket when 10% goes in 3d. For a 30d period
 // the burn factors are 14.4, 6 and 1.
+//
+// Why the 6h/30m page holds for 15s, one evaluation at the default
+// interval: the workbook's alert has no hold, its two windows are the
+// guard (the long one against a blip, 5% of a month's budget gone; the
+// short one against a burn already over), and a hold only delays every
+// true page by its length: at 15m, a breach with the truth, the estimate,
+// the upper bound and the evidence all above 6x over both windows paged 15
+// minutes after it began, on both paths. A hold of one evaluation still
+// keeps a single evaluation above the factor (a request's worth of
+// evidence over the 30m window at low traffic) from paging; Prometheus's
+// `for` resets at any evaluation under it, so a longer hold also misses a
+// burn that dips under the factor once every hold. Scaled to a 1d period it
+// is 1s (rounded up from 0.5s), still one evaluation. The other alerts keep
+// their holds.
 func DefaultAlertPolicy() []AlertPolicy {
 	return []AlertPolicy{
 		{Severity: "page", LongWindow: model.Duration(time.Hour), ShortWindow: model.Duration(5 * time.Minute), BudgetConsumed: 0.02, For: model.Duration(2 * time.Minute)},
-		{Severity: "page", LongWindow: model.Duration(6 * time.Hour), ShortWindow: model.Duration(30 * time.Minute), BudgetConsumed: 0.05, For: model.Duration(15 * time.Minute)},
+		{Severity: "page", LongWindow: model.Duration(6 * time.Hour), ShortWindow: model.Duration(30 * time.Minute), BudgetConsumed: 0.05, For: model.Duration(15 * time.Second)},
 		{Severity: "ticket", LongWindow: model.Duration(3 * 24 * time.Hour), ShortWindow: model.Duration(6 * time.Hour), BudgetConsumed: 0.10, For: model.Duration(time.Hour)},
 	}
 }

@@ -51,8 +51,6 @@ type fieldError struct {
 	msg   string
 }
 
-func (e *fieldError) Error() string { return e.field + ": " + e.msg }
-
 // errorf builds a fieldError for a path. Durations are written as the
 // configuration writes them, in days rather than weeks or years (7d, not
 // 1w), so that a message echoes the value the operator wrote.

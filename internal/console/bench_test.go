@@ -20,6 +20,13 @@ import (
 // with four windows and the SLO's two alerts.
 func fleet(b *testing.B) (*pipeline.Pipeline, *pipeline.Report) {
 	b.Helper()
+	return fleetRing(b, nil)
+}
+
+// fleetRing is fleet evaluated at every scrape into ring, as the daemon
+// does (nil: evaluated once, at the end).
+func fleetRing(b *testing.B, ring *Ring) (*pipeline.Pipeline, *pipeline.Report) {
+	b.Helper()
 	cfg := sim.DemoConfig(5, start)
 	model := cfg.Models[0]
 	model.Workload.Phases = []sim.Phase{{Kind: sim.Poisson, Rate: 1}}
@@ -48,6 +55,9 @@ func fleet(b *testing.B) (*pipeline.Pipeline, *pipeline.Report) {
 		}
 		if err := p.Ingest("gpu0", snap, 0); err != nil {
 			b.Fatal(err)
+		}
+		if ring != nil {
+			ring.Add(p.Evaluate(at), p.Spec())
 		}
 	}
 	rep = p.Evaluate(start.Add(time.Hour))
@@ -118,6 +128,22 @@ func BenchmarkSeries1h(b *testing.B) {
 	reportCPU(b, before)
 	b.ReportMetric(float64(len(body)), "json-bytes")
 	b.ReportMetric(float64(gzipLen(b, body)), "json-gzip-bytes")
+}
+
+// BenchmarkSeries1hFromRing is BenchmarkSeries1h with the daemon's
+// evaluations kept in a ring, as the daemon serves it: no window is
+// evaluated.
+func BenchmarkSeries1hFromRing(b *testing.B) {
+	ring := NewRing(15*time.Second, 24*time.Hour)
+	p, rep := fleetRing(b, ring)
+	var body []byte
+	before := cpuTime(b)
+	for b.Loop() {
+		c := New(Options{Report: func() *pipeline.Report { return rep }, History: p, Ring: ring}) // an empty cache
+		body = serve(b, c, "/api/series?target=gpu0&model=org%2Fmodel-07&slo=interactive&range=1h")
+	}
+	reportCPU(b, before)
+	b.ReportMetric(float64(len(body)), "json-bytes")
 }
 
 // BenchmarkSeries1hCached is the same request answered from the cache.

@@ -53,10 +53,3 @@ func (c *seriesCache) put(key string, body []byte) {
 		delete(c.entries, oldest.Value.(*cacheEntry).key)
 	}
 }
-
-// len is the number of cached bodies.
-func (c *seriesCache) len() int {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.order.Len()
-}

@@ -132,11 +132,12 @@ svg.capacity .opband { stroke: #009E73; stroke-width: 3; }
 </html>
 `))
 
-// serveCapacity draws every capacity estimate.
+// serveCapacity draws every capacity estimate of the latest report
+// (Report.Capacity), the estimates /metrics renders from the same report.
 func (c *Console) serveCapacity(w http.ResponseWriter, _ *http.Request) {
 	page := capacityPage{Refresh: c.opts.RefreshSeconds}
-	if c.opts.Capacity != nil {
-		for _, r := range c.opts.Capacity() {
+	if rep := c.report(); rep != nil {
+		for _, r := range rep.Capacity {
 			page.Charts = append(page.Charts, buildCapacityChart(r))
 		}
 	}

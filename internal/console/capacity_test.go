@@ -18,6 +18,7 @@ import (
 	"github.com/vllm-slo-exporter/vllm-slo-exporter/exporter"
 	"github.com/vllm-slo-exporter/vllm-slo-exporter/internal/capacity"
 	"github.com/vllm-slo-exporter/vllm-slo-exporter/internal/console"
+	"github.com/vllm-slo-exporter/vllm-slo-exporter/internal/pipeline"
 	"github.com/vllm-slo-exporter/vllm-slo-exporter/slo"
 )
 
@@ -67,8 +68,8 @@ func TestCapacityPageDrawsTheReport(t *testing.T) {
 		{Target: "a", Model: "m", SLO: "interactive", Estimate: bounded},
 		{Target: "b", Model: "m", SLO: "interactive", Estimate: oneSided},
 	}
-	src := func() []capacity.Report { return reps }
-	c := console.New(console.Options{Capacity: src})
+	src := func() *pipeline.Report { return &pipeline.Report{Capacity: reps} }
+	c := console.New(console.Options{Report: src})
 	rec := httptest.NewRecorder()
 	c.ServeHTTP(rec, httptest.NewRequest("GET", "/capacity", nil))
 	if rec.Code != 200 {
@@ -98,7 +99,7 @@ func TestCapacityPageDrawsTheReport(t *testing.T) {
 		t.Error("the one-sided answer shows an upper end")
 	}
 	reg := prometheus.NewPedanticRegistry()
-	reg.MustRegister(exporter.NewCapacityCollector(src))
+	reg.MustRegister(exporter.NewCollector(src))
 	mfs, err := reg.Gather()
 	if err != nil {
 		t.Fatal(err)
@@ -198,9 +199,10 @@ func checkMethodShown(t *testing.T, sections []string, reps []capacity.Report, m
 	}
 }
 
-// TestCapacityPageWithoutEstimates: no source, or no estimate yet, says so.
+// TestCapacityPageWithoutEstimates: no report, or a report without an
+// estimate yet, says so.
 func TestCapacityPageWithoutEstimates(t *testing.T) {
-	for _, c := range []*console.Console{console.New(console.Options{}), console.New(console.Options{Capacity: func() []capacity.Report { return nil }})} {
+	for _, c := range []*console.Console{console.New(console.Options{}), console.New(console.Options{Report: func() *pipeline.Report { return &pipeline.Report{} }})} {
 		rec := httptest.NewRecorder()
 		c.ServeHTTP(rec, httptest.NewRequest("GET", "/capacity", nil))
 		if rec.Code != 200 || !strings.Contains(rec.Body.String(), "No capacity estimate yet") {

@@ -12,7 +12,6 @@ import (
 	"slices"
 	"strconv"
 
-	"github.com/vllm-slo-exporter/vllm-slo-exporter/internal/capacity"
 	"github.com/vllm-slo-exporter/vllm-slo-exporter/internal/pipeline"
 	"github.com/vllm-slo-exporter/vllm-slo-exporter/slo"
 )
@@ -31,9 +30,9 @@ type Options struct {
 	RefreshSeconds int
 	// CacheEntries bounds the cached series (0: 64).
 	CacheEntries int
-	// Capacity returns the latest capacity estimates for /capacity; nil
-	// serves that page empty.
-	Capacity func() []capacity.Report
+	// Ring holds the daemon's evaluations, which the charts draw instead
+	// of evaluating the history again; nil: every point is evaluated.
+	Ring *Ring
 }
 
 // Console serves the overview at /, the detail view at /slo, the chart data
@@ -152,11 +151,11 @@ func (c *Console) seriesJSON(q query) ([]byte, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", err, errNotFound)
 	}
-	key := q.key(newest, c.opts.History.Spec())
+	key := q.key(newest, c.opts.Ring.version(), c.opts.History.Spec())
 	if body, ok := c.cache.get(key); ok {
 		return body, nil
 	}
-	s, err := buildSeries(c.opts.History, q)
+	s, err := buildSeries(c.opts.History, q, c.opts.Ring)
 	if err != nil {
 		return nil, err
 	}

@@ -16,11 +16,17 @@
 // /metrics exports at that evaluation, and it calls no function of package
 // slo.
 //
-// The charts are computed on request from the daemon's own history: windows
-// ending at past scrapes, evaluated by the pipeline exactly as the live
-// series are, and the JSON of each series is kept in a small bounded cache
-// keyed by the newest scrape. The same page can be written as one
-// self-contained HTML file (WriteStatic) for a recording.
+// The charts draw the daemon's own evaluations: every report it publishes
+// is kept, without its histograms, in a bounded ring (Ring) that a chart
+// reads one point per grid cell from, so that a chart shows what the daemon
+// said at each time and costs no evaluation. Points the ring does not reach
+// (before the daemon started, or beyond the depth a large fleet's budget
+// leaves a model) are evaluated on request from the daemon's history:
+// windows ending at past scrapes, evaluated by the pipeline exactly as the
+// live series are. The JSON of each series is kept in a small bounded cache
+// keyed by the newest scrape and the ring's evaluations. The same page can
+// be written as one self-contained HTML file (WriteStatic) for a recording,
+// every point evaluated.
 //
 // Charts are drawn in the browser by uPlot 1.6.32 (MIT, from npm; see
 // assets/README.uPlot and assets/LICENSE.uPlot), embedded in the binary:

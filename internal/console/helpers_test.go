@@ -47,9 +47,19 @@ type rig struct {
 	sim  *sim.Sim
 	now  time.Time
 	rep  *pipeline.Report
+	// ring, when set, keeps every evaluation, as the daemon's does, and
+	// published every report the rig evaluated, in time order.
+	ring      *Ring
+	published []*pipeline.Report
 }
 
 func newRig(t *testing.T, minutes int) *rig {
+	t.Helper()
+	return newRigWith(t, minutes, nil)
+}
+
+// newRigWith is newRig with every evaluation kept in ring (nil: none).
+func newRigWith(t *testing.T, minutes int, ring *Ring) *rig {
 	t.Helper()
 	cfg := sim.DemoConfig(11, start)
 	cfg.Models[0].Name = hostile
@@ -62,7 +72,7 @@ func newRig(t *testing.T, minutes int) *rig {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := &rig{pipe: pipeline.New(testSpec()), sim: s}
+	r := &rig{pipe: pipeline.New(testSpec()), sim: s, ring: ring}
 	for i := 1; i <= minutes*4; i++ {
 		r.scrape(t, start.Add(time.Duration(i)*15*time.Second))
 	}
@@ -83,10 +93,14 @@ func (r *rig) scrape(t *testing.T, at time.Time) {
 	}
 	r.now = at
 	r.rep = r.pipe.Evaluate(at)
+	if r.ring != nil {
+		r.ring.Add(r.rep, r.pipe.Spec())
+		r.published = append(r.published, r.rep)
+	}
 }
 
 func (r *rig) console() *Console {
-	return New(Options{Report: func() *pipeline.Report { return r.rep }, History: r.pipe})
+	return New(Options{Report: func() *pipeline.Report { return r.rep }, History: r.pipe, Ring: r.ring})
 }
 
 // get serves one request and returns the status and body.

@@ -186,20 +186,23 @@ const DefaultPoints = 120
 // target's lock for long.
 const maxPoints = 600
 
-// key names a series: the query, the newest scrape it was drawn to, and the
-// parts of the configuration it depends on (a reload may change them
-// between two scrapes).
-func (q query) key(newest time.Time, spec pipeline.Spec) string {
-	b, _ := json.Marshal([]any{q.Target, q.Model, q.SLO, q.Range, q.Window, q.Points, newest.UnixNano(),
-		fmt.Sprint(spec.SLOs, spec.Windows, spec.Quantiles, spec.Alerts)})
+// key names a series: the query, the newest scrape it was drawn to, the
+// evaluations the ring held (version), and the parts of the configuration
+// it depends on (a reload may change them between two scrapes).
+func (q query) key(newest time.Time, version int64, spec pipeline.Spec) string {
+	b, _ := json.Marshal([]any{q.Target, q.Model, q.SLO, q.Range, q.Window, q.Points, newest.UnixNano(), version, SpecKey(spec)})
 	return string(b)
 }
 
 // errNotFound marks a query for a target, model or SLO that does not exist.
 var errNotFound = errors.New("not found")
 
-// buildSeries evaluates the windows of a query across its range.
-func buildSeries(h History, q query) (*Series, error) {
+// buildSeries draws a query's windows across its range: at each grid end,
+// the daemon's own evaluation that ring keeps for that cell of the grid
+// (Ring.point), else an evaluation of the history at that end (before the
+// ring reaches back that far: after a start, or on a server that keeps no
+// ring). ring may be nil.
+func buildSeries(h History, q query, ring *Ring) (*Series, error) {
 	spec := h.Spec()
 	idx := slices.IndexFunc(spec.SLOs, func(s slo.SLO) bool { return s.Name == q.SLO })
 	if idx < 0 {
@@ -238,8 +241,16 @@ func buildSeries(h History, q query) (*Series, error) {
 		out.Windows = append(out.Windows, formatWindow(w))
 	}
 	ends := grid(from, newest, points)
+	step, key := newest.Sub(from)/time.Duration(points), SpecKey(spec)
+	if points <= 1 || step <= 0 {
+		step = max(newest.Sub(from), 1)
+	}
 	reports := make([]pipeline.ModelReport, len(ends))
 	for i, end := range ends {
+		if mr, ok := ring.point(key, q.Target, q.Model, end, step); ok {
+			reports[i] = mr
+			continue
+		}
 		if reports[i], err = h.EvaluateModelAt(q.Target, q.Model, end, window); err != nil {
 			return nil, fmt.Errorf("%w: %w", err, errNotFound)
 		}

@@ -302,3 +302,10 @@ func TestPointsAreCapped(t *testing.T) {
 		t.Errorf("%d windows evaluated, want the cap %d", h.calls, maxPoints)
 	}
 }
+
+// len is the number of cached bodies.
+func (c *seriesCache) len() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.order.Len()
+}

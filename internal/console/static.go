@@ -69,7 +69,7 @@ func WriteStatic(w io.Writer, h History, rep *pipeline.Report, points int) error
 	page.CSS, page.Script = template.CSS(css.String()), template.JS(js.String())
 	if rep != nil {
 		for _, r := range page.Rows {
-			s, err := buildSeries(h, query{Target: r.Target, Model: r.Model, SLO: r.SLO, Range: "all", Points: points})
+			s, err := buildSeries(h, query{Target: r.Target, Model: r.Model, SLO: r.SLO, Range: "all", Points: points}, nil)
 			if err != nil {
 				return fmt.Errorf("console: %s %s %s: %w", r.Target, r.Model, r.SLO, err)
 			}

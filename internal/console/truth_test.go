@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/vllm-slo-exporter/vllm-slo-exporter/slo"
+	"github.com/vllm-slo-exporter/vllm-slo-exporter/test/simtruth"
 )
 
 // checkSeriesHoldTheTruth: at every point of a 30-minute series (20 minutes
@@ -16,7 +17,7 @@ import (
 // quantiles, with no tolerance.
 func checkSeriesHoldTheTruth(t *testing.T, r *rig) {
 	s := series(t, r.console(), seriesURL(hostile, "all", "1m"))
-	truth := r.sim.Truth().ForModel(hostile)
+	truth := simtruth.ForModel(r.sim.Truth(), hostile)
 	checked := 0
 	for i, end := range s.Times {
 		if math.IsNaN(float64(s.Attainment[0].Estimate[i])) {
@@ -27,7 +28,7 @@ func checkSeriesHoldTheTruth(t *testing.T, r *rig) {
 		if from.Before(start.Add(15 * time.Second)) {
 			continue // the history is shorter than the window there
 		}
-		fin := truth.FinishedIn(from, to)
+		fin := simtruth.FinishedIn(truth, from, to)
 		if len(fin) == 0 {
 			continue
 		}
@@ -52,7 +53,7 @@ func checkSeriesHoldTheTruth(t *testing.T, r *rig) {
 		}
 		// Abandoned: a first token, no finish seen (cancelled or lost).
 		left := 0
-		for _, req := range append(truth.AbandonedIn(from, to), truth.LostIn(from, to)...) {
+		for _, req := range append(simtruth.AbandonedIn(truth, from, to), simtruth.LostIn(truth, from, to)...) {
 			if !req.FirstToken.IsZero() {
 				left++
 			}

@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/vllm-slo-exporter/vllm-slo-exporter/internal/capacity/online"
-	"github.com/vllm-slo-exporter/vllm-slo-exporter/internal/pipeline"
 )
 
 // The state file holds the pipeline's state and, after it, the capacity
@@ -98,11 +97,14 @@ func (d *Daemon) restoreCapacity(path string, section []byte, damaged error) {
 	d.logger.Info("capacity learners restored", "file", path, "estimates", len(d.capacity.Reports()))
 }
 
-// refitCapacity refits the capacity learners on rep and returns it with
-// the headroom tickets beside the pipeline's alerts (online.Publish), so
-// that the notifier, /metrics and the console see them as they see the
-// others. d.evalMu must be held.
-func (d *Daemon) refitCapacity(rep *pipeline.Report) *pipeline.Report {
-	c := d.config.get().Capacity
-	return online.Publish(d.capacity, d.headroom, rep, c.HeadroomMargin, time.Duration(c.HeadroomFor))
+// capacityStage is the capacity learners' part of every evaluation: the
+// pipeline refits them on its report, which then holds their estimates,
+// and carries the headroom tickets with its own alerts, at the margin and
+// hold of the configuration in force, so that the notifier, /metrics and
+// the console see them as they see the rest of the report.
+func (d *Daemon) capacityStage() online.Stage {
+	return online.Stage{Learners: d.capacity, Policy: func() online.HeadroomPolicy {
+		c := d.config.get().Capacity
+		return online.HeadroomPolicy{Margin: c.HeadroomMargin, Hold: time.Duration(c.HeadroomFor)}
+	}}
 }

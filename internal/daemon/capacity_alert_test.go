@@ -4,6 +4,7 @@ import (
 	"net/http"
 	"regexp"
 	"strconv"
+	"strings"
 	"syscall"
 	"testing"
 	"testing/synctest"
@@ -95,6 +96,7 @@ capacity:
 					t.Fatalf("the ticket fires %v after the headroom fell below the margin, before its 5m hold", time.Since(lowSince))
 				}
 				t.Logf("fired at %v, the headroom's upper end %s since %v", time.Now().Format("15:04"), u[1], lowSince.Format("15:04"))
+				oneReport(t, r)
 				if err := r.stop(syscall.SIGTERM); err != nil {
 					t.Fatal(err)
 				}
@@ -104,4 +106,32 @@ capacity:
 		_, body := r.do("GET", "/metrics")
 		t.Fatalf("no ticket after the load settled at 95%% of the knee (low since %v):\n%s", lowSince, grep(body, "capacity"))
 	})
+}
+
+// oneReport checks that the capacity estimates and the headroom ticket
+// leave by the one report: the report holds the estimates and the ticket
+// among its alerts, and the daemon's own registry (the other gatherer of
+// /metrics) holds no capacity series.
+func oneReport(t *testing.T, r *rig) {
+	t.Helper()
+	rep := r.report()
+	if len(rep.Capacity) == 0 {
+		t.Fatal("/metrics shows capacity series the report does not hold")
+	}
+	ticket := false
+	for _, a := range rep.Alerts {
+		ticket = ticket || a.Name() == "VLLMSLOCapacityHeadroomLow"
+	}
+	if !ticket {
+		t.Fatalf("the headroom ticket fires in /metrics but is not among the report's alerts: %+v", rep.Alerts)
+	}
+	mfs, err := r.d.self.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		if strings.HasPrefix(mf.GetName(), "vllm_slo_capacity_") {
+			t.Fatalf("%s is gathered from the daemon's own registry, not from the report", mf.GetName())
+		}
+	}
 }

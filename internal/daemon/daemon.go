@@ -40,6 +40,7 @@ import (
 
 	"github.com/vllm-slo-exporter/vllm-slo-exporter/exporter"
 	"github.com/vllm-slo-exporter/vllm-slo-exporter/internal/capacity/online"
+	"github.com/vllm-slo-exporter/vllm-slo-exporter/internal/console"
 	"github.com/vllm-slo-exporter/vllm-slo-exporter/internal/notify"
 	"github.com/vllm-slo-exporter/vllm-slo-exporter/internal/pipeline"
 	"github.com/vllm-slo-exporter/vllm-slo-exporter/scrape"
@@ -110,11 +111,13 @@ type Daemon struct {
 	exact       *exactMode
 	calibration *calibrationLog
 	// capacity learns each target's, model's and SLO's capacity from the
-	// intervals the pipeline closes, refitted at every evaluation; its
-	// series are in self.
+	// intervals the pipeline closes; the pipeline refits it at every
+	// evaluation and its estimates and headroom tickets are part of the
+	// report (see capacityStage).
 	capacity *online.Learners
-	// headroom keeps the capacity headroom tickets; d.evalMu guards it.
-	headroom *online.HeadroomAlerts
+	// charts keeps the reports' evaluations for the console's charts,
+	// which draw them instead of evaluating the history again.
+	charts *console.Ring
 }
 
 // New loads the configuration file and builds the daemon; nothing runs
@@ -160,10 +163,10 @@ func New(opts Options) (*Daemon, error) {
 		exact:       exact,
 		calibration: newCalibrationLog(logger),
 		capacity:    online.New(nil),
-		headroom:    online.NewHeadroomAlerts(),
+		charts:      console.NewRing(time.Duration(cfg.Global.EvaluationInterval), cfg.LongestPeriod()),
 	}
-	self.MustRegister(exporter.NewCapacityCollector(d.capacity.Reports))
 	d.pipe = pipeline.New(d.pipelineSpec(cfg))
+	d.pipe.AddAmender(d.capacityStage())
 	d.loops = newScrapeLoops(logger, opts.Dial, d.ingest, d.evaluate)
 	d.loops.now = d.clock.now
 	return d, nil
@@ -291,7 +294,7 @@ func (d *Daemon) handler() http.Handler {
 		Self:           d.self,
 		RefreshSeconds: int(time.Duration(d.config.get().Global.ScrapeInterval).Seconds()),
 		History:        d.pipe,
-		Capacity:       d.capacity.Reports,
+		Charts:         d.charts,
 	})
 }
 
@@ -330,10 +333,13 @@ func (d *Daemon) evaluate() {
 	d.evalMu.Lock()
 	defer d.evalMu.Unlock()
 	began := time.Now()
+	spec := d.pipe.Spec()
 	rep := d.pipe.Evaluate(d.clock.now())
 	d.eval.duration.Observe(time.Since(began).Seconds())
-	rep = d.refitCapacity(rep)
 	d.report.Store(rep)
+	if console.SpecKey(d.pipe.Spec()) == console.SpecKey(spec) { // else a reload came in between: which spec rep is of is not known
+		d.charts.Add(rep, spec)
+	}
 	d.warnOnce(rep)
 	d.calibration.Observe(rep)
 	d.logTargetStates(rep)

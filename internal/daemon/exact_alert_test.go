@@ -90,7 +90,7 @@ otlp:
 	if fired == nil || !exact {
 		t.Fatalf("fired %v, on exact burn rates %v: the test shows nothing", fired, exact)
 	}
-	rf, err := rules.Generate(cfg)
+	rf, err := rules.DefaultOptions().Generate(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}

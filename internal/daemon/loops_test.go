@@ -45,9 +45,10 @@ func (c *ingestCounter) count(target string) int {
 
 // TestLoopDiffing applies configurations to the scrape-loop supervisor and
 // checks that exactly the loops of added, removed and changed targets stop
-// and start: a new loop scrapes at once, a kept loop keeps its schedule, a
-// stopped loop never scrapes again, and the old loops have exited before the
-// pipeline is reconfigured.
+// and start: a new loop scrapes first at its offset into the interval (not
+// at the update), a kept loop keeps its schedule, a stopped loop never
+// scrapes again, and the old loops have exited before the pipeline is
+// reconfigured.
 func TestLoopDiffing(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		n := newMemNet()
@@ -84,18 +85,24 @@ func TestLoopDiffing(t *testing.T) {
 			t.Errorf("started %v, want %v", changes.started, want)
 		}
 		synctest.Wait()
-		for h, want := range map[string]int{"a": 0, "b": 1, "c": 0, "d": 1, "e": 1} {
-			if got := srv[h].scrapedSince(at); got != want {
-				t.Errorf("%s scraped %d times at the update, want %d", h, got, want)
+		for _, h := range []string{"a", "b", "c", "d", "e"} {
+			if got := srv[h].scrapedSince(at); got != 0 {
+				t.Errorf("%s scraped %d times at the update, want 0 (a new loop waits its offset)", h, got)
 			}
 		}
 		advance(2 * time.Minute)
+		for h, interval := range map[string]time.Duration{"b": 30 * time.Second, "d": 15 * time.Second, "e": 15 * time.Second} {
+			offset := (&scrape.Loop{Target: h, Interval: interval}).Offset()
+			if first := firstSince(srv[h].scrapedAt(), at); !first.Equal(at.Add(offset)) {
+				t.Errorf("%s's first scrape after the update at %v, want at its offset %v after the update", h, first, offset)
+			}
+		}
 		if got := srv["c"].scrapedSince(at); got != 0 || counter.count("c") != stoppedAtBetween {
 			t.Errorf("removed target c scraped %d times after the update (%d results after its loop stopped), want 0", got, counter.count("c")-stoppedAtBetween)
 		}
-		// 2 minutes after the update: 8 scrapes at 15 s, 4 at 30 s, one
-		// more for the loops that scraped at the update itself.
-		for h, want := range map[string]int{"a": 8, "b": 5, "d": 9, "e": 9} {
+		// 2 minutes after the update: 8 scrapes at 15 s, 4 at 30 s, for the
+		// new loops as for the kept one.
+		for h, want := range map[string]int{"a": 8, "b": 4, "d": 8, "e": 8} {
 			if got := srv[h].scrapedSince(at); got != want {
 				t.Errorf("%s scraped %d times in the 2 minutes after the update, want %d", h, got, want)
 			}
@@ -187,4 +194,14 @@ func TestReadyWaitsForTheReport(t *testing.T) {
 	check("b tried, not yet reported", false)
 	report(pipeline.TargetReport{Name: "a", Tried: true}, pipeline.TargetReport{Name: "b", Tried: true})
 	check("both reported", true)
+}
+
+// firstSince is the first of times at or after from (zero if none).
+func firstSince(times []time.Time, from time.Time) time.Time {
+	for _, at := range times {
+		if !at.Before(from) {
+			return at
+		}
+	}
+	return time.Time{}
 }

@@ -10,11 +10,14 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
+
+	"github.com/vllm-slo-exporter/vllm-slo-exporter/scrape"
 )
 
 // TestReloadGoodFile adds a target and changes a goal by POST /-/reload: the
-// new target is scraped at once, the kept one keeps its schedule and its
-// history, /config shows the new file and the reload gauges say so.
+// new target is first scraped at its offset into the interval, the kept one
+// keeps its schedule and its history, /config shows the new file and the
+// reload gauges say so.
 func TestReloadGoodFile(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		n := newMemNet()
@@ -29,8 +32,8 @@ func TestReloadGoodFile(t *testing.T) {
 			t.Fatalf("POST /-/reload = %d %s, want 200", code, body)
 		}
 		synctest.Wait()
-		if got := b.scrapedSince(reloadedAt); got != 1 {
-			t.Errorf("new target b scraped %d times at the reload, want 1 (at once)", got)
+		if got := b.scrapedSince(reloadedAt); got != 0 {
+			t.Errorf("new target b scraped %d times at the reload, want 0 (it waits its offset)", got)
 		}
 		if got := a.scrapedSince(reloadedAt); got != 0 {
 			t.Errorf("kept target a scraped %d times at the reload, want 0 (its loop kept its schedule)", got)
@@ -38,8 +41,13 @@ func TestReloadGoodFile(t *testing.T) {
 		if got := r.windowStart("a"); !got.Equal(startA) {
 			t.Errorf("target a's 1h window starts at %v after the reload, %v before: history lost", got, startA)
 		}
+		advance(15 * time.Second)
+		offset := (&scrape.Loop{Target: "b", Interval: 15 * time.Second}).Offset()
+		if got := b.scrapedAt(); len(got) != 1 || !got[0].Equal(reloadedAt.Add(offset)) {
+			t.Errorf("new target b scraped at %v in the interval after the reload, want once, at its offset %v after it", got, offset)
+		}
 		if !r.targetReport("b").Up {
-			t.Errorf("target b not up in the report published by the reload")
+			t.Errorf("target b not up in the report an interval after the reload")
 		}
 		if _, body := r.do(http.MethodGet, "/config"); !strings.Contains(body, "goal: 0.95") {
 			t.Errorf("/config does not show the new goal:\n%s", body)
@@ -120,10 +128,13 @@ func TestReloadChangedTarget(t *testing.T) {
 			t.Fatal(err)
 		}
 		synctest.Wait()
-		if got := c.scrapedSince(reloadedAt); got != 1 {
-			t.Errorf("b's new server scraped %d times at the reload, want 1", got)
+		if got := c.scrapedSince(reloadedAt); got != 0 {
+			t.Errorf("b's new server scraped %d times at the reload, want 0 (the new loop waits its offset)", got)
 		}
 		advance(2 * time.Minute)
+		if got := c.scrapedSince(reloadedAt); got != 8 {
+			t.Errorf("b's new server scraped %d times in the 2 minutes after the reload, want 8", got)
+		}
 		if got := b.scrapedSince(reloadedAt); got != 0 {
 			t.Errorf("b's old server scraped %d times after the reload, want 0", got)
 		}

@@ -120,8 +120,13 @@ func TestReloadStorm(t *testing.T) {
 			t.Fatalf("no alert sent to the Alertmanager before the storm; log:\n%s", r.log)
 		}
 		client := r.d.notifier.Config().Alertmanagers[0].Client
-		// Let the next resend fall due after the storm.
-		advance(time.Duration(r.d.config.get().Alerting.ResendDelay) - 20*time.Second)
+		// Start the storm at a send, so that the next resend falls due one
+		// resend delay later, after the storm (when the alert began to fire
+		// depends on the targets' offsets).
+		for _, p, _ := am.snapshot(); p == posts; _, p, _ = am.snapshot() {
+			advance(15 * time.Second)
+		}
+		resendDelay := time.Duration(r.d.config.get().Alerting.ResendDelay)
 		base := bubbleGoroutines()
 		_, postsBefore, sendsBefore := am.snapshot()
 		stormAt := time.Now()
@@ -162,7 +167,7 @@ func TestReloadStorm(t *testing.T) {
 		}
 		// The resend falls due after the storm: every alert exactly once
 		// more, on the connection already open.
-		advance(30 * time.Second)
+		advance(time.Until(stormAt.Add(resendDelay)))
 		c, _, sends := am.snapshot()
 		if c != conns {
 			t.Errorf("%d new connections to the Alertmanager after the storm, want 0", c-conns)

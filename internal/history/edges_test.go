@@ -30,7 +30,7 @@ func TestWindowAtItsEdgesIsTheWindow(t *testing.T) {
 		length := time.Duration(r.IntN(int(2*time.Hour/time.Second))) * time.Second
 		opts := Options{MaxGap: time.Duration(r.IntN(3)) * 20 * time.Second, Warmup: time.Duration(r.IntN(2)) * time.Minute}
 		want, okW := h.Window("m", end, length, opts)
-		e, ok := h.Edges("m", end, length, opts.MaxGap)
+		e, ok := h.Edges("m", end, length, opts)
 		if ok != okW {
 			t.Fatalf("window ending %v, %v, %+v: edges %v, window %v", end.Sub(t0), length, opts, ok, okW)
 		}

@@ -31,6 +31,13 @@ type Options struct {
 	// first point after the gap instead: it then holds less than its length,
 	// and its Start says so. Coarse tiers add their Step to the allowance.
 	MaxGap time.Duration
+	// NotBefore, when set, is the earliest scrape a window may start at:
+	// the oldest scrape every other part of the window holds (a ledger
+	// begun after the history, after a reload changed the SLOs). A window
+	// reaching further back starts at the first point at or after it
+	// instead, and its Start says so; a window of parts over different
+	// scrapes is never built.
+	NotBefore time.Time
 }
 
 // piece is the part of one segment inside a window: the increase from point
@@ -47,9 +54,10 @@ type piece struct {
 }
 
 // Window answers what happened to one model over the window ending at end
-// and nominally length long. The window is (p0, p1]: p1 is the last point at
-// or before end and p0 the latest retained point at or before end-length, or
-// the oldest point when the history is shorter (the returned Start says so).
+// and nominally length long. The window is (p0, p1], the two points Edges
+// decides: p1 is the last point at or before end and p0 the latest retained
+// point at or before end-length, or the oldest point when the history is
+// shorter (or a later one: see Options; the returned Start says so).
 // In coarse tiers p0 snaps to the retained point, so the window may be
 // longer than nominal; it is always exact between Start and End.
 //
@@ -82,18 +90,19 @@ type Edges struct {
 // Edges decides the edges of the window of model ending at end and
 // nominally length long (see Window): End is the newest point at or before
 // end, Start the newest at or before end − length, or the oldest point
-// when the history is shorter, or, when the point after that one came more
-// than maxGap later (0: any gap is crossed), the point after the gap. It
-// returns false when the model is unknown or the window holds fewer than
-// two points.
-func (h *History) Edges(model string, end time.Time, length, maxGap time.Duration) (Edges, bool) {
+// when the history is shorter, moved past a gap too long to split
+// (Options.MaxGap) and to the first point at or after Options.NotBefore.
+// It returns false when the model is unknown or the window holds fewer
+// than two points. The store asks it for every part of a window
+// (store.Store.WindowEdges); Options.Warmup plays no part.
+func (h *History) Edges(model string, end time.Time, length time.Duration, opts Options) (Edges, bool) {
 	h.mu.RLock()
 	defer h.mu.RUnlock()
 	sr := h.models[model]
 	if sr == nil {
 		return Edges{}, false
 	}
-	i0, i1, ok := sr.edges(end, length, maxGap, h.ret.Tiers)
+	i0, i1, ok := sr.edges(end, length, opts, h.ret.Tiers)
 	if !ok {
 		return Edges{}, false
 	}
@@ -128,15 +137,19 @@ func mergeFor(warmup time.Duration) mergeMode {
 }
 
 // edges are the indices of the points a window runs between (see Edges);
-// ok is false when it holds fewer than two points.
-func (sr *series) edges(end time.Time, length, maxGap time.Duration, tiers []Tier) (i0, i1 int, ok bool) {
+// ok is false when it holds fewer than two points. The history's lock
+// must be held.
+func (sr *series) edges(end time.Time, length time.Duration, opts Options, tiers []Tier) (i0, i1 int, ok bool) {
 	i1 = sr.lastAtOrBefore(clampNanos(end))
 	if i1 < 0 {
 		return 0, 0, false
 	}
 	i0 = max(sr.lastAtOrBefore(clampNanos(end.Add(-length))), 0)
-	if maxGap > 0 && i0 < i1 {
-		i0 = sr.skipStartGap(i0, clampNanos(end.Add(-length)), maxGap, tiers)
+	if opts.MaxGap > 0 && i0 < i1 {
+		i0 = sr.skipStartGap(i0, clampNanos(end.Add(-length)), opts.MaxGap, tiers)
+	}
+	if !opts.NotBefore.IsZero() && sr.at(i0).t < clampNanos(opts.NotBefore) {
+		i0 = sr.firstAtOrAfter(clampNanos(opts.NotBefore))
 	}
 	return i0, i1, i0 < i1
 }
@@ -149,7 +162,7 @@ func (sr *series) window(end time.Time, length time.Duration, opts Options, tier
 // windowWith is window, merging the whole members of runs as merge says
 // (mergeNone: the window summed piece by piece, what a test compares with).
 func (sr *series) windowWith(end time.Time, length time.Duration, opts Options, tiers []Tier, merge mergeMode) (slo.Window, bool) {
-	i0, i1, ok := sr.edges(end, length, opts.MaxGap, tiers)
+	i0, i1, ok := sr.edges(end, length, opts, tiers)
 	if !ok {
 		return slo.Window{}, false
 	}
@@ -183,13 +196,6 @@ func (sr *series) windowBetween(i0, i1 int, length, warmup time.Duration, merge 
 	w.Running, w.Waiting = windowGauge(p0, p1, wk.maxes, gaugeRunning), windowGauge(p0, p1, wk.maxes, gaugeWaiting)
 	w.WaitingCapacity, w.WaitingDeferred = sr.reasonWindow(i0, i1)
 	return w
-}
-
-// walk splits the window (i0, i1] into per-segment pieces and folds the
-// gauge maxima of every point after i0 (walkWith, merging nothing).
-func (sr *series) walk(i0, i1 int) ([]piece, [numGauges]float64) {
-	w := sr.walkWith(i0, i1, mergeNone)
-	return w.pieces, w.maxes
 }
 
 // mergeMode says which whole members of a run a walk merges into one piece

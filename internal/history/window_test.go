@@ -445,3 +445,52 @@ func TestWindowAfterGap(t *testing.T) {
 		})
 	}
 }
+
+// TestWindowNotBefore: a window that would start before Options.NotBefore
+// (the oldest scrape another part of the window holds) starts at the first
+// point at or after it, with its counts from there; Edges names the same
+// two scrapes as Window, with or without it.
+func TestWindowNotBefore(t *testing.T) {
+	h := New(keepAll)
+	for i, sec := range []float64{0, 14, 29, 47, 60, 76} { // jittered 15 s scrapes
+		c := float64(100 * (i + 1))
+		if err := h.Append(snap(at(sec), "m", sample{ttft: hist(edges3, c, c, c, c), gen: c})); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cases := []struct {
+		name      string
+		notBefore time.Time
+		end       float64
+		length    time.Duration
+		wantOK    bool
+		wantStart float64
+		wantCount float64
+	}{
+		{"unset", time.Time{}, 76, time.Minute, true, 14, 400},
+		{"at a scrape", at(29), 76, time.Minute, true, 29, 300},
+		{"between scrapes", at(30), 76, time.Minute, true, 47, 200},
+		{"before the window", at(5), 76, time.Minute, true, 14, 400},
+		{"after the window's end scrape", at(77), 76, time.Minute, false, 0, 0},
+		{"at the end scrape", at(76), 76, time.Minute, false, 0, 0},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			opts := Options{NotBefore: tc.notBefore}
+			w, ok := h.Window("m", at(tc.end), tc.length, opts)
+			e, okE := h.Edges("m", at(tc.end), tc.length, opts)
+			if ok != tc.wantOK || okE != ok {
+				t.Fatalf("ok = %v (edges %v), want %v", ok, okE, tc.wantOK)
+			}
+			if !ok {
+				return
+			}
+			if !w.Start.Equal(at(tc.wantStart)) || !w.Start.Equal(e.Start) || !w.End.Equal(e.End) {
+				t.Errorf("window (%v, %v], edges (%v, %v]; want start %v", w.Start, w.End, e.Start, e.End, at(tc.wantStart))
+			}
+			if got := w.Latency[slo.TTFT].Total(); got != tc.wantCount {
+				t.Errorf("count = %v, want %v", got, tc.wantCount)
+			}
+		})
+	}
+}

@@ -377,9 +377,8 @@ func narrow(b, m slo.Bounded) slo.Bounded {
 // many finished in all: their ratio is the share of the window that is
 // exact. ok is false when Window has no joint there.
 func (l *Ledger) Covered(i int, start, end time.Time) (covered, finished float64, ok bool) {
-	i1 := l.at(end)
-	i0 := max(l.at(start), 0)
-	if i1 < 1 || i0 >= i1 {
+	i0, i1, ok := l.edges(start, end)
+	if !ok {
 		return 0, 0, false
 	}
 	p0, p1 := &l.points[i0], &l.points[i1]

@@ -21,7 +21,7 @@ import (
 // that is Σ_uncovered [lo, hi] + Σ_covered g. Each interval's bound holds
 // its own finishers meeting the objective: a finish-observed objective's is
 // the interval histogram's good count at the threshold carried onto the
-// finishers (slo.GoodCount, slo.CarryGood), TTFT's the ledger's bound on
+// finishers (slo.Estimator.GoodCount, slo.CarryGood), TTFT's the ledger's bound on
 // the TTFT-good finishers (slo.FinishersTTFTGood, which EvaluateInterval
 // computes for the SLO's strictest TTFT threshold; another TTFT threshold
 // of the same SLO gets the trivial [0, N]). A covered interval's count is
@@ -238,9 +238,8 @@ func settledObjectives(p pending, counts [][]slo.Bounded, covered bool) [][]floa
 // window was covered, an interval could not be judged, or the objective
 // sums do not count every judged finisher of the window.
 func (l *Ledger) Objectives(i int, start, end time.Time) (goods []slo.ObjectiveGood, finished float64, ok bool) {
-	i1 := l.at(end)
-	i0 := max(l.at(start), 0)
-	if i1 < 1 || i0 >= i1 {
+	i0, i1, ok := l.edges(start, end)
+	if !ok {
 		return nil, 0, false
 	}
 	p0, p1 := &l.points[i0], &l.points[i1]

@@ -87,7 +87,7 @@ type judged struct {
 	n, finLo, finHi, ttftLo, ttftHi float64
 	unknown                         bool
 	// tokens bounds the generation tokens of the finishers meeting every
-	// objective by their number, for slo.CoupleTokens; hasTokens is false
+	// objective by their number, for slo.CoupleTokensIn; hasTokens is false
 	// without a token histogram over the same finishers.
 	tokens    slo.TokenCurve
 	hasTokens bool
@@ -271,6 +271,9 @@ func (l *Ledger) Append(w slo.Window, counted bool) []Record {
 		ft = h.Total()
 	}
 	cp.firstTokens = prev.firstTokens + ft
+	// An unknown count (e2e appeared or vanished in the interval) is 0
+	// here: judge leaves the interval unjudged, and taking none as
+	// finished keeps InFlightQueue's bound an upper bound.
 	cp.finished = prev.finished + fin.N
 	cp.finishedTokens = prev.finishedTokens
 	if w.GenerationTokens.Valid() {
@@ -296,7 +299,7 @@ func (l *Ledger) Append(w slo.Window, counted bool) []Record {
 		l.points[0].qEst = queueEstimate(w, true)
 	}
 	l.judge(&cp, w, fin, counted)
-	l.notePending(w, counted, &prev, &cp)
+	l.notePending(w, counted && fin.Known, &prev, &cp)
 	l.closeBlock(&cp)
 	l.raiseQueueLower(fin)
 	l.points = append(l.points, cp)
@@ -335,6 +338,10 @@ func (l *Ledger) records() []Record {
 // bounds on the TTFT-good and TTFT-bad requests in flight to its end, and,
 // when counted, adds the results to the checkpoint's sums.
 func (l *Ledger) judge(cp *checkpoint, w slo.Window, fin slo.Finishers, counted bool) {
+	if !fin.Known {
+		l.unjudged(cp)
+		return
+	}
 	noted := false
 	for i, s := range l.slos {
 		sums := cp.sum(i)
@@ -383,6 +390,28 @@ func (l *Ledger) judge(cp *checkpoint, w slo.Window, fin slo.Finishers, counted 
 		sums.tokLo += res.Tokens.Lower
 		sums.tokHi += res.Tokens.Upper
 		sums.tokEst += res.Tokens.Estimate
+	}
+}
+
+// unjudged records the newest interval as one whose finishers could not be
+// counted (slo.FinishersOf): every SLO's sums count it among the intervals
+// that could not be judged, marked e2e, whether or not it is counted (a
+// warm-up's finishers too are in the checkpoints' conservation, which
+// misses this interval's), so no window that holds it has a joint: its
+// "all", goodput, burn rate and abandoned requests are unknown, not made
+// exact by a guessed count. The bounds on the TTFT-good and TTFT-bad
+// requests in flight at its end are carried as if none of them finished,
+// which keeps them upper bounds; its finishers' reach stays unknown.
+func (l *Ledger) unjudged(cp *checkpoint) {
+	last := len(l.intervals) - 1
+	for i, s := range l.slos {
+		if _, ok := slo.TTFTThreshold(s); ok {
+			l.carrySplit(i, slo.Bounded{}, 0, cp.qHi)
+		}
+		l.intervals[last].judged[i] = judged{unknown: true}
+		sums := cp.sum(i)
+		sums.unknown++
+		sums.unknownMask = maskOf(sums.unknownMask, []slo.Metric{slo.E2E})
 	}
 }
 
@@ -637,11 +666,37 @@ func (l *Ledger) at(t time.Time) int {
 	return sort.Search(len(l.points), func(i int) bool { return l.points[i].t > ns }) - 1
 }
 
-// Window returns SLO i's joint over the window (start, end]: from the newest
-// checkpoint at or before start (or the oldest) to the newest at or before
-// end. Callers pass the span of the history window the joint belongs to;
-// the checkpoints are those of the history's points, so both cover the same
-// scrapes. ok is false with fewer than two checkpoints in the span.
+// edges returns the checkpoints at exactly the window's two scrapes, start
+// and end, as the store decided them (store.Store.WindowEdges); ok is
+// false unless the ledger holds both, end after start. A joint is a
+// difference of the checkpoints at its edges, so taking the nearest ones
+// instead (older than start when the ledger began after it) would count
+// other scrapes than the window's other parts: the ledger answers for the
+// window asked or not at all.
+func (l *Ledger) edges(start, end time.Time) (i0, i1 int, ok bool) {
+	i0, i1 = l.at(start), l.at(end)
+	if i0 < 0 || i1 <= i0 || l.points[i0].t != start.UnixNano() || l.points[i1].t != end.UnixNano() {
+		return 0, 0, false
+	}
+	return i0, i1, true
+}
+
+// Since is the scrape of the ledger's oldest checkpoint: no window of its
+// joints starts before it (the store makes it the window's
+// history.Options.NotBefore). ok is false while it holds none.
+func (l *Ledger) Since() (time.Time, bool) {
+	if len(l.points) == 0 {
+		return time.Time{}, false
+	}
+	return time.Unix(0, l.points[0].t).UTC(), true
+}
+
+// Window returns SLO i's joint over the window (start, end]: from the
+// checkpoint at start to the one at end. Callers pass the edges of the
+// window the joint belongs to (store.Store.WindowEdges); the
+// checkpoints are those of the history's points, so both cover the same
+// scrapes. ok is false unless the ledger holds a checkpoint at each edge
+// (see edges).
 //
 // Where spans covered some of the window's intervals, the joint is narrowed
 // by their counts (exact.go): exact when they covered all of them.
@@ -677,12 +732,8 @@ func (l *Ledger) WindowIn(i int, start, end time.Time, spans bool, s *Scratch) (
 	if s == nil {
 		s = new(Scratch)
 	}
-	i1 := l.at(end)
-	if i1 < 1 {
-		return slo.Joint{}, false
-	}
-	i0 := max(l.at(start), 0)
-	if i0 >= i1 {
+	i0, i1, ok := l.edges(start, end)
+	if !ok {
 		return slo.Joint{}, false
 	}
 	p0, p1 := l.points[i0], l.points[i1]
@@ -913,7 +964,7 @@ func (l *Ledger) span(from, to int64) (first, last int, ok bool) {
 }
 
 // tokenCurves lists SLO i's token curves of the counted intervals of
-// (from, to] (Unix ns) for slo.CoupleTokens; ok is false unless the kept
+// (from, to] (Unix ns) for slo.CoupleTokensIn; ok is false unless the kept
 // intervals cover the window and each has its curve. The list is in s's
 // memory, valid until s is used again.
 func (l *Ledger) tokenCurves(i int, from, to int64, s *Scratch) ([]*slo.TokenCurve, bool) {
@@ -964,9 +1015,8 @@ func (l *Ledger) JudgedIntervals(i int) []Judged {
 // Window spans it) by the per-interval sums alone, before the totals, the
 // coupling and the blocks tighten them.
 func (l *Ledger) Sums(i int, start, end time.Time) (slo.Bounded, bool) {
-	i1 := l.at(end)
-	i0 := max(l.at(start), 0)
-	if i1 < 1 || i0 >= i1 {
+	i0, i1, ok := l.edges(start, end)
+	if !ok {
 		return slo.Bounded{}, false
 	}
 	a, b := l.points[i0].sum(i), l.points[i1].sum(i)

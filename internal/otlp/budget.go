@@ -57,13 +57,6 @@ func (p *pool) release(n int64) {
 	p.used -= n
 }
 
-// inUse returns the bytes held.
-func (p *pool) inUse() int64 {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return p.used
-}
-
 // reservation is bytes held in a pool for one export, shrunk once the
 // export's real size is known, released once.
 type reservation struct {

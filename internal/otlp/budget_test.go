@@ -273,3 +273,10 @@ func TestGRPCThrottled(t *testing.T) {
 		t.Errorf("unavailable counted %v, want 3", got)
 	}
 }
+
+// inUse returns the bytes held.
+func (p *pool) inUse() int64 {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.used
+}

@@ -18,6 +18,7 @@ import (
 	"github.com/vllm-slo-exporter/vllm-slo-exporter/internal/traces"
 	"github.com/vllm-slo-exporter/vllm-slo-exporter/scrape"
 	"github.com/vllm-slo-exporter/vllm-slo-exporter/slo"
+	"github.com/vllm-slo-exporter/vllm-slo-exporter/test/simtruth"
 )
 
 var start = time.Date(2026, 11, 29, 0, 0, 0, 0, time.UTC)
@@ -167,11 +168,13 @@ func emitter(t *testing.T, addr string, proto sim.SpanProtocol, ratio float64) *
 	return e
 }
 
+// flush exports every span e has emitted, by shutting it down: the tests
+// emit nothing through an emitter after flushing it.
 func flush(t *testing.T, e *sim.SpanEmitter) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	if err := e.Flush(ctx); err != nil {
+	if err := e.Shutdown(ctx); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -195,7 +198,7 @@ func TestExactModeEndToEnd(t *testing.T) {
 			rep := r.p.Evaluate(r.now)
 			checked := 0
 			for _, mr := range rep.Targets[0].Models {
-				truth := r.s.Truth().ForModel(mr.Name)
+				truth := simtruth.ForModel(r.s.Truth(), mr.Name)
 				if len(mr.Traces) != len(mr.Windows) {
 					t.Fatalf("model %s: %d trace results for %d windows", mr.Name, len(mr.Traces), len(mr.Windows))
 				}
@@ -204,7 +207,7 @@ func TestExactModeEndToEnd(t *testing.T) {
 					if !tr.Covered {
 						t.Fatalf("model %s window %v: not covered (%d spans, %v finished)", mr.Name, wr.Window.Nominal, tr.Spans, tr.Finished)
 					}
-					finished := truth.FinishedIn(wr.Window.Start, wr.Window.End)
+					finished := simtruth.FinishedIn(truth, wr.Window.Start, wr.Window.End)
 					checkExact(t, mr.Name, wr, finished)
 					checkBoundsHold(t, mr.Name, wr.Window, finished)
 					if !tr.Calibration.Held() || tr.Calibration.Checked == 0 {
@@ -291,7 +294,7 @@ func checkExact(t *testing.T, model string, wr slo.WindowReport, finished sim.Tr
 // that their bounds hold the truth, with no tolerance.
 func checkBoundsHold(t *testing.T, model string, w slo.Window, finished sim.Truth) {
 	t.Helper()
-	hist := slo.EvaluateWindow(w, []slo.SLO{interactive}, slo.Options{Quantiles: []float64{0.5, 0.9, 0.99}})
+	hist := slo.Evaluate(w, []slo.SLO{interactive}, nil, slo.Options{Quantiles: []float64{0.5, 0.9, 0.99}})
 	for _, m := range []slo.Metric{slo.TPOT, slo.E2E, slo.Queue, slo.Prefill, slo.Decode, slo.Inference} {
 		vals := truthValues(finished, m)
 		for _, q := range hist.Quantiles[m] {
@@ -376,7 +379,7 @@ func checkSeries(t *testing.T, rep *pipeline.Report, truth sim.Truth, e *sim.Spa
 				continue
 			}
 			d := windows[label(m, "window")]
-			finished := truth.ForModel(label(m, "model_name")).FinishedIn(rep.Time.Add(-d), rep.Time)
+			finished := simtruth.FinishedIn(simtruth.ForModel(truth, label(m, "model_name")), rep.Time.Add(-d), rep.Time)
 			if name == "vllm_slo_adapter_attainment_ratio" {
 				var mine sim.Truth
 				for _, r := range finished {
@@ -448,7 +451,7 @@ func TestExactWindowsLagBySpanDelay(t *testing.T) {
 					t.Errorf("model %s window %v: covered %v, ends %v, want covered and ending 30s before %v", mr.Name, wr.Window.Nominal, tr.Covered, wr.Window.End, r.now)
 					continue
 				}
-				checkExact(t, mr.Name, wr, r.s.Truth().ForModel(mr.Name).FinishedIn(wr.Window.Start, wr.Window.End))
+				checkExact(t, mr.Name, wr, simtruth.FinishedIn(simtruth.ForModel(r.s.Truth(), mr.Name), wr.Window.Start, wr.Window.End))
 			}
 		}
 	}

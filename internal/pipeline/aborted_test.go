@@ -6,6 +6,7 @@ import (
 
 	"github.com/vllm-slo-exporter/vllm-slo-exporter/internal/sim"
 	"github.com/vllm-slo-exporter/vllm-slo-exporter/slo"
+	"github.com/vllm-slo-exporter/vllm-slo-exporter/test/simtruth"
 )
 
 // abortedRun scrapes the cancel15 workload every 15 s for 20 minutes and
@@ -27,8 +28,8 @@ func abortedRun(t *testing.T, cfg sim.Config, check func(where string, aborted f
 			if len(w.SLOs) != 1 || !w.SLOs[0].HasAbandoned {
 				t.Fatalf("at %v window %v: no abandoned bound", at.Sub(start), w.Window.Nominal)
 			}
-			cancelled := len(truth.CancelledIn(w.Window.Start, w.Window.End))
-			abandoned := len(truth.AbandonedIn(w.Window.Start, w.Window.End))
+			cancelled := len(simtruth.CancelledIn(truth, w.Window.Start, w.Window.End))
+			abandoned := len(simtruth.AbandonedIn(truth, w.Window.Start, w.Window.End))
 			where := (at.Sub(start)).String() + " window " + w.Window.Nominal.String()
 			check(where, w.Aborted, w.HasAborted, w.SLOs[0].Abandoned, float64(cancelled), float64(abandoned))
 		}

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/vllm-slo-exporter/vllm-slo-exporter/slo"
+	"github.com/vllm-slo-exporter/vllm-slo-exporter/test/simtruth"
 )
 
 // TestRejectedRequestsCountByPolicy serves the admission preset (overload
@@ -43,22 +44,22 @@ func checkRejectedByPolicy(t *testing.T, preset string, slos []slo.SLO) {
 		truth := run.sim.Truth()
 		for _, w := range run.p.Evaluate(at).Targets[0].Models[0].Windows {
 			where := fmt.Sprintf("at %v window %v", at.Sub(start), w.Window.Nominal)
-			rejected := float64(len(truth.RejectedIn(w.Window.Start, w.Window.End)))
+			rejected := float64(len(simtruth.RejectedIn(truth, w.Window.Start, w.Window.End)))
 			if !w.HasRejected || w.Rejected != rejected {
 				t.Fatalf("%s: rejected %v (present %v), truth %v", where, w.Rejected, w.HasRejected, rejected)
 			}
 			rejectedSeen += rejected
 			// Clients that left the queue before their first token: in no
 			// family, so in no population (the truth's either).
-			leftQueue += len(truth.CancelledIn(w.Window.Start, w.Window.End)) - len(truth.AbandonedIn(w.Window.Start, w.Window.End))
-			finished := truth.FinishedIn(w.Window.Start, w.Window.End)
+			leftQueue += len(simtruth.CancelledIn(truth, w.Window.Start, w.Window.End)) - len(simtruth.AbandonedIn(truth, w.Window.Start, w.Window.End))
+			finished := simtruth.FinishedIn(truth, w.Window.Start, w.Window.End)
 			good := 0
 			for _, r := range finished {
 				if meetsInteractive(r) {
 					good++
 				}
 			}
-			abandoned := float64(len(truth.AbandonedIn(w.Window.Start, w.Window.End)) + len(truth.LostIn(w.Window.Start, w.Window.End)))
+			abandoned := float64(len(simtruth.AbandonedIn(truth, w.Window.Start, w.Window.End)) + len(simtruth.LostIn(truth, w.Window.Start, w.Window.End)))
 			for _, r := range w.SLOs {
 				pop := float64(len(finished))
 				s := slos[indexOf(slos, r.Name)]

@@ -10,6 +10,7 @@ import (
 
 	"github.com/prometheus/common/model"
 
+	"github.com/vllm-slo-exporter/vllm-slo-exporter/internal/alerting"
 	"github.com/vllm-slo-exporter/vllm-slo-exporter/slo"
 )
 
@@ -35,35 +36,42 @@ const (
 	AlertFamilyMissing = "VLLMMetricFamilyMissing"
 )
 
-// AlertState is the state of an alert, as Prometheus names it.
-type AlertState string
+// AlertState is the state of an alert, as Prometheus names it
+// (alerting.State).
+type AlertState = alerting.State
 
 // The alert states.
 const (
-	StatePending  AlertState = "pending"
-	StateFiring   AlertState = "firing"
-	StateResolved AlertState = "resolved"
+	StatePending  = alerting.StatePending
+	StateFiring   = alerting.StateFiring
+	StateResolved = alerting.StateResolved
 )
 
-// Alert is one alert instance: a set of labels and its state over time.
-type Alert struct {
-	// Target is the target whose evaluation raised the alert. A burn-rate
-	// alert does not carry it as a label (so that it matches the generated
-	// rule's alert); its annotations name it.
-	Target      string
-	Labels      map[string]string
-	Annotations map[string]string
-	State       AlertState
-	// ActiveAt is when the condition began to hold; FiredAt when the alert
-	// started firing; ResolvedAt when a firing alert's condition stopped.
-	ActiveAt, FiredAt, ResolvedAt time.Time
+// Alert is one alert instance: a set of labels and its state over time. A
+// burn-rate alert does not carry its target as a label (so that it matches
+// the generated rule's alert); its annotations name it.
+type Alert = alerting.Alert
+
+// Amender adds to each report what a part of the daemon outside the
+// pipeline learns from it, before the report's alerts are decided, and
+// raises its own alerts through the same state machine as the pipeline's:
+// the capacity learners refit on the report, put their estimates in
+// Report.Capacity and return the headroom tickets whose condition holds.
+type Amender interface {
+	// Amend may set the fields of rep that the pipeline leaves to an
+	// amender (Capacity), and returns the conditions of its alerts that
+	// hold at rep.Time.
+	Amend(rep *Report) []alerting.Condition
 }
 
-// Name is the alertname label.
-func (a Alert) Name() string { return a.Labels["alertname"] }
-
-// Fingerprint identifies the alert by its labels.
-func (a Alert) Fingerprint() string { return a.Target + "\x00" + alertKey(a.Labels) }
+// AddAmender has every later evaluation amended by a, after the amenders
+// added before it. Evaluate calls it with the alerts' lock held, one
+// evaluation at a time.
+func (p *Pipeline) AddAmender(a Amender) {
+	p.alertMu.Lock()
+	defer p.alertMu.Unlock()
+	p.alerts.amenders = append(p.alerts.amenders, a)
+}
 
 // BurnCheck is the evaluation of one BurnAlert for one model.
 type BurnCheck struct {
@@ -101,10 +109,14 @@ type BurnCheck struct {
 //   - the joint burn rate's lower bound (the truth is at least this): when
 //     it exceeds the factor, the breach is proven;
 //   - the observed burn rate (slo.Evidence.Observed): the joint's bad share
-//     estimated from the objectives' histograms, taken as independent, with
-//     the unserved requests (abandoned at their estimate, rejected exactly)
-//     added as bad; slo.EvidenceOf says why independence, and what the
-//     abandoned estimate leaves.
+//     estimated from the objectives' histograms, taken as independent, the
+//     slow first tokens charged to the abandoned streams before the
+//     finishers, with the unserved requests (abandoned at their estimate,
+//     rejected exactly) added as bad; slo.EvidenceOf says why independence,
+//     why the abandoned streams first (the observed burn rate is then never
+//     above the reading that charged every slow first token to the
+//     finishers alike, so the gate pages nowhere it did not before), and
+//     what the abandoned estimate leaves.
 //
 // Why a vacuous upper bound still cannot page. The upper bound is wide by
 // what the window has not seen: requests in flight at its edges, first
@@ -125,97 +137,45 @@ func (c BurnCheck) Active() bool {
 }
 
 // describeEvidence writes what the observed burn rate rests on: the
-// objectives' bad shares and the unserved requests, for the evidence
-// annotation.
+// objectives' bad shares, the TTFT share charged to the finished requests
+// (the slow first tokens beyond the abandoned streams'), and the unserved
+// requests, for the evidence annotation.
 func describeEvidence(e slo.Evidence) string {
 	parts := make([]string, 0, len(e.BadShares))
 	for _, m := range slices.Sorted(maps.Keys(e.BadShares)) {
 		parts = append(parts, m+" "+shortNumber(100*e.BadShares[m])+"%")
 	}
-	return fmt.Sprintf("bad %s of %s first tokens; unserved %s, abandoned %s (ledger %s [%s, %s])", strings.Join(parts, ", "),
-		shortNumber(e.FirstTokens), shortNumber(e.Unserved), shortNumber(e.Abandoned),
+	charged := ""
+	if _, ok := e.BadShares[string(slo.TTFT)]; ok {
+		charged = ", of finishers' " + shortNumber(100*e.FinisherTTFT) + "%"
+	}
+	return fmt.Sprintf("bad %s of %s first tokens%s; unserved %s, abandoned %s (ledger %s [%s, %s])", strings.Join(parts, ", "),
+		shortNumber(e.FirstTokens), charged, shortNumber(e.Unserved), shortNumber(e.Abandoned),
 		shortNumber(e.Ledger.Estimate), shortNumber(e.Ledger.Lower), shortNumber(e.Ledger.Upper))
 }
 
-// resolvedRetention keeps a resolved alert in the report long enough for a
-// notifier to send the resolve more than once, as Prometheus does.
-const resolvedRetention = 15 * time.Minute
-
-// condition is one alert that should be active now.
-type condition struct {
-	target      string
-	labels      map[string]string
-	annotations map[string]string
-	hold        time.Duration
-}
-
-// alertBook remembers alert states between evaluations. It needs evaluation
-// times in order; an earlier time is treated as the latest one.
+// alertBook is every alert of the pipeline's reports between evaluations:
+// the one state machine (alerting.Book) that the pipeline's conditions and
+// its amenders' go through.
 type alertBook struct {
-	alerts map[string]*Alert
-	last   time.Time
+	book     alerting.Book
+	amenders []Amender
 }
 
-func alertKey(labels map[string]string) string {
-	var b strings.Builder
-	for _, k := range slices.Sorted(maps.Keys(labels)) {
-		b.WriteString(k)
-		b.WriteByte(0)
-		b.WriteString(labels[k])
-		b.WriteByte(0)
+// decide amends rep, and sets its alerts from the conditions that hold in
+// it, the pipeline's and its amenders'. The pipeline's alert lock must be
+// held.
+func (b *alertBook) decide(rep *Report, spec Spec) {
+	conds := alertConditions(rep, spec)
+	for _, a := range b.amenders {
+		conds = append(conds, a.Amend(rep)...)
 	}
-	return b.String()
-}
-
-// update applies the conditions that hold at now and returns every alert that
-// is pending, firing or recently resolved, sorted by labels.
-func (b *alertBook) update(now time.Time, conds []condition) []Alert {
-	if b.alerts == nil {
-		b.alerts = map[string]*Alert{}
-	}
-	if now.Before(b.last) {
-		now = b.last
-	}
-	b.last = now
-	seen := map[string]bool{}
-	for _, c := range conds {
-		key := c.target + "\x00" + alertKey(c.labels)
-		seen[key] = true
-		a, ok := b.alerts[key]
-		if !ok || a.State == StateResolved {
-			a = &Alert{Target: c.target, Labels: c.labels, State: StatePending, ActiveAt: now}
-			b.alerts[key] = a
-		}
-		a.Annotations = c.annotations
-		if a.State == StatePending && now.Sub(a.ActiveAt) >= c.hold {
-			a.State = StateFiring
-			a.FiredAt = now
-		}
-	}
-	for key, a := range b.alerts {
-		if seen[key] {
-			continue
-		}
-		switch {
-		case a.State == StatePending:
-			delete(b.alerts, key)
-		case a.State == StateFiring:
-			a.State = StateResolved
-			a.ResolvedAt = now
-		case now.Sub(a.ResolvedAt) > resolvedRetention:
-			delete(b.alerts, key)
-		}
-	}
-	out := make([]Alert, 0, len(b.alerts))
-	for _, key := range slices.Sorted(maps.Keys(b.alerts)) {
-		out = append(out, *b.alerts[key])
-	}
-	return out
+	rep.Alerts = b.book.Update(rep.Time, conds)
 }
 
 // alertConditions lists the alerts whose condition holds in a report.
-func alertConditions(rep *Report, spec Spec) []condition {
-	var out []condition
+func alertConditions(rep *Report, spec Spec) []alerting.Condition {
+	var out []alerting.Condition
 	for _, t := range rep.Targets {
 		base := map[string]string{"target": t.Name}
 		for k, v := range t.Labels {
@@ -223,25 +183,25 @@ func alertConditions(rep *Report, spec Spec) []condition {
 		}
 		hold := 3 * spec.targetInterval(t.Name)
 		if t.Tried && !t.Up {
-			out = append(out, condition{
-				labels: withLabels(base, "alertname", AlertTargetDown, "severity", "page"),
-				annotations: map[string]string{
+			out = append(out, alerting.Condition{
+				Labels: withLabels(base, "alertname", AlertTargetDown, "severity", "page"),
+				Annotations: map[string]string{
 					"summary":     fmt.Sprintf("vLLM target %s cannot be scraped", t.Name),
 					"description": "Last error: " + t.LastError,
 				},
-				hold:   hold,
-				target: t.Name,
+				For:    hold,
+				Target: t.Name,
 			})
 		}
 		if needed := neededMissing(t.Missing, spec.SLOs); len(needed) > 0 {
-			out = append(out, condition{
-				labels: withLabels(base, "alertname", AlertFamilyMissing, "severity", "ticket"),
-				annotations: map[string]string{
+			out = append(out, alerting.Condition{
+				Labels: withLabels(base, "alertname", AlertFamilyMissing, "severity", "ticket"),
+				Annotations: map[string]string{
 					"summary":     fmt.Sprintf("vLLM target %s lacks metric families the SLOs need: %s", t.Name, strings.Join(needed, ", ")),
 					"description": "Renamed by a vLLM upgrade, or vLLM runs with --disable-log-stats. SLO series for these objectives are absent, not zero.",
 				},
-				hold:   hold,
-				target: t.Name,
+				For:    hold,
+				Target: t.Name,
 			})
 		}
 		for _, m := range t.Models {
@@ -260,7 +220,7 @@ func alertConditions(rep *Report, spec Spec) []condition {
 // model_name, long_window, short_window), so that Alertmanager merges the
 // daemon's and Prometheus's alert for one breach; the target is named in the
 // annotations.
-func burnCondition(base map[string]string, modelName string, c BurnCheck) condition {
+func burnCondition(base map[string]string, modelName string, c BurnCheck) alerting.Condition {
 	a := c.Alert
 	labels := map[string]string{"alertname": AlertBurnRate, "severity": a.Severity, "slo": a.SLO, "model_name": modelName,
 		"long_window": model.Duration(a.Long).String(), "short_window": model.Duration(a.Short).String()}
@@ -283,7 +243,7 @@ func burnCondition(base map[string]string, modelName string, c BurnCheck) condit
 	if a.RunbookURL != "" {
 		ann["runbook_url"] = a.RunbookURL
 	}
-	return condition{target: base["target"], labels: labels, annotations: ann, hold: a.For}
+	return alerting.Condition{Target: base["target"], Labels: labels, Annotations: ann, For: a.For}
 }
 
 func shortNumber(v float64) string { return strconv.FormatFloat(v, 'g', 4, 64) }

@@ -38,16 +38,17 @@ func TestGateNeedsEvidence(t *testing.T) {
 
 // TestEvidenceAnnotationSaysWhatItRestsOn: the page's evidence annotation
 // names, for each window, the objectives' bad shares and the first tokens
-// TTFT's is over, the unserved requests that its observed burn rate comes
-// from, and the abandoned ones among them beside the ledger's bracket.
+// TTFT's is over, the TTFT share charged to the finishers, the unserved
+// requests that its observed burn rate comes from, and the abandoned ones
+// among them beside the ledger's bracket.
 func TestEvidenceAnnotationSaysWhatItRestsOn(t *testing.T) {
 	ev := slo.Evidence{Requests: 262, Coverage: 1, Observed: 14.94, Unserved: 45, BadShares: map[string]float64{"ttft": 0.0033, "tpot": 0},
-		FirstTokens: 306, Abandoned: 45, Ledger: slo.Bounded{Lower: 29, Estimate: 45, Upper: 60}}
+		FinisherTTFT: 0, FirstTokens: 306, Abandoned: 45, Ledger: slo.Bounded{Lower: 29, Estimate: 45, Upper: 60}}
 	c := BurnCheck{Alert: BurnAlert{SLO: "interactive", Severity: "page", Long: 5 * time.Minute, Short: time.Minute, Factor: 14.4},
 		Known: true, Long: slo.Bounded{Lower: 10, Estimate: 15, Upper: 19}, Short: slo.Bounded{Lower: 10, Estimate: 15, Upper: 19},
 		LongEvidence: ev, ShortEvidence: ev}
-	got := burnCondition(map[string]string{"target": "sim"}, "m", c).annotations["evidence"]
-	want := "observed 14.94 (bad tpot 0%, ttft 0.33% of 306 first tokens; unserved 45, abandoned 45 (ledger 45 [29, 60]))"
+	got := burnCondition(map[string]string{"target": "sim"}, "m", c).Annotations["evidence"]
+	want := "observed 14.94 (bad tpot 0%, ttft 0.33% of 306 first tokens, of finishers' 0%; unserved 45, abandoned 45 (ledger 45 [29, 60]))"
 	if !strings.Contains(got, want) {
 		t.Errorf("evidence annotation %q, want it to contain %q", got, want)
 	}

@@ -9,6 +9,7 @@ import (
 	"github.com/vllm-slo-exporter/vllm-slo-exporter/internal/sim"
 	"github.com/vllm-slo-exporter/vllm-slo-exporter/internal/traces"
 	"github.com/vllm-slo-exporter/vllm-slo-exporter/slo"
+	"github.com/vllm-slo-exporter/vllm-slo-exporter/test/simtruth"
 )
 
 // spanOf is the span vLLM sends for a finished request: what the OTLP
@@ -72,8 +73,8 @@ func TestExactModeCountsAbandonedByPolicy(t *testing.T) {
 				t.Fatalf("at %v window %v: not covered", at.Sub(start), wr.Window.Nominal)
 			}
 			where := fmt.Sprintf("at %v window %v", at.Sub(start), wr.Window.Nominal)
-			finished := truth.FinishedIn(wr.Window.Start, wr.Window.End)
-			abandoned := len(truth.AbandonedIn(wr.Window.Start, wr.Window.End))
+			finished := simtruth.FinishedIn(truth, wr.Window.Start, wr.Window.End)
+			abandoned := len(simtruth.AbandonedIn(truth, wr.Window.Start, wr.Window.End))
 			for _, r := range wr.SLOs {
 				if at.Sub(start) == 10*time.Minute {
 					a := r.Objectives[slo.AllKey]
@@ -84,7 +85,7 @@ func TestExactModeCountsAbandonedByPolicy(t *testing.T) {
 					wider++
 				}
 			}
-			checkAdaptersPolicy(t, where, mr.Traces[i], finished, truth.AbandonedIn(wr.Window.Start, wr.Window.End))
+			checkAdaptersPolicy(t, where, mr.Traces[i], finished, simtruth.AbandonedIn(truth, wr.Window.Start, wr.Window.End))
 			checked++
 		}
 	}

@@ -9,6 +9,7 @@ import (
 	"github.com/vllm-slo-exporter/vllm-slo-exporter/internal/sim"
 	"github.com/vllm-slo-exporter/vllm-slo-exporter/internal/traces"
 	"github.com/vllm-slo-exporter/vllm-slo-exporter/slo"
+	"github.com/vllm-slo-exporter/vllm-slo-exporter/test/simtruth"
 )
 
 // tracing says, for a request that finished d after the start, whether its
@@ -155,7 +156,7 @@ func TestExactPeriodTracingOnAndOff(t *testing.T) {
 			c.bound(t, fmt.Sprintf("at %v budget %s", at.Sub(start), b.SLO), b.Remaining, slo.ErrorBudgetRemaining(slo.Exact(w.attainment(def)), def.Goal).Estimate, w, def)
 			if def.Name == bad.Name {
 				n, _ := w.coveredFinished()
-				want := n / float64(len(truth.FinishedIn(w.from, w.to)))
+				want := n / float64(len(simtruth.FinishedIn(truth, w.from, w.to)))
 				if !b.HasTracesCoverage || b.TracesCoverage != want {
 					t.Errorf("at %v: traces coverage %v (present %v), want %v", at.Sub(start), b.TracesCoverage, b.HasTracesCoverage, want)
 				}
@@ -256,7 +257,7 @@ func (iv interval) coveredFinished() (n float64, all bool) {
 // good counts the requests of the interval meeting the SLO's objectives.
 func (iv interval) good() int {
 	n := 0
-	for _, r := range iv.truth.FinishedIn(iv.from, iv.to) {
+	for _, r := range simtruth.FinishedIn(iv.truth, iv.from, iv.to) {
 		if meetsAll(r, periodSLO) {
 			n++
 		}
@@ -267,12 +268,12 @@ func (iv interval) good() int {
 // attainment is the truth of "all" over the interval under def's
 // populations.
 func (iv interval) attainment(def slo.SLO) float64 {
-	pop := float64(len(iv.truth.FinishedIn(iv.from, iv.to)))
+	pop := float64(len(simtruth.FinishedIn(iv.truth, iv.from, iv.to)))
 	if def.Abandoned == slo.AbandonedBad {
-		pop += float64(len(iv.truth.AbandonedIn(iv.from, iv.to)) + len(iv.truth.LostIn(iv.from, iv.to)))
+		pop += float64(len(simtruth.AbandonedIn(iv.truth, iv.from, iv.to)) + len(simtruth.LostIn(iv.truth, iv.from, iv.to)))
 	}
 	if def.Rejected == slo.RejectedBad {
-		pop += float64(len(iv.truth.RejectedIn(iv.from, iv.to)))
+		pop += float64(len(simtruth.RejectedIn(iv.truth, iv.from, iv.to)))
 	}
 	return float64(iv.good()) / pop
 }
@@ -306,7 +307,7 @@ func meetsObjective(r sim.Request, o slo.Objective) bool {
 // goodOf counts the interval's finished requests meeting one objective.
 func (iv interval) goodOf(o slo.Objective) int {
 	n := 0
-	for _, r := range iv.truth.FinishedIn(iv.from, iv.to) {
+	for _, r := range simtruth.FinishedIn(iv.truth, iv.from, iv.to) {
 		if meetsObjective(r, o) {
 			n++
 		}
@@ -329,7 +330,7 @@ type checks struct {
 // they are exact when the spans covered every interval of w.
 func (c *checks) objectives(t *testing.T, where string, r slo.SLOResult, def slo.SLO, w interval) {
 	t.Helper()
-	n := float64(len(w.truth.FinishedIn(w.from, w.to)))
+	n := float64(len(simtruth.FinishedIn(w.truth, w.from, w.to)))
 	for _, o := range def.Objectives {
 		key := string(o.Metric)
 		good := float64(w.goodOf(o))
@@ -377,7 +378,7 @@ func (c *checks) badShare(t *testing.T, where string, ev slo.Evidence, w interva
 		t.Errorf("%s: no TPOT bad share", where)
 		return
 	}
-	n := float64(len(w.truth.FinishedIn(w.from, w.to)))
+	n := float64(len(simtruth.FinishedIn(w.truth, w.from, w.to)))
 	want := 1 - math.Min(1, math.Max(0, float64(w.goodOf(tpot))/n))
 	c.objective(t, where+" TPOT bad share", slo.Bounded{Lower: want, Estimate: share, Upper: share}, want, w)
 	if _, all := w.coveredFinished(); all && share != want {

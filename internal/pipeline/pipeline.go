@@ -60,7 +60,7 @@ type Spec struct {
 	// Alerts are the burn-rate alerts of the SLOs.
 	Alerts []BurnAlert
 	// Traces, when set, holds per-request records from vLLM's spans: each
-	// window they fully cover is published exactly (see traces.Evaluate).
+	// window they fully cover is published exactly (see traces.Store.EvaluateWindow).
 	Traces *traces.Store
 	// TraceDelay is how long spans may take to arrive after the request
 	// finished (the sender batches them): exact windows end at the newest
@@ -251,9 +251,8 @@ func (p *Pipeline) Evaluate(now time.Time) *Report {
 		rep.Targets = make([]TargetReport, len(targets))
 	}
 	evaluateAll(targets, func(i int, sc *passScratch) { rep.Targets[i] = targets[i].evaluate(spec, now, sc) })
-	conds := alertConditions(rep, spec)
 	p.alertMu.Lock()
-	rep.Alerts = p.alerts.update(now, conds)
+	p.alerts.decide(rep, spec)
 	p.alertMu.Unlock()
 	return rep
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/vllm-slo-exporter/vllm-slo-exporter/internal/sim"
 	"github.com/vllm-slo-exporter/vllm-slo-exporter/scrape"
 	"github.com/vllm-slo-exporter/vllm-slo-exporter/slo"
+	"github.com/vllm-slo-exporter/vllm-slo-exporter/test/simtruth"
 )
 
 var start = time.Date(2026, 11, 29, 0, 0, 0, 0, time.UTC)
@@ -133,11 +134,11 @@ func TestWindowsMatchTruth(t *testing.T) {
 	m := rep.Targets[0].Models[0]
 	for _, w := range m.Windows {
 		from, to := w.Window.Start, w.Window.End
-		fin := truth.FinishedIn(from, to)
+		fin := simtruth.FinishedIn(truth, from, to)
 		if got, want := w.Requests[slo.E2E], float64(len(fin)); got != want {
 			t.Errorf("window %v: e2e requests %v, truth %v", w.Window.Nominal, got, want)
 		}
-		tokens := float64(truth.TokensIn(from, to)) / to.Sub(from).Seconds()
+		tokens := float64(simtruth.TokensIn(truth, from, to)) / to.Sub(from).Seconds()
 		if !close(w.GenerationTokensPerSecond, tokens) {
 			t.Errorf("window %v: throughput %v, truth %v", w.Window.Nominal, w.GenerationTokensPerSecond, tokens)
 		}
@@ -300,21 +301,23 @@ func TestOffEdgeThresholdWarning(t *testing.T) {
 // overload stands in for CUDA-graph capture): with warm-up, the SLO series
 // leave those observations out while the latency series still count them.
 func TestWarmupKeepsRestartOutOfSLOs(t *testing.T) {
-	s := phased(t, sim.Phase{Duration: 20 * time.Minute, Kind: sim.Poisson, Rate: sim.DemoRate})
+	restartAt := start.Add(5 * time.Minute)
+	cfg := sim.DemoConfig(7, start)
+	cfg.Models[0].Workload.Phases = []sim.Phase{{Duration: 20 * time.Minute, Kind: sim.Poisson, Rate: sim.DemoRate}}
+	cfg.Models[0].Workload.Repeat = false
+	// vLLM restarts a second before the scrape at restartAt.
+	cfg.Restarts = []sim.ScheduledRestart{{At: restartAt.Add(-time.Second).Sub(start)}}
+	s, err := sim.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
 	spec := testSpec(t)
 	spec.Targets[0].Warmup = 2 * time.Minute
 	p := New(spec)
 	plain := New(testSpec(t))
 	step := 15 * time.Second
-	restartAt := start.Add(5 * time.Minute)
 	var lastWarm, lastPlain ModelReport
 	for at := start.Add(step); !at.After(start.Add(9 * time.Minute)); at = at.Add(step) {
-		if at.Equal(restartAt) {
-			s.AdvanceTo(at.Add(-time.Second))
-			if err := s.Restart(sim.RestartOptions{}); err != nil {
-				t.Fatal(err)
-			}
-		}
 		s.AdvanceTo(at)
 		body, ct := s.Exposition()
 		for _, pp := range []*Pipeline{p, plain} {
@@ -337,7 +340,7 @@ func TestWarmupKeepsRestartOutOfSLOs(t *testing.T) {
 	if w.SLOs[0].Requests >= pw.SLOs[0].Requests {
 		t.Errorf("warm-up kept %v finished requests in the SLO window, without it %v: want fewer", w.SLOs[0].Requests, pw.SLOs[0].Requests)
 	}
-	truth := s.Truth().FinishedIn(w.Window.Start, w.Window.End)
+	truth := simtruth.FinishedIn(s.Truth(), w.Window.Start, w.Window.End)
 	warmEnd := restartAt.Add(-time.Second).Add(2 * time.Minute)
 	kept := 0
 	for _, r := range truth {
@@ -465,7 +468,7 @@ func TestCoverageSaysWhatNumbersRestOn(t *testing.T) {
 	if got, want := c.ShortEvidence.Coverage, 0.5; got != want {
 		t.Errorf("2m window coverage = %v, want %v", got, want)
 	}
-	finished := float64(len(s.Truth().FinishedIn(start, start.Add(time.Minute))))
+	finished := float64(len(simtruth.FinishedIn(s.Truth(), start, start.Add(time.Minute))))
 	if c.LongEvidence.Requests != finished {
 		t.Errorf("evidence counts %v finished requests, the truth %v", c.LongEvidence.Requests, finished)
 	}

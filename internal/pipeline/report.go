@@ -3,6 +3,7 @@ package pipeline
 import (
 	"time"
 
+	"github.com/vllm-slo-exporter/vllm-slo-exporter/internal/capacity"
 	"github.com/vllm-slo-exporter/vllm-slo-exporter/internal/history"
 	"github.com/vllm-slo-exporter/vllm-slo-exporter/internal/store"
 	"github.com/vllm-slo-exporter/vllm-slo-exporter/internal/traces"
@@ -19,8 +20,15 @@ type Report struct {
 	Currency string
 	// Targets are in configuration order.
 	Targets []TargetReport
-	// Alerts are the pending, firing and recently resolved alerts.
+	// Alerts are the pending, firing and recently resolved alerts: the
+	// pipeline's and its amenders' (Pipeline.AddAmender), which went
+	// through one state machine (package alerting).
 	Alerts []Alert
+	// Capacity holds the capacity estimates an amender learned from the
+	// report (the daemon's capacity learners, package capacity/online),
+	// ordered as they return them; nil without one. The exporter renders
+	// them with the rest of the report.
+	Capacity []capacity.Report
 }
 
 // Firing returns the alerts that are firing.

@@ -8,7 +8,7 @@ import (
 )
 
 // MarshalState encodes every target's history, ledgers and good-request
-// totals (package statefile is the format), so that a restart of the daemon
+// totals (the store's State is the format), so that a restart of the daemon
 // keeps its windows and error budgets; the retired targets kept for revival
 // are saved too.
 func (p *Pipeline) MarshalState() ([]byte, error) {

@@ -3,7 +3,6 @@ package recording
 import (
 	"context"
 	"fmt"
-	"sync"
 	"time"
 
 	commoncfg "github.com/prometheus/common/config"
@@ -29,40 +28,6 @@ func (WallClock) Now() time.Time { return time.Now() }
 
 // After is time.After.
 func (WallClock) After(d time.Duration) <-chan time.Time { return time.After(d) }
-
-// StepClock is a Clock that never waits: After moves it on by the whole
-// wait at once. A schedule then runs at full speed in simulated time, against
-// a simulated server that reads the same clock. It is safe for concurrent use.
-type StepClock struct {
-	mu  sync.Mutex
-	now time.Time
-}
-
-// NewStepClock returns a StepClock showing start.
-func NewStepClock(start time.Time) *StepClock { return &StepClock{now: start} }
-
-// Now is the clock's current time.
-func (c *StepClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
-}
-
-// After moves the clock on by d and delivers the new time at once.
-func (c *StepClock) After(d time.Duration) <-chan time.Time {
-	ready := make(chan time.Time, 1)
-	ready <- c.Advance(d)
-	return ready
-}
-
-// Advance moves the clock on by d, as time spent by a scrape, and returns
-// the new time.
-func (c *StepClock) Advance(d time.Duration) time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.now = c.now.Add(d)
-	return c.now
-}
 
 // Scraper takes one scrape of a target now. A failed scrape is an entry with
 // Error set, not an error: a recording keeps failures with their times. The

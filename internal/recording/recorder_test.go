@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/vllm-slo-exporter/vllm-slo-exporter/test/stepclock"
 )
 
 var start = time.Date(2026, 11, 29, 8, 0, 0, 0, time.UTC)
@@ -18,7 +20,7 @@ var start = time.Date(2026, 11, 29, 8, 0, 0, 0, time.UTC)
 // returns the scrape times as offsets from the start.
 func offsets(t *testing.T, sched Schedule, took time.Duration) []time.Duration {
 	t.Helper()
-	clock := NewStepClock(start)
+	clock := stepclock.New(start)
 	scr := func(context.Context) Entry {
 		clock.Advance(took)
 		return Entry{Target: "a", Status: 200}
@@ -72,7 +74,7 @@ func TestRecordStops(t *testing.T) {
 		return Entry{Target: "a", Error: "context canceled"}
 	}
 	var saved []Entry
-	n, err := Record(ctx, cutShort, sched, NewStepClock(start), func(e Entry) error {
+	n, err := Record(ctx, cutShort, sched, stepclock.New(start), func(e Entry) error {
 		saved = append(saved, e)
 		return nil
 	})
@@ -82,7 +84,7 @@ func TestRecordStops(t *testing.T) {
 
 	full := errors.New("disk full")
 	ok := func(context.Context) Entry { return Entry{Target: "a", Status: 200} }
-	n, err = Record(context.Background(), ok, sched, NewStepClock(start), func(Entry) error { return full })
+	n, err = Record(context.Background(), ok, sched, stepclock.New(start), func(Entry) error { return full })
 	if n != 0 || !errors.Is(err, full) {
 		t.Errorf("save error: %d saved, err %v; want 0 and %v", n, err, full)
 	}
@@ -90,7 +92,7 @@ func TestRecordStops(t *testing.T) {
 
 func TestScheduleValidate(t *testing.T) {
 	for _, s := range []Schedule{{0, time.Second}, {time.Second, 0}, {-time.Second, time.Second}} {
-		if _, err := Record(context.Background(), nil, s, NewStepClock(start), nil); err == nil || !strings.Contains(err.Error(), "must be positive") {
+		if _, err := Record(context.Background(), nil, s, stepclock.New(start), nil); err == nil || !strings.Contains(err.Error(), "must be positive") {
 			t.Errorf("%+v: err %v, want must be positive", s, err)
 		}
 	}
@@ -126,7 +128,7 @@ func TestHTTPScraper(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	n, err := Record(context.Background(), scr, Schedule{Duration: time.Minute, Interval: 30 * time.Second}, NewStepClock(start), w.Write)
+	n, err := Record(context.Background(), scr, Schedule{Duration: time.Minute, Interval: 30 * time.Second}, stepclock.New(start), w.Write)
 	if cerr := w.Close(); err != nil || cerr != nil || n != 3 {
 		t.Fatalf("Record: %d saved, err %v, close %v", n, err, cerr)
 	}

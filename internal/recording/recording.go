@@ -151,11 +151,6 @@ func Open(path string) (*Reader, error) {
 	return r, nil
 }
 
-// NewReader reads a recording from r (uncompressed); name is used in errors.
-func NewReader(r io.Reader, name string) *Reader {
-	return &Reader{name: name, sc: newScanner(r)}
-}
-
 func newScanner(r io.Reader) *bufio.Scanner {
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 0, 64<<10), MaxLineBytes)

@@ -113,3 +113,8 @@ func TestReaderContinuesPastMalformedLines(t *testing.T) {
 		t.Fatalf("after the last line: %v, want io.EOF", err)
 	}
 }
+
+// NewReader reads a recording from r (uncompressed); name is used in errors.
+func NewReader(r io.Reader, name string) *Reader {
+	return &Reader{name: name, sc: newScanner(r)}
+}

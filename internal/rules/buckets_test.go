@@ -25,7 +25,7 @@ slos:
 		{"vLLM's defaults", slos, []float64{0.1, 2.5}, []float64{0.2, 3}},
 		{"custom edges", custom, []float64{0.2, 3}, []float64{0.1, 2.5}},
 	} {
-		rf, err := Generate(parseConfig(t, tc.yaml))
+		rf, err := DefaultOptions().Generate(parseConfig(t, tc.yaml))
 		if err != nil {
 			t.Fatalf("%s: %v", tc.name, err)
 		}

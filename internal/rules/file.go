@@ -29,6 +29,10 @@ type Group struct {
 	// evaluates at once (its group field of that name); 0 leaves the field
 	// out, as Prometheus requires (it rejects the field).
 	Concurrency int `yaml:"concurrency,omitempty"`
+	// QueryOffset is how long before each evaluation's time the group's
+	// rules read (Prometheus 2.53 and later, Thanos; Options.QueryOffset);
+	// 0 leaves the field out, which older Prometheus refuses.
+	QueryOffset model.Duration `yaml:"query_offset,omitempty"`
 	// Rules are the group's rules, in evaluation order.
 	Rules []Rule `yaml:"rules"`
 	// Lag is, for an SLO's long group, how far before each of its

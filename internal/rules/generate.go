@@ -20,16 +20,6 @@ Recording and alerting rules that evaluate the configured SLOs in Prometheus fro
 vLLM's raw histograms (one group per SLO), plus fleet rules on the exporter's own
 vllm_slo_* series. Only Prometheus 2.x PromQL is used.`
 
-// Generate builds the rule file for a loaded and validated configuration: one
-// group per SLO with recording rules per objective and window, the joint
-// attainment's lower bound, burn rates, the error budget and the multiwindow
-// burn-rate alerts, then the capacity headroom ticket and one group on the
-// exporter's own series. Windows longer than an hour sum the hierarchy of
-// DefaultOptions (GenerateWith).
-func Generate(cfg *config.Config) (*RuleFile, error) {
-	return generate(cfg, DefaultOptions())
-}
-
 func generate(cfg *config.Config, opts Options) (*RuleFile, error) {
 	if cfg == nil {
 		return nil, errors.New("generate rules: nil configuration")
@@ -42,10 +32,20 @@ func generate(cfg *config.Config, opts Options) (*RuleFile, error) {
 		}
 		f.Groups = append(f.Groups, gs...)
 	}
+	families := classicFamilies(f.Groups)
 	if g, ok := capacityGroup(cfg); ok {
 		f.Groups = append(f.Groups, g)
 	}
-	f.Groups = append(f.Groups, fleetGroup(cfg))
+	fleet := fleetGroup(cfg)
+	if r, ok := histogramsMissingRule(cfg, families); ok {
+		fleet.Rules = append(fleet.Rules, r)
+	}
+	f.Groups = append(f.Groups, fleet)
+	if opts.QueryOffset > 0 {
+		for i := range f.Groups {
+			f.Groups[i].QueryOffset = model.Duration(opts.QueryOffset)
+		}
+	}
 	if err := uniqueGroupNames(f.Groups); err != nil {
 		return nil, fmt.Errorf("generate rules: %w", err)
 	}
@@ -383,20 +383,28 @@ func burnAlert(s config.SLO, a config.AlertPolicy, objs []config.Objective, ledg
 // the burn rate's lower bound: the two numbers the page's evidence is the
 // larger of (pipeline.BurnCheck.Active argues the gate). The observed burn
 // rate is the daemon's slo.Evidence.Observed: with b_i each joint objective's
-// bad share (1 - its attainment, over its own histogram's population), s =
-// 1 - Π(1 - b_i) the joint's bad share taking the objectives as independent,
-// N the finished requests and U the unserved ones the SLO counts bad (the
-// abandoned at their estimate under `abandoned: bad`, the rejected under
-// `rejected: bad`), (s·N + U) / (N + U) / (1 - goal); without the ledger
-// (ITL only) s / (1 - goal). PromQL has no product aggregation, so Π is
-// exp(Σ ln): an attainment of 0 gives ln 0 = -Inf and a product of 0, and
-// an objective without observations in the window has no series and
-// counts none bad, as in the daemon.
+// bad share (1 - its attainment, over its own histogram's population; for
+// TTFT, with the ledger, the share charged to the finishers, ttftCharged),
+// s = 1 - Π(1 - b_i) the joint's bad share taking the objectives as
+// independent, N the finished requests and U the unserved ones the SLO
+// counts bad (the abandoned at their estimate under `abandoned: bad`, the
+// rejected under `rejected: bad`), (s·N + U) / (N + U) / (1 - goal);
+// without the ledger (ITL only) s / (1 - goal). PromQL has no product
+// aggregation, so Π is exp(Σ ln): an attainment of 0 gives ln 0 = -Inf and
+// a product of 0, and an objective without observations in the window has
+// no series and counts none bad, as in the daemon.
 func evidenceRules(s config.SLO, lp ledgerPlan, plans []objectivePlan, w model.Duration, ledger bool) (observed, lower Rule) {
 	budget := formatFloat(1 - s.Goal)
 	labels := map[string]string{"slo": s.Name, "window": w.String()}
-	bad := fmt.Sprintf("(1 - exp(sum without (objective) (ln(clamp_max(%s{slo=%q,objective=~%q}, 1)))))",
-		windowed(recAttain, w), s.Name, strings.Join(jointObjectives(plans), "|"))
+	joint := jointObjectives(plans)
+	goods := fmt.Sprintf("%s{slo=%q,objective=~%q}", windowed(recAttain, w), s.Name, strings.Join(joint, "|"))
+	if ttft := string(slo.TTFT); ledger && slices.Contains(joint, ttft) {
+		goods = "(1 - " + ttftCharged(s, w) + ")"
+		if others := slices.DeleteFunc(slices.Clone(joint), func(o string) bool { return o == ttft }); len(others) > 0 {
+			goods = fmt.Sprintf("%s{slo=%q,objective=~%q}\nor\n%s", windowed(recAttain, w), s.Name, strings.Join(others, "|"), goods)
+		}
+	}
+	bad := fmt.Sprintf("(1 - exp(sum without (objective) (ln(clamp_max(%s, 1)))))", goods)
 	observed = Rule{Record: windowed(recBurnObs, w), Labels: labels, Expr: fmt.Sprintf("%s / %s", bad, budget)}
 	if u := lp.unserved(w, recAbandoned); ledger && u != "" {
 		n := selector(windowed(recFinished, w), "slo", s.Name)
@@ -407,11 +415,26 @@ func evidenceRules(s config.SLO, lp ledgerPlan, plans []objectivePlan, w model.D
 	if w == sloWindows(s)[0] {
 		observed.Comment = "Observed burn rate: the requests seen bad over the SLO's population, (s * N + U) / (N + U) / (1 - goal),\n" +
 			"s = 1 - product of the objectives' attainments (the joint's bad share with the objectives taken as\n" +
-			"independent, as exp(sum(ln))), N the finished requests, U the unserved ones the SLO counts bad\n" +
-			"(abandoned at their estimate, rejected); the daemon's Evidence.Observed."
+			"independent, as exp(sum(ln)); TTFT's bad share charged to the finishers: the slow first tokens beyond\n" +
+			"the abandoned streams', over the other first tokens), N the finished requests, U the unserved ones\n" +
+			"the SLO counts bad (abandoned at their estimate, rejected); the daemon's Evidence.Observed."
 		lower.Comment = "Burn rate lower bound: (1 - joint attainment upper bound) / (1 - goal)."
 	}
 	return observed, lower
+}
+
+// ttftCharged is the TTFT bad share the observed burn rate charges a
+// window's finished requests, as slo.FinisherTTFTShare: of the t·F TTFT-bad
+// first tokens (t the TTFT bad share over the window's F first tokens),
+// those beyond the A abandoned streams' (their estimate), over the F − A
+// first tokens of the other requests; t where F − A is not positive (and,
+// at A = 0, the formula's own t) or the abandoned estimate is absent. Its
+// series keeps the TTFT attainment's labels (objective="ttft").
+func ttftCharged(s config.SLO, w model.Duration) string {
+	t := fmt.Sprintf("(1 - clamp_max(%s, 1))", selector(windowed(recAttain, w), "slo", s.Name, "objective", string(slo.TTFT)))
+	f := selector(windowed(recRequests, w), "slo", s.Name, "objective", string(slo.TTFT))
+	a := selector(windowed(recAbandoned, w), "slo", s.Name)
+	return fmt.Sprintf("(clamp_min(%[1]s * %[2]s - on (model_name) group_left () %[3]s, 0)\n/\n((%[2]s - on (model_name) group_left () %[3]s) > 0)\nor\n%[1]s)", t, f, a)
 }
 
 // evidenceAbove is the alert's evidence test over one window: the observed

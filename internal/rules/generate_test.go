@@ -60,7 +60,7 @@ func parseConfig(t *testing.T, in string) *config.Config {
 
 func generateCase(t *testing.T, in string) *RuleFile {
 	t.Helper()
-	f, err := Generate(parseConfig(t, in))
+	f, err := DefaultOptions().Generate(parseConfig(t, in))
 	if err != nil {
 		t.Fatalf("Generate: %v", err)
 	}
@@ -236,7 +236,7 @@ func TestDefaultPolicyAlerts(t *testing.T) {
 		long, short, severity, factor, forDur string
 	}{
 		{"1h", "5m", "page", "14.4", "2m"},
-		{"6h", "30m", "page", "6", "15m"},
+		{"6h", "30m", "page", "6", "15s"},
 		{"3d", "6h", "ticket", "1", "1h"},
 	}
 	if len(alerts) != len(want) {
@@ -472,7 +472,7 @@ func TestFleetGroup(t *testing.T) {
 	if !slices.Equal(records, wantRecords) {
 		t.Errorf("fleet records = %v, want %v", records, wantRecords)
 	}
-	wantAlerts := []string{AlertTargetDown + " 45s page", AlertExporterAbsent + " 2m page", AlertFamilyMissing + " 10m ticket"}
+	wantAlerts := []string{AlertTargetDown + " 45s page", AlertExporterAbsent + " 2m page", AlertFamilyMissing + " 10m ticket", AlertHistogramsMissing + " 45s page"}
 	if !slices.Equal(alerts, wantAlerts) {
 		t.Errorf("fleet alerts = %v, want %v", alerts, wantAlerts)
 	}
@@ -526,22 +526,22 @@ func mapsEqual(a, b map[string]string) bool {
 }
 
 func TestGenerateErrors(t *testing.T) {
-	if _, err := Generate(nil); err == nil {
-		t.Error("Generate(nil) succeeded")
+	if _, err := DefaultOptions().Generate(nil); err == nil {
+		t.Error("DefaultOptions().Generate(nil) succeeded")
 	}
 	cfg := parseConfig(t, configCases[0].yaml)
 	cfg.SLOs[0].Goal = 1
-	if _, err := Generate(cfg); err == nil || !strings.Contains(err.Error(), `SLO "interactive"`) {
+	if _, err := DefaultOptions().Generate(cfg); err == nil || !strings.Contains(err.Error(), `SLO "interactive"`) {
 		t.Errorf("goal 1: err = %v", err)
 	}
 	cfg = parseConfig(t, configCases[0].yaml)
 	cfg.Targets[0].Profile = "nope"
-	if _, err := Generate(cfg); err == nil || !strings.Contains(err.Error(), `"nope"`) {
+	if _, err := DefaultOptions().Generate(cfg); err == nil || !strings.Contains(err.Error(), `"nope"`) {
 		t.Errorf("unknown profile: err = %v", err)
 	}
 	cfg = parseConfig(t, configCases[3].yaml)
 	cfg.SLOs[0].Objectives["tpot"] = model.Duration(1e9) // sglang has no TPOT histogram
-	if _, err := Generate(cfg); err == nil || !strings.Contains(err.Error(), "tpot") {
+	if _, err := DefaultOptions().Generate(cfg); err == nil || !strings.Contains(err.Error(), "tpot") {
 		t.Errorf("unmeasurable objective: err = %v", err)
 	}
 }
@@ -618,7 +618,7 @@ capacity: {}
 			t.Logf("%s: refused by the configuration already: %v", clash, err)
 			continue
 		}
-		_, err = Generate(cfg)
+		_, err = DefaultOptions().Generate(cfg)
 		if err == nil || !strings.Contains(err.Error(), "vllm-slo-"+clash) {
 			t.Errorf("SLO %q beside SLO x: err = %v, want the colliding group name", clash, err)
 		}

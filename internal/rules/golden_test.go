@@ -29,7 +29,7 @@ func generateFile(t *testing.T, configFile string) []byte {
 	if err != nil {
 		t.Fatalf("load %s: %v", configFile, err)
 	}
-	f, err := Generate(cfg)
+	f, err := DefaultOptions().Generate(cfg)
 	if err != nil {
 		t.Fatalf("generate from %s: %v", configFile, err)
 	}
@@ -57,7 +57,7 @@ func TestShippedRulesUpToDate(t *testing.T) {
 				t.Fatalf("read %s (run go test ./internal/rules -update): %v", g.rules, err)
 			}
 			if !bytes.Equal(got, want) {
-				t.Errorf("%s differs from Generate(%s); run go test ./internal/rules -update and review the diff", g.rules, g.config)
+				t.Errorf("%s differs from DefaultOptions().Generate(%s); run go test ./internal/rules -update and review the diff", g.rules, g.config)
 			}
 		})
 	}

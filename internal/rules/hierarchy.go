@@ -25,6 +25,17 @@ type Options struct {
 	// longest multiple of the group interval up to it that divides the
 	// first level's span. 0, or no level: one group records everything.
 	LongInterval time.Duration
+	// QueryOffset, when positive, is every group's query_offset: Prometheus
+	// (2.53 and later; 2.x before refuses the field) and Thanos evaluate each
+	// rule that long before the evaluation's time, so that samples stamped
+	// at or before that time have been stored when the rule reads them.
+	// Without it, a scrape whose timestamp is at or before an evaluation
+	// but whose samples are committed after it is missed by that
+	// evaluation, and the per-interval ledger, which takes each interval's
+	// change between two evaluations, loses that change for good; samples
+	// remote-written in from elsewhere arrive later still. It should exceed
+	// the longest scrape (the scrape timeout) or the remote-write delay.
+	QueryOffset time.Duration
 }
 
 // DefaultOptions are Generate's: the hierarchy 5m → 1h → 6h → 1d → 1w, so
@@ -45,11 +56,17 @@ func DefaultOptions() Options {
 		LongInterval: time.Minute}
 }
 
-// GenerateWith is Generate with explicit options: Options{} writes the flat
-// rules, whose results the hierarchy's equal (the package's tests compare
-// the two on Prometheus and VictoriaMetrics).
-func GenerateWith(cfg *config.Config, opts Options) (*RuleFile, error) {
-	return generate(cfg, opts)
+// Generate builds the rule file for a loaded and validated configuration
+// with these options: one group per SLO with recording rules per objective
+// and window, the joint attainment's lower bound, burn rates, the error
+// budget and the multiwindow burn-rate alerts, then the capacity headroom
+// ticket and one group on the exporter's own series. Windows longer than an
+// hour sum the hierarchy of o's levels (DefaultOptions is what the rules
+// command writes); Options{} writes the flat rules, whose results the
+// hierarchy's equal (the package's tests compare the two on Prometheus and
+// VictoriaMetrics).
+func (o Options) Generate(cfg *config.Config) (*RuleFile, error) {
+	return generate(cfg, o)
 }
 
 // levelSpans turns the levels into spans counted in group intervals, each a

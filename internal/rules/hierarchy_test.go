@@ -153,7 +153,7 @@ func TestEveryRecordedSeriesReadIsRecorded(t *testing.T) {
 			opts Options
 		}{{"hierarchy", DefaultOptions()}, {"flat", Options{}}} {
 			t.Run(c.name+"/"+opts.name, func(t *testing.T) {
-				f, err := GenerateWith(parseConfig(t, c.yaml), opts.opts)
+				f, err := opts.opts.Generate(parseConfig(t, c.yaml))
 				if err != nil {
 					t.Fatal(err)
 				}

@@ -94,7 +94,7 @@ func TestLongGroupReads(t *testing.T) {
 	split := 0
 	for _, c := range configCases {
 		t.Run(c.name, func(t *testing.T) {
-			f, err := GenerateWith(parseConfig(t, c.yaml), DefaultOptions())
+			f, err := DefaultOptions().Generate(parseConfig(t, c.yaml))
 			if err != nil {
 				t.Fatal(err)
 			}

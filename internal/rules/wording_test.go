@@ -22,7 +22,7 @@ func TestBurnAlertTextIsTheDaemons(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rf, err := rules.Generate(cfg)
+	rf, err := rules.DefaultOptions().Generate(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -57,7 +57,7 @@
 // its client cancels after the first token keeps its TTFT, ITL and token
 // counts but gets none of the finish observations, as in vLLM. The
 // running/waiting/KV-cache gauges show the state at the current virtual time.
-// Bucket edges default to vLLM's and can be changed (also at a Restart).
+// Bucket edges default to vLLM's and can be changed (also at a ScheduledRestart).
 // In the Newest style: num_preemptions_total at each preemption, the
 // request's preemption count in request_num_preemptions at its finish, and
 // the waiting requests by reason (deferred, and capacity the rest, preempted
@@ -78,10 +78,8 @@
 // Truth lists every request with its arrival, first-scheduled, first-token,
 // last-token and end times, token counts, finish reason, whether a restart
 // lost it or its client cancelled it (its Outcome), and every token's time.
-// Its helpers give the populations each histogram observes in a window
-// (FinishedIn, FirstTokenIn, ITLGaps, TokensIn), the requests that ended
-// otherwise (AbandonedIn, CancelledIn, LostIn) and the in-flight counts the
-// gauges show (InFlightAt). WriteTruth/ReadTruth store it
-// as JSON Lines: RFC 3339 times with nanoseconds, token times as nanosecond
-// offsets from the arrival.
+// The tests' package test/simtruth gives the populations each histogram
+// observes in a window, the requests that ended otherwise and the in-flight
+// counts the gauges show. WriteTruth stores it as JSON Lines: RFC 3339 times
+// with nanoseconds, token times as nanosecond offsets from the arrival.
 package sim

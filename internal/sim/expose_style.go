@@ -22,20 +22,6 @@ const (
 	OpenMetrics
 )
 
-// String names the format.
-func (f Format) String() string {
-	switch f {
-	case SingleProcess:
-		return "single-process"
-	case MultiProcess:
-		return "multi-process"
-	case OpenMetrics:
-		return "openmetrics"
-	default:
-		return fmt.Sprintf("format(%d)", int(f))
-	}
-}
-
 // Content types served per format.
 const (
 	ContentTypeText004     = "text/plain; version=0.0.4; charset=utf-8"

@@ -126,14 +126,6 @@ func (e *SpanEmitter) Hook(r Request) {
 	span.End(trace.WithTimestamp(r.Finish))
 }
 
-// Flush exports every span emitted so far.
-func (e *SpanEmitter) Flush(ctx context.Context) error {
-	if err := e.provider.ForceFlush(ctx); err != nil {
-		return fmt.Errorf("span emitter: flush: %w", err)
-	}
-	return nil
-}
-
 // Shutdown flushes and closes the exporter.
 func (e *SpanEmitter) Shutdown(ctx context.Context) error {
 	if err := e.provider.Shutdown(ctx); err != nil {

@@ -13,7 +13,7 @@ import (
 // /metrics refuses connections (Serving is false) and arriving requests are
 // refused at the door (they never reach vLLM and are not in the truth). At
 // At+Down a new process starts, with counters from zero and `_created` at that
-// instant. Down 0 is an instant restart, like calling Sim.Restart at At.
+// instant. Down 0 is an instant restart.
 type ScheduledRestart struct {
 	// At is when the process dies, measured from the sim's Start (> 0).
 	At time.Duration

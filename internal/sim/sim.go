@@ -74,38 +74,12 @@ func New(cfg Config) (*Sim, error) {
 	return s, nil
 }
 
-// Config returns the configuration the sim was built with.
-func (s *Sim) Config() Config {
-	return s.cfg
-}
-
-// Now returns the sim's current virtual time.
-func (s *Sim) Now() time.Time {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.cfg.Start.Add(time.Duration(s.now))
-}
-
-// Created returns the time of the latest (re)start: the `_created` value.
-func (s *Sim) Created() time.Time {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.cfg.Start.Add(time.Duration(s.created))
-}
-
 // AdvanceTo runs the simulation up to and including virtual time t. Times at
 // or before Now are ignored: the virtual clock never goes back.
 func (s *Sim) AdvanceTo(t time.Time) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.advance(t)
-}
-
-// Advance runs the simulation for d of virtual time.
-func (s *Sim) Advance(d time.Duration) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.advance(s.cfg.Start.Add(time.Duration(s.now) + d))
 }
 
 func (s *Sim) advance(t time.Time) {
@@ -200,32 +174,6 @@ func (s *Sim) done(r *request) {
 	if s.cfg.OnDone != nil {
 		s.cfg.OnDone(s.export(r))
 	}
-}
-
-// RestartOptions change what a restart brings.
-type RestartOptions struct {
-	// Buckets, when non-nil, is the bucket layout of the restarted server.
-	Buckets *Buckets
-}
-
-// Restart models a vLLM process restart at the current virtual time: every
-// counter and histogram starts again from zero with a new `_created`, and the
-// running and waiting requests are lost (aborted in the truth, observed
-// nowhere). Arrivals continue. A new bucket layout may be applied.
-func (s *Sim) Restart(opts RestartOptions) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if opts.Buckets != nil {
-		if err := opts.Buckets.validate(); err != nil {
-			return fmt.Errorf("restart: %w", err)
-		}
-		s.buckets = *opts.Buckets
-	}
-	s.restartNow()
-	if s.cfg.DiscardTruth {
-		s.reqs = slices.DeleteFunc(s.reqs, (*request).done)
-	}
-	return nil
 }
 
 // restartNow loses every in-flight request and starts every counter and

@@ -28,13 +28,6 @@ type Judgement struct {
 	Ledger   ledger.Record
 }
 
-// counted says whether an interval's finishes count towards the SLOs: not
-// when it lies in a warm-up, where its warm-up-free increase has other
-// finishers than the whole increase.
-func counted(iv history.Interval) bool {
-	return slo.FinishersOf(iv.Warm).N == slo.FinishersOf(iv.Window).N
-}
-
 // judge judges one closed interval, once: per SLO, the good requests of
 // each objective over its warm-up-free increase and, through its model's
 // ledger, of every objective together. The ledger records the interval

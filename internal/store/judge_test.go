@@ -146,7 +146,9 @@ func checkJudgement(t *testing.T, st *Store, c Closed, spans bool, add func(mode
 	if len(c.SLOs) != len(judgeSLOs) {
 		t.Fatalf("%s at %v: %d judgements for %d SLOs", c.Model, c.Window.End, len(c.SLOs), len(judgeSLOs))
 	}
-	rep := slo.Evaluate(c.Warm, judgeSLOs, nil, slo.Options{})
+	// Per objective, with no joint ("all" is the ledger's): a slice of nil
+	// joints, not nil, which asks for the whole-window fallback.
+	rep := slo.Evaluate(c.Warm, judgeSLOs, make([]*slo.Joint, len(judgeSLOs)), slo.Options{})
 	l := st.Ledger(c.Model)
 	for i, s := range judgeSLOs {
 		j := c.SLOs[i]

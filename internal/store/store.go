@@ -133,6 +133,7 @@ func (s *Store) Append(snap *scrape.Snapshot, took time.Duration) ([]Closed, err
 	if s.cfg.MaxModels > 0 {
 		snap = s.scrapes.Cap(snap, s.hist.Models(), s.cfg.MaxModels)
 	}
+	before := s.latestSamples(snap)
 	intervals, err := s.hist.AppendIntervals(snap, s.cfg.Warmup)
 	if err != nil {
 		reason := "invalid_value"
@@ -144,6 +145,7 @@ func (s *Store) Append(snap *scrape.Snapshot, took time.Duration) ([]Closed, err
 		return nil, err
 	}
 	s.scrapes.Succeeded(snap, took)
+	markFinishCounts(intervals, before, snap)
 	closed := make([]Closed, len(intervals))
 	for k, iv := range intervals {
 		closed[k] = s.judge(iv)

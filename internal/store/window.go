@@ -17,7 +17,10 @@ import (
 // clock jump), the first scrape after the gap, since the increase over a
 // gap cannot be split at the window's start. The window holds the
 // intervals between Start and End, whole: Start and End say how much of
-// the nominal length it covers. ok is false when the model is unknown or
+// the nominal length it covers. A window starts no earlier than the
+// model's ledger's oldest checkpoint (a ledger begun after the history, as
+// after a reconfiguration that changed the SLOs), so that the ledger holds
+// a checkpoint at both edges too. ok is false when the model is unknown or
 // the window holds no whole interval.
 //
 // Every part of a window asks it, so that all of them cover the same
@@ -25,7 +28,11 @@ import (
 // the ledger's joints over the intervals (Joints), which "all", goodput,
 // the abandoned requests, the burn rate and the budget come from.
 func (s *Store) WindowEdges(model string, end time.Time, length time.Duration) (history.Edges, bool) {
-	return s.hist.Edges(model, end, length, s.cfg.MaxGap)
+	opts := history.Options{MaxGap: s.cfg.MaxGap}
+	if l := s.ledgers[model]; l != nil {
+		opts.NotBefore, _ = l.Since()
+	}
+	return s.hist.Edges(model, end, length, opts)
 }
 
 // Counts is what the history says happened to a model between the edges e

@@ -8,7 +8,7 @@
 // scrape interval's spans (Interval), the interval's records are sealed:
 // kept as sorted columns and counts, from which EvaluateWindow evaluates a
 // window without reading its requests (sealed.go).
-// Evaluate selects the records of one history window, reconciles their count
+// EvaluateWindow takes the records of one history window, reconciles their count
 // with vLLM's finished-request counter over the same scrapes (the coverage),
 // and, only when every finished request is there, produces exact numbers
 // (lower = estimate = upper) and a calibration of the histogram bounds

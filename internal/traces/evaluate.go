@@ -92,8 +92,9 @@ type AttainmentError struct {
 	Error          float64
 }
 
-// Evaluate reconciles the selection of one window with the histogram window
-// w and its evaluation hist, and evaluates the selection exactly.
+// reconcile starts the result of a window whose spans number spans: ok is
+// true when they number exactly vLLM's finished requests, so that the window
+// is evaluated.
 //
 // The finished count is vLLM's request_success_total increase over the
 // window's scrapes, else the e2e histogram's count. The window is covered
@@ -107,22 +108,6 @@ type AttainmentError struct {
 // the spans contradict vLLM's own counts of the same requests; the result
 // is Inconsistent, not Covered, and carries no exact numbers, only the
 // calibration that says which bounds failed.
-func Evaluate(sel Selection, w slo.Window, hist slo.WindowReport, slos []slo.SLO, quantiles []float64) Result {
-	res, ok := reconcile(len(sel.All), sel.FinishReasons, w, hist)
-	if !ok {
-		return res
-	}
-	secs := w.Seconds()
-	exact := slo.EvaluateMeasured(sel.All, secs, slos, quantiles)
-	names := slices.Sorted(maps.Keys(sel.Adapters))
-	return res.judged(exact, hist, slos, names, func(name string) (slo.MeasuredReport, float64) {
-		return slo.EvaluateMeasured(sel.Adapters[name], secs, slos, quantiles), float64(len(sel.Adapters[name])) / float64(len(sel.All))
-	})
-}
-
-// reconcile starts the result of a window whose spans number spans: ok is
-// true when they number exactly vLLM's finished requests (see Evaluate),
-// so that the window is evaluated.
 func reconcile(spans int, reasons map[string]int, w slo.Window, hist slo.WindowReport) (res Result, ok bool) {
 	res = Result{Nominal: w.Nominal, Spans: spans, FinishReasons: reasons}
 	if w.HasRequestSuccess && finite(w.RequestSuccess) {

@@ -333,7 +333,7 @@ func (p *population) report(seconds float64, slos []slo.SLO, quantiles []float64
 		for _, q := range quantiles {
 			if q >= 0 && q <= 1 {
 				v := selectRank(p.runs[k], nearestRank(q, total)-1)
-				rep.Quantiles[m] = append(rep.Quantiles[m], slo.Quantile{Q: q, Bounded: slo.Exact(v), Prometheus: v})
+				rep.Quantiles[m] = append(rep.Quantiles[m], slo.Quantile{Q: q, Bounded: slo.Exact(v)})
 			}
 		}
 	}
@@ -483,13 +483,15 @@ func lower(r []float64, v float64) int {
 	return lo
 }
 
-// EvaluateWindow is Evaluate for the window w of a target's model (and,
-// when unnamed, of spans that named no model), read from the store: the
-// sealed intervals from their columns and counts, the other records as
-// rows. It gives what Evaluate gives for Select's selection of the same
-// window, bit for bit (TestSealedEqualsRows), unless the window holds a
-// block it cannot read (sealed under other SLOs, or cut across by the
-// window's edges): then its spans are counted and it is not covered.
+// EvaluateWindow reconciles the records of the window w of a target's model
+// (and, when unnamed, of spans that named no model) with the histogram
+// window w and its evaluation hist (see reconcile), and evaluates them
+// exactly when they cover it. It reads them from the store: the sealed
+// intervals from their columns and counts, the other records as rows. It
+// gives what evaluating Select's selection of the same window as rows gives,
+// bit for bit (TestSealedEqualsRows), unless the window holds a block it
+// cannot read (sealed under other SLOs, or cut across by the window's
+// edges): then its spans are counted and it is not covered.
 //
 // The store's lock is held while the window's requests are gathered: the
 // sealed columns they point into never change (a sealed block is dropped,

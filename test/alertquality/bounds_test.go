@@ -15,6 +15,7 @@ import (
 	"github.com/vllm-slo-exporter/vllm-slo-exporter/internal/daemon"
 	"github.com/vllm-slo-exporter/vllm-slo-exporter/internal/rules"
 	"github.com/vllm-slo-exporter/vllm-slo-exporter/slo"
+	"github.com/vllm-slo-exporter/vllm-slo-exporter/test/simtruth"
 )
 
 // TestRulesBoundsHoldDaemonAndTruth replays the fast library through the
@@ -162,9 +163,9 @@ func trueAttainment(run *Run, from, to time.Time) (float64, bool) {
 	if from.Before(run.Scrapes[0].At) {
 		return 0, false // the window reaches before the first scrape
 	}
-	finished := run.Requests.FinishedIn(from, to)
-	abandoned := len(run.Requests.AbandonedIn(from, to))
-	for _, r := range run.Requests.LostIn(from, to) {
+	finished := simtruth.FinishedIn(run.Requests, from, to)
+	abandoned := len(simtruth.AbandonedIn(run.Requests, from, to))
+	for _, r := range simtruth.LostIn(run.Requests, from, to) {
 		if !r.FirstToken.IsZero() {
 			abandoned++ // lost in a restart after its first token: left unfinished
 		}

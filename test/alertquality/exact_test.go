@@ -27,7 +27,7 @@ func TestExactModePages(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		exact, err := PlayExact(sc)
+		exact, err := playExactShared(sc)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -62,11 +62,11 @@ func TestHierarchyEqualsFlat(t *testing.T) {
 			runs = append(runs, run)
 		}
 	}
-	flat, err := rules.GenerateWith(runs[0].Config, rules.Options{})
+	flat, err := rules.Options{}.Generate(runs[0].Config)
 	if err != nil {
 		t.Fatal(err)
 	}
-	hier, err := rules.GenerateWith(runs[0].Config, rules.Options{Levels: hierarchyLevels, LongInterval: hierarchyLong})
+	hier, err := rules.Options{Levels: hierarchyLevels, LongInterval: hierarchyLong}.Generate(runs[0].Config)
 	if err != nil {
 		t.Fatal(err)
 	}

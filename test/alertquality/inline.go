@@ -22,7 +22,7 @@ import (
 // subquery per term of every level below (a 3-day window: 864 subqueries
 // per sum), which Prometheus cannot evaluate within its query timeout.
 func InlinedRules(cfg *config.Config) (*rules.RuleFile, error) {
-	return rules.GenerateWith(cfg, rules.Options{})
+	return rules.Options{}.Generate(cfg)
 }
 
 // maxInlineDepth bounds the recursion of Inline: recording rules that refer

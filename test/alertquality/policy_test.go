@@ -21,6 +21,7 @@ func candidates(abandonedBad bool) []Policy {
 		{"estimate", func(c pipeline.BurnCheck) bool { return c.Long.Estimate > f(c) && c.Short.Estimate > f(c) }},
 		{"lower bound", func(c pipeline.BurnCheck) bool { return c.Long.Lower > f(c) && c.Short.Lower > f(c) }},
 		{"upper and evidence (chosen)", pipeline.BurnCheck.Active},
+		spreadFirstTokens(),
 		summedShares(),
 		finishedOnly(),
 	}
@@ -61,21 +62,18 @@ type evidenceVariant struct {
 // (abandonedBad) or not.
 func evidenceVariants(abandonedBad bool) []evidenceVariant {
 	return []evidenceVariant{
-		{"independence (chosen)", func(e slo.Evidence) float64 { return e.Observed }},
-		{"objectives summed (before)", func(e slo.Evidence) float64 { return observed(e, sum, true) }},
-		{"slow first tokens abandoned first", func(e slo.Evidence) float64 {
-			return observedOver(e, abandonedFirst(e), e.Unserved)
+		{"independence, slow first tokens abandoned first (chosen)", func(e slo.Evidence) float64 { return e.Observed }},
+		{"independence, slow first tokens spread over every first token (before)", func(e slo.Evidence) float64 {
+			return observedOver(e, e.BadShares, e.Unserved)
 		}},
+		{"objectives summed (earlier)", func(e slo.Evidence) float64 { return observed(e, sum, true) }},
 		{"slow first tokens abandoned first, abandoned: bad only", func(e slo.Evidence) float64 {
 			if !abandonedBad {
-				return e.Observed
+				return observedOver(e, e.BadShares, e.Unserved)
 			}
-			return observedOver(e, abandonedFirst(e), e.Unserved)
+			return e.Observed
 		}},
 		{"abandoned at the ledger's estimate (daemon only)", func(e slo.Evidence) float64 {
-			return observedOver(e, e.BadShares, ledgerUnserved(e, abandonedBad))
-		}},
-		{"both (daemon only)", func(e slo.Evidence) float64 {
 			return observedOver(e, abandonedFirst(e), ledgerUnserved(e, abandonedBad))
 		}},
 		{"abandoned first, one abandoned fewer (a bias, for scale)", func(e slo.Evidence) float64 {
@@ -88,21 +86,14 @@ func evidenceVariants(abandonedBad bool) []evidenceVariant {
 	}
 }
 
-// abandonedFirst are an Evidence's bad shares with the TTFT-bad first
-// tokens charged to the abandoned streams first: of the window's t·F
-// TTFT-bad first tokens, as many as there are abandoned streams (A) are
-// taken to be theirs, and the rest spread over the F − A other first
-// tokens. It is the largest overlap of abandonment with a slow first token
-// that the counts allow, where the independence product takes the overlap
-// the shares' product says.
+// abandonedFirst are an Evidence's bad shares as Observed charges them to
+// the finished requests: TTFT's the slow first tokens beyond the abandoned
+// streams' (Evidence.FinisherTTFT), the others their own.
 func abandonedFirst(e slo.Evidence) map[string]float64 {
 	out := maps.Clone(e.BadShares)
-	t, ok := out[string(slo.TTFT)]
-	f, a := e.FirstTokens, e.Abandoned
-	if !ok || !(a > 0) || !(f > a) {
-		return out
+	if _, ok := out[string(slo.TTFT)]; ok {
+		out[string(slo.TTFT)] = e.FinisherTTFT
 	}
-	out[string(slo.TTFT)] = math.Max(0, t*f-a) / (f - a)
 	return out
 }
 
@@ -172,11 +163,21 @@ func evidenceGate(name string, obs func(slo.Evidence) float64) Policy {
 	}}
 }
 
+// spreadFirstTokens is the gate before the observed burn charged the slow
+// first tokens to the abandoned streams first: every objective's bad share
+// over its own histogram's population, TTFT's over every first token, the
+// abandoned streams' too.
+func spreadFirstTokens() Policy {
+	return evidenceGate("upper and evidence, slow first tokens spread over every first token (before)", func(e slo.Evidence) float64 {
+		return observedOver(e, e.BadShares, e.Unserved)
+	})
+}
+
 // summedShares is the gate before the observed burn read the joint as
 // independent objectives: the objectives' bad shares summed (counting a
 // request bad on two objectives twice), over the SLO's population.
 func summedShares() Policy {
-	return evidenceGate("upper and evidence, shares summed (before)", func(e slo.Evidence) float64 { return observed(e, sum, true) })
+	return evidenceGate("upper and evidence, shares summed (earlier)", func(e slo.Evidence) float64 { return observed(e, sum, true) })
 }
 
 // finishedOnly is the gate before it followed the SLO's population: the
@@ -186,7 +187,7 @@ func summedShares() Policy {
 func finishedOnly() Policy {
 	f := func(c pipeline.BurnCheck) float64 { return c.Alert.Factor }
 	obs := func(e slo.Evidence) float64 { return observed(e, sum, false) }
-	return Policy{"upper and finished-only observed (earlier)", func(c pipeline.BurnCheck) bool {
+	return Policy{"upper and finished-only observed (earliest)", func(c pipeline.BurnCheck) bool {
 		return c.Long.Upper > f(c) && c.Short.Upper > f(c) && obs(c.LongEvidence) > f(c) && obs(c.ShortEvidence) > f(c)
 	}}
 }

@@ -93,6 +93,13 @@ func Loopback() (string, error) {
 // 3-day window evaluate every per-interval rule at each of the window's
 // 17,280 steps, which on a shared, loaded machine overran 2 minutes.
 func StartPrometheusOn(dir, data, config string, ready time.Duration) (*Prometheus, error) {
+	return StartPrometheusBinary("prometheus", dir, data, config, ready)
+}
+
+// StartPrometheusBinary is StartPrometheusOn with the server's binary
+// named: Debian's prometheus (2.x) or prometheus3, which
+// scripts/install-test-deps.sh builds; both take the same flags.
+func StartPrometheusBinary(bin, dir, data, config string, ready time.Duration) (*Prometheus, error) {
 	cfg := filepath.Join(dir, "prometheus.yml")
 	if err := os.WriteFile(cfg, []byte(config), 0o600); err != nil {
 		return nil, fmt.Errorf("prometheus config: %w", err)
@@ -101,7 +108,7 @@ func StartPrometheusOn(dir, data, config string, ready time.Duration) (*Promethe
 	if err != nil {
 		return nil, err
 	}
-	proc, err := StartProcess(filepath.Join(dir, "prometheus.log"), "prometheus", "--config.file="+cfg, "--storage.tsdb.path="+data,
+	proc, err := StartProcess(filepath.Join(dir, "prometheus.log"), bin, "--config.file="+cfg, "--storage.tsdb.path="+data,
 		"--storage.tsdb.retention.time=100y", "--query.timeout=10m", "--web.listen-address="+addr)
 	if err != nil {
 		return nil, err

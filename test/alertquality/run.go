@@ -13,6 +13,7 @@ import (
 	"github.com/vllm-slo-exporter/vllm-slo-exporter/internal/sim"
 	"github.com/vllm-slo-exporter/vllm-slo-exporter/internal/traces"
 	"github.com/vllm-slo-exporter/vllm-slo-exporter/scrape"
+	"github.com/vllm-slo-exporter/vllm-slo-exporter/test/simtruth"
 )
 
 // ConfigYAML is the exporter configuration every scenario runs unless it
@@ -195,7 +196,7 @@ func play(sc Scenario, exact bool) (*Run, error) {
 		run.Daemon[k] = episodes(firing[k])
 	}
 	run.TargetDown = episodes(down)
-	truth := s.Truth().ForModel(sim.DemoModel)
+	truth := simtruth.ForModel(s.Truth(), sim.DemoModel)
 	run.Requests = truth
 	for i, a := range sp.Alerts {
 		k := run.Keys[i]
@@ -312,12 +313,15 @@ type Policy struct {
 }
 
 // Replay is the firing episodes an alert would have had under a policy.
-func (r *Run) Replay(k Key, p Policy) []Episode {
+func (r *Run) Replay(k Key, p Policy) []Episode { return r.ReplayHeld(k, p, r.For[k]) }
+
+// ReplayHeld is Replay with the alert held for d instead of its own `for`.
+func (r *Run) ReplayHeld(k Key, p Policy, d time.Duration) []Episode {
 	cond := make([]bool, len(r.Checks[k]))
 	for i, c := range r.Checks[k] {
 		cond[i] = c.Known && p.Active(c)
 	}
-	return episodes(hold(cond, r.For[k]))
+	return episodes(hold(cond, d))
 }
 
 // labelText writes a label set in sorted order: {a="1", b="2"}.

@@ -98,6 +98,7 @@ func Library() []Scenario {
 				return c
 			}},
 		cancel15("bad", "1d"), cancel15("excluded", "1d"), cancel15("bad", "30d"), cancel15("excluded", "30d"),
+		cancelBurn("bad", "1d"), cancelBurn("excluded", "1d"), cancelBurn("bad", "30d"), cancelBurn("excluded", "30d"),
 		jointOnly("bad"), jointOnly("excluded"),
 		admission("bad"), admission("excluded"),
 		{Name: "diurnal", What: "rate ramps 0.4x to 2x and back over 2 h", Length: 2 * time.Hour, Full: true,
@@ -136,13 +137,43 @@ func cancel15(abandoned, period string) Scenario {
 		}}
 }
 
+// cancelBurn is a burn that starts after the exporter has seen healthy
+// traffic, with cancellations: 20 minutes at the demo rate, then an hour
+// of the demo's overloads (8 minutes at the demo rate, 2 at three times
+// it), then the demo rate again for 20 minutes; its clients cancel about
+// 15% of the streams after their first token, slow ones twice as often
+// (sim.Cancel15). Over the hour the finished requests burn the budget at
+// about 8 to 11x over 30 minutes (abandoned: excluded; with abandoned: bad
+// the cancellations add about 15x), so the 30-day policy's 6h/30m page
+// must fire once its long window, diluted by the healthy start, crosses 6
+// (CancelBurnMaxDelay says how soon). Judged under an `abandoned` policy
+// over a period.
+func cancelBurn(abandoned, period string) Scenario {
+	return Scenario{Name: "cancel-burn-" + abandoned + "-" + period,
+		What:   "20 min healthy, an hour of the demo's overloads (8-11x over 30m), 15% of streams cancelled after the first token (slow ones twice as often), abandoned: " + abandoned + ", period " + period,
+		Length: 100 * time.Minute, Config: SLOConfig(period, abandoned, ""),
+		Sim: func(start time.Time) sim.Config {
+			phases := []sim.Phase{poisson(20*time.Minute, 1)}
+			for range 6 {
+				phases = append(phases, poisson(sim.DemoPeriod-sim.DemoOverload, 1), poisson(sim.DemoOverload, sim.DemoOverloadFactor))
+			}
+			c := demo(append(phases, poisson(0, 1))...)(start)
+			c.Models[0].Workload.Cancel = sim.Cancel15
+			return c
+		}}
+}
+
+// CancelBurnMaxDelay is how long after the truth's page condition begins
+// (both windows above the factor, before the alert's hold) a page of the
+// cancel-burn scenarios may fire at the latest.
+const CancelBurnMaxDelay = 10 * time.Minute
+
 // cancel15Known are the cancellation scenarios' measured false pages.
 var cancel15Known = map[string]map[string]Known{
 	"bad-1d": {"page 5m/1m": {False: 1, Why: "at 32:15, for one evaluation: the true burn over 1m reads 14.83x at 32:00 and 14.38x " +
-		"at 32:15 (44 abandoned and no bad finished request among 306), the evidence 15.12x and 14.94x, on both paths: 45 " +
-		"abandoned from the running gauge, which counted a prompt in prefill at 31:15, and 0.86 TTFT-bad finishers from the " +
-		"window's TTFT share, whose one TTFT-bad first token was an abandoned stream's; one request at the factor. Charging the slow " +
-		"first token to the abandoned streams reads 14.66x, the ledger's clamped count is 45 as well: no evidence from these counters " +
+		"at 32:15 (44 abandoned and no bad finished request among 306), the evidence 14.66x on both paths: 45 abandoned from the " +
+		"running gauge, which counted a prompt in prefill at 31:15 (the window's one slow first token charged to the abandoned " +
+		"streams first); one request at the factor. The ledger's clamped count is 45 as well: no evidence from these counters " +
 		"settles it (pipeline.BurnCheck.Active)"}},
 }
 

@@ -87,3 +87,30 @@ func playShared(sc Scenario) (*Run, error) {
 	own.Rules, own.RuleLabels, own.VMRules, own.VMRuleLabels = nil, nil, nil, nil
 	return &own, nil
 }
+
+// sharedExact holds the scenarios this test binary has played in exact
+// mode, by name, for the tests that read them (TestExactModePages,
+// TestCancelBurnPagesPromptly): played once each, like sharedRuns.
+var sharedExact struct {
+	sync.Mutex
+	runs map[string]*Run
+}
+
+// playExactShared is PlayExact, once per scenario and test binary; every
+// caller reads the same run and must not change it.
+func playExactShared(sc Scenario) (*Run, error) {
+	sharedExact.Lock()
+	defer sharedExact.Unlock()
+	if run, ok := sharedExact.runs[sc.Name]; ok {
+		return run, nil
+	}
+	run, err := PlayExact(sc)
+	if err != nil {
+		return nil, err
+	}
+	if sharedExact.runs == nil {
+		sharedExact.runs = map[string]*Run{}
+	}
+	sharedExact.runs[sc.Name] = run
+	return run, nil
+}

@@ -36,7 +36,7 @@ func TestRulesOnVictoriaMetrics(t *testing.T) {
 	runs := playVMScenarios(t)
 	// vmalert replays the shipped rules (with the hierarchy); Prometheus's
 	// range queries inline the flat ones, equal to them (InlinedRules).
-	rf, err := rules.Generate(runs[0].Config)
+	rf, err := rules.DefaultOptions().Generate(runs[0].Config)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/vllm-slo-exporter/vllm-slo-exporter/internal/sim"
+	"github.com/vllm-slo-exporter/vllm-slo-exporter/test/simtruth"
 )
 
 // Daemon timing used by every live test: short enough that windows fill
@@ -167,14 +168,14 @@ func windowMatchesTruth(ss series, target string, truth sim.Truth, instants []ti
 			}
 			tried++
 			from, to := instants[i], instants[j]
-			if float64(len(truth.FinishedIn(from, to))) != e2e || float64(len(truth.FirstTokenIn(from, to))) != ttft {
+			if float64(len(simtruth.FinishedIn(truth, from, to))) != e2e || float64(len(simtruth.FirstTokenIn(truth, from, to))) != ttft {
 				continue
 			}
 			// Throughput is divided by the daemon's own point times, which
 			// differ from the sim's instants by the scrape latency (jitter):
 			// compare token counts over the instants' distance ± jitter.
 			const jitter = 50 * time.Millisecond
-			tokens := float64(truth.TokensIn(from, to))
+			tokens := float64(simtruth.TokensIn(truth, from, to))
 			lo, hi := tput*(to.Sub(from)-jitter).Seconds(), tput*(to.Sub(from)+jitter).Seconds()
 			if tokens >= lo-0.5 && tokens <= hi+0.5 {
 				return "", true

@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/vllm-slo-exporter/vllm-slo-exporter/internal/sim"
+	"github.com/vllm-slo-exporter/vllm-slo-exporter/test/rayserve"
 )
 
 // TestReplayRayServe replays a scenario as vLLM serves it and as Ray Serve
@@ -31,11 +31,11 @@ func TestReplayRayServe(t *testing.T) {
 		if code != 0 {
 			t.Fatalf("replay %s: exit %d\n%s", name, code, stderr)
 		}
-		for names, spelling := range map[sim.RayNames]string{sim.RayUnderscore: "underscore", sim.RayColon: "colon"} {
+		for names, spelling := range map[rayserve.Names]string{rayserve.Underscore: "underscore", rayserve.Colon: "colon"} {
 			t.Run(name+"/"+spelling, func(t *testing.T) {
 				ray := append(entries[:0:0], entries...)
 				for i := range ray {
-					ray[i].Body = string(sim.RayServe([]byte(ray[i].Body), names, tags))
+					ray[i].Body = string(rayserve.Reexport([]byte(ray[i].Body), names, tags))
 				}
 				rec := filepath.Join(dir, name+"-"+spelling+".jsonl")
 				writeRecording(t, rec, ray)

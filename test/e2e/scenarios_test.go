@@ -56,8 +56,8 @@ type scenario struct {
 	// style returns the exposition style of scrape i; nil means the config's.
 	style func(i int) *sim.Style
 	// restartAt, when positive, restarts the sim right after scrape
-	// restartAt (at the same virtual instant, so no observation is lost
-	// between the last scrape and the restart).
+	// restartAt (a nanosecond later, a ScheduledRestart of its
+	// configuration: that scrape sees the server before the restart).
 	restartAt      int
 	restartBuckets *sim.Buckets
 }
@@ -104,6 +104,10 @@ func (sc scenario) generate() ([]recording.Entry, sim.Truth, error) {
 	if err != nil {
 		return nil, nil, fmt.Errorf("scenario %s: %w", sc.name, err)
 	}
+	if sc.restartAt > 0 {
+		at := recordStart.Add(time.Duration(sc.restartAt)*recordStep + time.Nanosecond)
+		cfg.Restarts = append(cfg.Restarts, sim.ScheduledRestart{At: at.Sub(cfg.Start), Buckets: sc.restartBuckets})
+	}
 	s, err := sim.New(cfg)
 	if err != nil {
 		return nil, nil, fmt.Errorf("scenario %s: %w", sc.name, err)
@@ -120,11 +124,6 @@ func (sc scenario) generate() ([]recording.Entry, sim.Truth, error) {
 			body, ct = s.Exposition()
 		}
 		entries = append(entries, recording.Entry{Time: at, Target: replayTarget, Status: 200, ContentType: ct, Body: string(body)})
-		if sc.restartAt > 0 && i == sc.restartAt {
-			if err := s.Restart(sim.RestartOptions{Buckets: sc.restartBuckets}); err != nil {
-				return nil, nil, fmt.Errorf("scenario %s: %w", sc.name, err)
-			}
-		}
 	}
 	return entries, s.Truth(), nil
 }

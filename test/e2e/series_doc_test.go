@@ -13,6 +13,7 @@ import (
 
 	"github.com/vllm-slo-exporter/vllm-slo-exporter/exporter"
 	"github.com/vllm-slo-exporter/vllm-slo-exporter/internal/capacity"
+	"github.com/vllm-slo-exporter/vllm-slo-exporter/internal/pipeline"
 )
 
 // TestSeriesDocumented: every family the replay goldens print is in the
@@ -58,8 +59,8 @@ func TestCapacitySeriesDocumented(t *testing.T) {
 		Requests: r, Tokens: r, Concurrency: r, Headroom: capacity.Range{Estimate: 0.5, Lower: 0.4, Upper: 0.6},
 		HasBreach: true, TimeToBreach: time.Hour, TimeToBreachLower: time.Hour / 2}
 	reg := prometheus.NewPedanticRegistry()
-	reg.MustRegister(exporter.NewCapacityCollector(func() []capacity.Report {
-		return []capacity.Report{{Target: "a", Model: "m", SLO: "s", Estimate: bounded}}
+	reg.MustRegister(exporter.NewCollector(func() *pipeline.Report {
+		return &pipeline.Report{Capacity: []capacity.Report{{Target: "a", Model: "m", SLO: "s", Estimate: bounded}}}
 	}))
 	mfs, err := reg.Gather()
 	if err != nil {

@@ -9,6 +9,7 @@ import (
 
 	"github.com/vllm-slo-exporter/vllm-slo-exporter/internal/recording"
 	"github.com/vllm-slo-exporter/vllm-slo-exporter/internal/sim"
+	"github.com/vllm-slo-exporter/vllm-slo-exporter/test/sglangmetrics"
 )
 
 // sglangConfig is replayConfig with SLOs SGLang can measure (no TPOT).
@@ -50,7 +51,8 @@ func TestReplaySGLang(t *testing.T) {
 		s.AdvanceTo(at)
 		body, ct := s.Exposition()
 		vllmEntries = append(vllmEntries, recording.Entry{Time: at, Target: replayTarget, Status: 200, ContentType: ct, Body: string(body)})
-		sbody, sct, err := s.ExpositionSGLang()
+		vbody, _ := s.ExpositionStyle(sim.Style{})
+		sbody, sct, err := sglangmetrics.FromVLLM(vbody)
 		if err != nil {
 			t.Fatal(err)
 		}

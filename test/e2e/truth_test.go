@@ -10,6 +10,7 @@ import (
 
 	"github.com/vllm-slo-exporter/vllm-slo-exporter/exporter"
 	"github.com/vllm-slo-exporter/vllm-slo-exporter/internal/sim"
+	"github.com/vllm-slo-exporter/vllm-slo-exporter/test/simtruth"
 )
 
 // truthWindows are the windows of replayConfig; each begins on a scrape.
@@ -64,7 +65,7 @@ func TestReplayMatchesTruth(t *testing.T) {
 			}
 			for m := range models {
 				for w, d := range truthWindows {
-					checkWindow(t, ss, truth.ForModel(m), m, w, end.Add(-d), end)
+					checkWindow(t, ss, simtruth.ForModel(truth, m), m, w, end.Add(-d), end)
 				}
 			}
 		})
@@ -76,8 +77,8 @@ func checkWindow(t *testing.T, ss series, truth sim.Truth, model, window string,
 	t.Helper()
 	base := map[string]string{"target": replayTarget, "model_name": model, "window": window}
 	secs := to.Sub(from).Seconds()
-	finished := truth.FinishedIn(from, to)
-	firstTok := truth.FirstTokenIn(from, to)
+	finished := simtruth.FinishedIn(truth, from, to)
+	firstTok := simtruth.FirstTokenIn(truth, from, to)
 
 	// Exact: requests finished and tokens produced in the window. A request
 	// aborted by a restart is in neither (vLLM observes it nowhere).
@@ -87,14 +88,14 @@ func checkWindow(t *testing.T, ss series, truth sim.Truth, model, window string,
 	if got, ok := ss.one(t, "vllm_slo_window_requests", with(base, "metric", "ttft")); !ok || got != float64(len(firstTok)) {
 		t.Errorf("%s %s: window_requests{ttft} = %v (present %v), truth %d", model, window, got, ok, len(firstTok))
 	}
-	tokens := float64(truth.TokensIn(from, to))
+	tokens := float64(simtruth.TokensIn(truth, from, to))
 	if got, ok := ss.one(t, "vllm_slo_throughput_tokens_per_second", with(base, "kind", "generation")); !ok || !relClose(got, tokens/secs, 1e-9) {
 		t.Errorf("%s %s: generation throughput = %v (present %v), truth %v", model, window, got, ok, tokens/secs)
 	}
 
 	// Brackets: every latency quantile's bracket holds the true nearest-rank
 	// quantile of the window's population.
-	pops := map[string][]float64{"itl": truth.ITLGaps(from, to)}
+	pops := map[string][]float64{"itl": simtruth.ITLGaps(truth, from, to)}
 	for _, r := range firstTok {
 		pops["ttft"] = append(pops["ttft"], r.TTFT())
 	}

@@ -129,11 +129,18 @@ func (c *clock) Advance(d time.Duration) time.Time {
 // newSim builds a simulated vLLM from a preset; it fails the test on error.
 func newSim(t *testing.T, preset string, seed uint64, start time.Time) *sim.Sim {
 	t.Helper()
+	return newSimWith(t, preset, seed, start, func(*sim.Config) {})
+}
+
+// newSimWith is newSim with the preset's configuration changed by change.
+func newSimWith(t *testing.T, preset string, seed uint64, start time.Time, change func(*sim.Config)) *sim.Sim {
+	t.Helper()
 	cfg, err := sim.Preset(preset, seed, start)
 	if err != nil {
 		t.Fatal(err)
 	}
 	cfg.DiscardTokenTimes = true
+	change(&cfg)
 	s, err := sim.New(cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -307,10 +314,12 @@ type rig struct {
 
 	healthySim *sim.Sim
 	healthy    *scrape.Fetcher
+	healthyURL string // the healthy target's /metrics URL
 
 	victim  *sim.Sim // what the hostile target serves when it behaves
 	bad     *hostile
 	badF    *scrape.Fetcher
+	badURL  string          // the hostile target's /metrics URL
 	faultF  *scrape.Fetcher // badF with faultTimeout
 	refused *scrape.Fetcher // the hostile target's name, at a port where nothing listens
 
@@ -337,14 +346,14 @@ func newRig(t *testing.T) *rig {
 	r.bad = newHostile(t)
 	r.bad.set(r.good)
 
-	healthyURL := hs.URL + "/metrics"
-	badURL := r.bad.srv.URL + "/metrics"
-	r.healthy = newFetcher(t, healthyName, healthyURL, commoncfg.DefaultHTTPClientConfig)
-	r.badF = newFetcher(t, hostileName, badURL, commoncfg.DefaultHTTPClientConfig)
-	r.faultF = newFetcherTimeout(t, hostileName, badURL, commoncfg.DefaultHTTPClientConfig, faultTimeout)
+	r.healthyURL = hs.URL + "/metrics"
+	r.badURL = r.bad.srv.URL + "/metrics"
+	r.healthy = newFetcher(t, healthyName, r.healthyURL, commoncfg.DefaultHTTPClientConfig)
+	r.badF = newFetcher(t, hostileName, r.badURL, commoncfg.DefaultHTTPClientConfig)
+	r.faultF = newFetcherTimeout(t, hostileName, r.badURL, commoncfg.DefaultHTTPClientConfig, faultTimeout)
 	r.refused = newFetcherTimeout(t, hostileName, refusedURL(t), commoncfg.DefaultHTTPClientConfig, faultTimeout)
 
-	hSpec, bSpec := targetSpec(t, healthyName, healthyURL), targetSpec(t, hostileName, badURL)
+	hSpec, bSpec := targetSpec(t, healthyName, r.healthyURL), targetSpec(t, hostileName, r.badURL)
 	r.main = newPublished(testSpec(hSpec, bSpec))
 	r.control = newPublished(testSpec(hSpec))
 	r.oracle = newPublished(testSpec(bSpec))

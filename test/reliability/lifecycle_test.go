@@ -43,7 +43,10 @@ func TestShutdownMidScrape(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	loop := &scrape.Loop{Target: hostileName, Fetcher: f, Profile: p, Interval: time.Minute, Timeout: time.Minute, Now: time.Now}
+	// A loop waits its offset, a share of the interval, before its first
+	// scrape: a millisecond's interval makes that wait negligible, and the
+	// hanging scrape keeps the ticker from starting another one.
+	loop := &scrape.Loop{Target: hostileName, Fetcher: f, Profile: p, Interval: time.Millisecond, Timeout: time.Minute, Now: time.Now}
 	ctx, cancel := context.WithCancel(context.Background())
 	results := make(chan scrape.Result, 4)
 	done := make(chan struct{})
@@ -148,8 +151,8 @@ func TestConcurrentClients(t *testing.T) {
 	r := newRig(t)
 	// 200 busy clients on 2 cores under -race starve the scrapes of CPU: give
 	// them time, the case is about concurrency, not latency.
-	r.healthy = newFetcherTimeout(t, healthyName, r.healthy.URL(), commoncfg.DefaultHTTPClientConfig, time.Minute)
-	r.badF = newFetcherTimeout(t, hostileName, r.badF.URL(), commoncfg.DefaultHTTPClientConfig, time.Minute)
+	r.healthy = newFetcherTimeout(t, healthyName, r.healthyURL, commoncfg.DefaultHTTPClientConfig, time.Minute)
+	r.badF = newFetcherTimeout(t, hostileName, r.badURL, commoncfg.DefaultHTTPClientConfig, time.Minute)
 	if err := r.step(r.good); err != nil {
 		t.Fatal(err)
 	}
@@ -248,7 +251,7 @@ func TestInvalidReloadKeepsRunning(t *testing.T) {
 		}
 	}
 	before := r.main.series(t)
-	spec := testSpec(targetSpec(t, healthyName, r.healthy.URL()), targetSpec(t, hostileName, r.badF.URL()))
+	spec := testSpec(targetSpec(t, healthyName, r.healthyURL), targetSpec(t, hostileName, r.badURL))
 	r.main.pipe.Reconfigure(spec)
 	r.main.evaluate(r.clock.Now())
 	if d := diff(r.main.series(t), before); d != "" {

@@ -6,7 +6,9 @@ import (
 
 	"github.com/vllm-slo-exporter/vllm-slo-exporter/internal/pipeline"
 	"github.com/vllm-slo-exporter/vllm-slo-exporter/internal/sim"
+	"github.com/vllm-slo-exporter/vllm-slo-exporter/scrape"
 	"github.com/vllm-slo-exporter/vllm-slo-exporter/slo"
+	"github.com/vllm-slo-exporter/vllm-slo-exporter/test/simtruth"
 )
 
 // hostileWindow returns the main pipeline's window report of the victim
@@ -68,6 +70,13 @@ func TestRestart(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()
 			r := newRig(t)
+			// The victim's vLLM restarts 5 s after the last scrape before
+			// it: a restart in its configuration, the same as restarting it
+			// at that instant (sim.ScheduledRestart).
+			scheduled := rigStart.Add(time.Duration(c.before)*rigInterval + 5*time.Second)
+			r.victim = newSimWith(t, "demo", 2, rigStart, func(cfg *sim.Config) {
+				cfg.Restarts = []sim.ScheduledRestart{{At: scheduled.Sub(rigStart), Buckets: c.buckets}}
+			})
 			for range c.before {
 				if err := r.step(r.good); err != nil {
 					t.Fatal(err)
@@ -78,12 +87,12 @@ func TestRestart(t *testing.T) {
 			oldCount := r.hostileWindow(5 * time.Minute).Requests[slo.E2E]
 
 			restartAt := lastBefore.Add(5 * time.Second)
-			r.victim.AdvanceTo(restartAt)
-			oldCreated := r.victim.Created()
-			if err := r.victim.Restart(sim.RestartOptions{Buckets: c.buckets}); err != nil {
-				t.Fatal(err)
+			if !restartAt.Equal(scheduled) {
+				t.Fatalf("restart at %v, scheduled at %v", restartAt, scheduled)
 			}
-			if !r.victim.Created().After(oldCreated) {
+			oldCreated := r.victimCreated()
+			r.victim.AdvanceTo(restartAt)
+			if r.victimCreated() <= oldCreated {
 				t.Fatalf("sim restart did not move _created")
 			}
 			if err := r.stepBy(5*time.Second+c.after, r.good); err != nil {
@@ -104,8 +113,8 @@ func TestRestart(t *testing.T) {
 				t.Fatalf("failures %v after a restart", tr.Failures)
 			}
 			w := r.hostileWindow(5 * time.Minute)
-			truth := r.victim.Truth().ForModel(victimModel)
-			want := len(truth.FinishedIn(w.Window.Start, lastBefore)) + len(truth.FinishedIn(restartAt, w.Window.End))
+			truth := simtruth.ForModel(r.victim.Truth(), victimModel)
+			want := len(simtruth.FinishedIn(truth, w.Window.Start, lastBefore)) + len(simtruth.FinishedIn(truth, restartAt, w.Window.End))
 			if !w.Window.Start.Before(lastBefore) {
 				t.Fatalf("window %v..%v does not span the restart at %v", w.Window.Start, w.Window.End, restartAt)
 			}
@@ -114,9 +123,9 @@ func TestRestart(t *testing.T) {
 			}
 			if c.name == "counts past the old values, _created changes" {
 				// The proof that only `_created` could tell: the counts did not go down.
-				ms := r.victim.Truth().ForModel(victimModel).FinishedIn(restartAt, w.Window.End)
-				if len(ms) <= len(truth.FinishedIn(rigStart, lastBefore)) {
-					t.Fatalf("the scenario is wrong: %d requests after the restart are not more than %d before", len(ms), len(truth.FinishedIn(rigStart, lastBefore)))
+				ms := simtruth.FinishedIn(simtruth.ForModel(r.victim.Truth(), victimModel), restartAt, w.Window.End)
+				if len(ms) <= len(simtruth.FinishedIn(truth, rigStart, lastBefore)) {
+					t.Fatalf("the scenario is wrong: %d requests after the restart are not more than %d before", len(ms), len(simtruth.FinishedIn(truth, rigStart, lastBefore)))
 				}
 			}
 			for _, q := range w.Quantiles[slo.E2E] {
@@ -126,4 +135,20 @@ func TestRestart(t *testing.T) {
 			}
 		})
 	}
+}
+
+// victimCreated is the `_created` value of the victim's exposition at the
+// time it has reached.
+func (r *rig) victimCreated() float64 {
+	r.t.Helper()
+	body, ct := r.victim.Exposition()
+	snap, err := scrape.Parse(body, ct, scrape.VLLM, rigStart)
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	m := snap.Models[victimModel]
+	if m == nil {
+		r.t.Fatalf("model %s not in the victim's exposition", victimModel)
+	}
+	return m.Created
 }

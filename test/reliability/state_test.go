@@ -117,7 +117,7 @@ func TestStatePartlyCorrupt(t *testing.T) {
 	if err := gob.NewEncoder(&buf).Encode(st); err != nil {
 		t.Fatal(err)
 	}
-	fresh := newPublished(testSpec(targetSpec(t, healthyName, r.healthy.URL()), targetSpec(t, hostileName, r.badF.URL())))
+	fresh := newPublished(testSpec(targetSpec(t, healthyName, r.healthyURL), targetSpec(t, hostileName, r.badURL)))
 	n, err := fresh.pipe.UnmarshalState(buf.Bytes())
 	if err == nil {
 		t.Fatalf("a state with a truncated history was accepted")
@@ -133,7 +133,7 @@ func TestStatePartlyCorrupt(t *testing.T) {
 // counting of the good-request totals or the windows across the restart).
 func TestStateRoundTripNoDoubleCount(t *testing.T) {
 	r, state := stateRig(t)
-	restored := newPublished(testSpec(targetSpec(t, healthyName, r.healthy.URL()), targetSpec(t, hostileName, r.badF.URL())))
+	restored := newPublished(testSpec(targetSpec(t, healthyName, r.healthyURL), targetSpec(t, hostileName, r.badURL)))
 	n, err := restored.pipe.UnmarshalState(state)
 	if err != nil || n != 2 {
 		t.Fatalf("restore: %d targets, %v", n, err)

@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/vllm-slo-exporter/vllm-slo-exporter/internal/daemon"
+	"github.com/vllm-slo-exporter/vllm-slo-exporter/internal/sim"
 )
 
 // stormDaemon is a real daemon in this process, serving on a loopback port,
@@ -34,7 +35,11 @@ func startStormDaemon(t *testing.T, interval time.Duration) (*stormDaemon, strin
 	t.Helper()
 	sd := &stormDaemon{}
 	s := newSim(t, "steady", 3, time.Now())
-	model := s.Config().Models[0].Name
+	preset, err := sim.Preset("steady", 3, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	model := preset.Models[0].Name
 	h := s.Handler(time.Now)
 	target := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		sd.scrapes.Add(1)

@@ -66,7 +66,7 @@ type costRow struct {
 // scrapes and evaluations every 15 s (a window closes every two minutes;
 // an hour holds two refits at the default RefitEvery; more evaluations
 // for few targets): heap per target after a full GC, CPU per evaluation
-// (pipeline.Evaluate, and online.Publish with capacity on, as the daemon
+// (pipeline.Evaluate, with online.Stage amending it when capacity is on, as the daemon
 // runs them) and per scrape.
 //
 // -workload steady scrapes bench.Synth at its constant rate, below the
@@ -228,12 +228,16 @@ func measureCost(c costCase, knee bool, after time.Duration) (costRow, error) {
 		cfg.RefitEvery, cfg.ShapeFrom = c.refit, c.shapeFrom
 		return cfg
 	})
-	tickets := online.NewHeadroomAlerts()
 	if c.capacity {
 		spec.Intervals = learners
 	}
 	end := bench.Epoch.Add(60 * 24 * time.Hour)
 	p := pipeline.New(spec)
+	if c.capacity {
+		p.AddAmender(online.Stage{Learners: learners, Policy: func() online.HeadroomPolicy {
+			return online.HeadroomPolicy{Margin: 0.2, Hold: 15 * time.Minute}
+		}})
+	}
 	if err := bench.Fill(p, n, synth, bench.FillTimes(spec.Retention, end, bench.Interval)); err != nil {
 		return row, err
 	}
@@ -241,13 +245,7 @@ func measureCost(c costCase, knee bool, after time.Duration) (costRow, error) {
 	if knee {
 		server = newKneeSynth(synth, end, ttftThreshold(w.SLOs[0]))
 	}
-	evaluate := func(at time.Time) *pipeline.Report {
-		rep := p.Evaluate(at)
-		if c.capacity {
-			rep = online.Publish(learners, tickets, rep, 0.2, 15*time.Minute)
-		}
-		return rep
-	}
+	evaluate := p.Evaluate
 	at := end
 	for stop := end.Add(after); at.Before(stop); {
 		at = at.Add(bench.Interval)
@@ -300,7 +298,7 @@ func measureCost(c costCase, knee bool, after time.Duration) (costRow, error) {
 // them with kind="bounded".
 func boundedSeries(ls *online.Learners) (bounded, series int, err error) {
 	reg := prometheus.NewPedanticRegistry()
-	if err := reg.Register(exporter.NewCapacityCollector(ls.Reports)); err != nil {
+	if err := reg.Register(exporter.NewCollector(func() *pipeline.Report { return &pipeline.Report{Capacity: ls.Reports()} })); err != nil {
 		return 0, 0, fmt.Errorf("register the capacity collector: %w", err)
 	}
 	mfs, err := reg.Gather()

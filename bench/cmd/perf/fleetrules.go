@@ -69,7 +69,7 @@ func runFleetRules(args []string) error {
 	if err != nil {
 		return err
 	}
-	rf, err := rules.GenerateWith(cfg, opts)
+	rf, err := opts.Generate(cfg)
 	if err != nil {
 		return err
 	}

@@ -70,7 +70,7 @@ func runLiveRules(args []string) error {
 	if *flat {
 		opts = rules.Options{}
 	}
-	rf, err := rules.GenerateWith(cfg, opts)
+	rf, err := opts.Generate(cfg)
 	if err != nil {
 		return err
 	}

@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/vllm-slo-exporter/vllm-slo-exporter/internal/alerting"
 	"github.com/vllm-slo-exporter/vllm-slo-exporter/internal/capacity"
 	"github.com/vllm-slo-exporter/vllm-slo-exporter/internal/pipeline"
 )
@@ -33,17 +34,18 @@ func TestHeadroomLow(t *testing.T) {
 	}
 }
 
-// TestHeadroomAlertsLifecycle walks one ticket through its states: pending
-// when the headroom falls below the margin, firing after the hold,
-// resolved when it recovers, kept while the notifier resends the resolve
-// and then dropped; a pending ticket whose condition stops is dropped at
-// once. Labels carry the target's, the model and the SLO.
-func TestHeadroomAlertsLifecycle(t *testing.T) {
+// TestHeadroomTicketLifecycle walks one ticket through the one alert state
+// machine (alerting.Book, as the pipeline runs it): pending when the
+// headroom falls below the margin, firing after the hold, resolved when it
+// recovers, kept while the notifier resends the resolve and then dropped; a
+// pending ticket whose condition stops is dropped at once. Labels carry the
+// target's, the model and the SLO.
+func TestHeadroomTicketLifecycle(t *testing.T) {
 	low := capacity.Report{Target: "gpu0", Model: "m", SLO: "interactive", Labels: map[string]string{"zone": "a"},
 		Estimate: capacity.Estimate{Kind: capacity.Bounded, Headroom: capacity.Range{Estimate: 0.05, Lower: 0, Upper: 0.1}}}
 	fine := low
 	fine.Estimate.Headroom = capacity.Range{Estimate: 0.4, Lower: 0.3, Upper: 0.5}
-	h := NewHeadroomAlerts()
+	var book alerting.Book
 	t0 := time.Date(2026, 3, 2, 0, 0, 0, 0, time.UTC)
 	steps := []struct {
 		at    time.Duration
@@ -60,7 +62,7 @@ func TestHeadroomAlertsLifecycle(t *testing.T) {
 		{46 * time.Minute, fine, ""},
 	}
 	for _, s := range steps {
-		got := h.Update(t0.Add(s.at), []capacity.Report{s.rep}, 0.2, 15*time.Minute)
+		got := book.Update(t0.Add(s.at), HeadroomConditions([]capacity.Report{s.rep}, HeadroomPolicy{Margin: 0.2, Hold: 15 * time.Minute}))
 		if s.state == "" {
 			if len(got) != 0 {
 				t.Fatalf("at %v: %+v, want no alert", s.at, got)
@@ -80,5 +82,18 @@ func TestHeadroomAlertsLifecycle(t *testing.T) {
 				t.Fatalf("at %v: label %s = %q, want %q", s.at, k, a.Labels[k], v)
 			}
 		}
+	}
+	if low.Labels["alertname"] != "" {
+		t.Fatalf("the estimate's labels were written into: %v", low.Labels)
+	}
+}
+
+// TestHeadroomMarginOff: a margin of 0 raises no ticket, whatever the
+// estimate.
+func TestHeadroomMarginOff(t *testing.T) {
+	r := capacity.Report{Target: "gpu0", Model: "m", SLO: "s",
+		Estimate: capacity.Estimate{Kind: capacity.Bounded, Headroom: capacity.Range{Estimate: -0.5, Lower: -0.6, Upper: -0.4}}}
+	if got := HeadroomConditions([]capacity.Report{r}, HeadroomPolicy{Hold: time.Minute}); len(got) != 0 {
+		t.Fatalf("margin 0: %+v, want no ticket", got)
 	}
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/vllm-slo-exporter/vllm-slo-exporter/internal/sim"
 	"github.com/vllm-slo-exporter/vllm-slo-exporter/scrape"
 	"github.com/vllm-slo-exporter/vllm-slo-exporter/slo"
+	"github.com/vllm-slo-exporter/vllm-slo-exporter/test/simtruth"
 )
 
 var start = time.Date(2026, 11, 29, 0, 0, 0, 0, time.UTC)
@@ -100,7 +101,7 @@ func TestIntervalsMatchTheTruth(t *testing.T) {
 			t.Fatalf("interval %d starts at %v, the previous ended at %v", k, civ.Window.Start, rec.ivs[k-1].Window.End)
 		}
 		iv := Interval(civ, 0)
-		fin := truth.FinishedIn(iv.Start, iv.End)
+		fin := simtruth.FinishedIn(truth, iv.Start, iv.End)
 		good := 0.0
 		for _, r := range fin {
 			if meets(r) {

@@ -1,4 +1,4 @@
-package sim_test
+package rayserve_test
 
 import (
 	"maps"
@@ -9,13 +9,14 @@ import (
 
 	"github.com/vllm-slo-exporter/vllm-slo-exporter/internal/sim"
 	"github.com/vllm-slo-exporter/vllm-slo-exporter/scrape"
+	"github.com/vllm-slo-exporter/vllm-slo-exporter/test/rayserve"
 )
 
-// TestRayServeSpeaksRayVLLM renders the simulator as Ray Serve re-exports it,
+// TestReexportSpeaksRayVLLM renders the simulator as Ray Serve re-exports it,
 // in both spellings, and reads it with the ray-vllm profile: the snapshot
 // must equal the vLLM profile's reading of the plain exposition in every
 // value, with the Ray names found, and Ray's labels summed away.
-func TestRayServeSpeaksRayVLLM(t *testing.T) {
+func TestReexportSpeaksRayVLLM(t *testing.T) {
 	start := time.Date(2026, 11, 30, 0, 0, 0, 0, time.UTC)
 	s, err := sim.New(sim.DemoConfig(3, start))
 	if err != nil {
@@ -29,9 +30,9 @@ func TestRayServeSpeaksRayVLLM(t *testing.T) {
 		t.Fatal(err)
 	}
 	tags := map[string]string{"ReplicaId": "llm:abc", "WorkerId": "w1", "Component": "core_worker", "SessionName": "s", "Version": "2.52.0"}
-	for names, prefix := range map[sim.RayNames]string{sim.RayUnderscore: "ray_vllm_", sim.RayColon: "ray_vllm:"} {
+	for names, prefix := range map[rayserve.Names]string{rayserve.Underscore: "ray_vllm_", rayserve.Colon: "ray_vllm:"} {
 		t.Run(prefix, func(t *testing.T) {
-			ray := sim.RayServe(body, names, tags)
+			ray := rayserve.Reexport(body, names, tags)
 			for line := range strings.Lines(string(ray)) {
 				if strings.HasPrefix(line, "vllm:") || strings.HasPrefix(line, prefix) && strings.Contains(line, "_created") {
 					t.Fatalf("a vLLM name or a _created series left in: %s", line)

@@ -1,4 +1,4 @@
-package sim_test
+package sglangmetrics_test
 
 import (
 	"maps"
@@ -8,13 +8,14 @@ import (
 
 	"github.com/vllm-slo-exporter/vllm-slo-exporter/internal/sim"
 	"github.com/vllm-slo-exporter/vllm-slo-exporter/scrape"
+	"github.com/vllm-slo-exporter/vllm-slo-exporter/test/sglangmetrics"
 )
 
-// TestExpositionSGLang renders the simulator as SGLang and reads it with
+// TestFromVLLM renders the simulator as SGLang and reads it with
 // the sglang profile: every family SGLang has must hold what the vllm
 // profile reads from the vLLM exposition of the same instant, and the
 // families SGLang lacks must be the only ones missing.
-func TestExpositionSGLang(t *testing.T) {
+func TestFromVLLM(t *testing.T) {
 	start := time.Date(2026, 11, 30, 0, 0, 0, 0, time.UTC)
 	cfg := sim.DemoConfig(5, start)
 	cfg.Models[0].Engines = 1
@@ -25,7 +26,7 @@ func TestExpositionSGLang(t *testing.T) {
 	at := start.Add(3 * time.Minute)
 	s.AdvanceTo(at)
 	vbody, vct := s.ExpositionStyle(sim.Style{})
-	sbody, sct, err := s.ExpositionSGLang()
+	sbody, sct, err := sglangmetrics.FromVLLM(vbody)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -67,7 +68,8 @@ func TestExpositionSGLang(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, _, err := s2.ExpositionSGLang(); err == nil {
+	body2, _ := s2.ExpositionStyle(sim.Style{})
+	if _, _, err := sglangmetrics.FromVLLM(body2); err == nil {
 		t.Error("no error for a model with two engines")
 	}
 }

@@ -1,4 +1,8 @@
-package sim
+// Package rayserve re-renders the simulator's exposition as Ray Serve's
+// metrics agent serves vLLM's, so that the tests can read the simulator
+// with the ray-vllm profile. It is test harness: no product package imports
+// it.
+package rayserve
 
 import (
 	"bytes"
@@ -6,27 +10,30 @@ import (
 	"strings"
 )
 
-// RayNames is how Ray's metrics agent spells vLLM's family names.
-type RayNames int
+// labelEscaper escapes a label value for the text exposition format.
+var labelEscaper = strings.NewReplacer(`\`, `\\`, `"`, `\"`, "\n", `\n`)
+
+// Names is how Ray's metrics agent spells vLLM's family names.
+type Names int
 
 // The two spellings of vLLM's names under Ray.
 const (
-	// RayUnderscore is vLLM from about 0.10, which replaces the colon for
+	// Underscore is vLLM from about 0.10, which replaces the colon for
 	// OpenTelemetry before Ray adds its namespace: ray_vllm_e2e_request_latency_seconds.
-	RayUnderscore RayNames = iota
-	// RayColon is older vLLM, whose names keep the colon: ray_vllm:e2e_request_latency_seconds.
-	RayColon
+	Underscore Names = iota
+	// Colon is older vLLM, whose names keep the colon: ray_vllm:e2e_request_latency_seconds.
+	Colon
 )
 
 // prefix is what replaces "vllm:" at the start of a family name.
-func (n RayNames) prefix() string {
-	if n == RayColon {
+func (n Names) prefix() string {
+	if n == Colon {
 		return "ray_vllm:"
 	}
 	return "ray_vllm_"
 }
 
-// RayServe re-renders a classic text exposition of vLLM (the SingleProcess
+// Reexport re-renders a classic text exposition of vLLM (the SingleProcess
 // format) as Ray's metrics agent serves it when vLLM runs under Ray Serve:
 // every vLLM family name gains Ray's namespace in the given spelling, every
 // vLLM series gains Ray's labels (replica and worker identity, node, session,
@@ -35,7 +42,7 @@ func (n RayNames) prefix() string {
 // they are. It lets the simulator speak to a target configured with the
 // ray-vllm profile; Ray's compatibility gauges for counters
 // (RAY_EXPORT_COUNTER_AS_GAUGE, on by default) are not rendered.
-func RayServe(body []byte, names RayNames, tags map[string]string) []byte {
+func Reexport(body []byte, names Names, tags map[string]string) []byte {
 	extra := rayLabels(tags)
 	var out bytes.Buffer
 	skipping := false

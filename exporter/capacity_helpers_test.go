@@ -1,0 +1,14 @@
+package exporter
+
+import (
+	"github.com/vllm-slo-exporter/vllm-slo-exporter/internal/pipeline"
+)
+
+// newCapacityCollector returns the report collector over reports that hold
+// nothing but the source's estimates (Report.Capacity): what renders
+// estimates learned outside a pipeline (a benchmark of the learners, the
+// series documentation's test). The daemon's and replay's estimates are in
+// their reports, which NewCollector renders whole.
+func newCapacityCollector(source CapacitySource) *Collector {
+	return NewCollector(func() *pipeline.Report { return &pipeline.Report{Capacity: source()} })
+}

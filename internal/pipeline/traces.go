@@ -3,7 +3,6 @@ package pipeline
 import (
 	"time"
 
-	"github.com/vllm-slo-exporter/vllm-slo-exporter/internal/ledger"
 	"github.com/vllm-slo-exporter/vllm-slo-exporter/internal/store"
 	"github.com/vllm-slo-exporter/vllm-slo-exporter/internal/traces"
 	"github.com/vllm-slo-exporter/vllm-slo-exporter/slo"
@@ -62,11 +61,12 @@ func (p *pass) exactWindow(w slo.Window, wr slo.WindowReport) traces.Result {
 // per-request objective, to the store's running totals.
 func (t *target) settleSpans(spec Spec, now time.Time) {
 	ready := now.Add(-spec.TraceDelay)
-	t.store.SettleSpans(func(model string, unnamed bool, l *ledger.Ledger) []store.Settled {
-		var out []store.Settled
-		for _, g := range spec.Traces.Settle(t.spec.Name, model, unnamed, l, spec.SLOs, ready, spec.TraceLateness) {
-			out = append(out, store.Settled{SLO: g.SLO, Objective: g.Objective, Good: g.Good})
+	for _, sl := range t.store.SpanLedgers() {
+		goods := spec.Traces.Settle(t.spec.Name, sl.Model, sl.Unnamed, sl.Ledger, spec.SLOs, ready, spec.TraceLateness)
+		settled := make([]store.Settled, 0, len(goods))
+		for _, g := range goods {
+			settled = append(settled, store.Settled{SLO: g.SLO, Objective: g.Objective, Good: g.Good})
 		}
-		return out
-	})
+		t.store.AddSettled(sl.Model, settled)
+	}
 }

@@ -70,7 +70,7 @@ func (s *Store) judge(iv history.Interval) Closed {
 // each objective's good requests and, for an SLO with a per-request
 // objective, those of all of them together from the ledger's record. In
 // exact mode the per-request objectives and "all" of a counted interval
-// are added when its spans settle it instead (SettleSpans), the exact
+// are added when its spans settle it instead (AddSettled), the exact
 // count when they cover it. Each estimate is non-negative, so the totals
 // only grow.
 func (s *Store) addJudged(model string, isCounted bool, js []Judgement) {

@@ -30,7 +30,8 @@ type Config struct {
 	MaxModels int
 	// Spans is set when spans will settle the intervals (exact mode): the
 	// ledgers keep the counted intervals waiting for them, and their
-	// good requests join the totals when they settle (SettleSpans).
+	// good requests join the totals when they settle (SpanLedgers,
+	// AddSettled).
 	Spans bool
 }
 
@@ -175,17 +176,35 @@ type Settled struct {
 	Good           float64
 }
 
-// SettleSpans settles each model's intervals waiting for their spans, in
-// model order: settle offers them to the spans (the ledger's Settle does,
-// with the spans' counts) and returns the good requests of those it
-// settled, which join the running totals. unnamed is true when the target
-// serves one model, whose spans need not name it.
-func (s *Store) SettleSpans(settle func(model string, unnamed bool, l *ledger.Ledger) []Settled) {
+// SpanLedger is one model's ledger, whose counted intervals wait for
+// their spans (exact mode).
+type SpanLedger struct {
+	Model string
+	// Unnamed is true when the target serves this model alone, whose
+	// spans need not name it.
+	Unnamed bool
+	Ledger  *ledger.Ledger
+}
+
+// SpanLedgers lists each model's ledger, in model order, for the spans to
+// settle its waiting intervals (traces.Store.Settle does, through the
+// ledger's Settle); AddSettled then adds the good requests of those
+// settled to the running totals. The caller settles them between the two
+// calls, so that the store calls nothing of its caller's.
+func (s *Store) SpanLedgers() []SpanLedger {
 	unnamed := len(s.hist.Models()) == 1
+	out := make([]SpanLedger, 0, len(s.ledgers))
 	for _, model := range slices.Sorted(maps.Keys(s.ledgers)) {
-		for _, g := range settle(model, unnamed, s.ledgers[model]) {
-			s.addGood(model, g.SLO, g.Objective, g.Good)
-		}
+		out = append(out, SpanLedger{Model: model, Unnamed: unnamed, Ledger: s.ledgers[model]})
+	}
+	return out
+}
+
+// AddSettled adds to a model's running totals the good requests of the
+// intervals its spans settled.
+func (s *Store) AddSettled(model string, settled []Settled) {
+	for _, g := range settled {
+		s.addGood(model, g.SLO, g.Objective, g.Good)
 	}
 }
 

@@ -441,9 +441,10 @@ func compareLive(t *testing.T, f *liveFleet, rulesAt, scrapesAt string, until ti
 		t.Fatal(err)
 	}
 	// The engine's evaluations, led by the first scrape: where the engine
-	// began evaluating more than an interval after it (Thanos's ruler
-	// starts after Prometheus), the windows reaching back before its first
-	// evaluation lack the intervals it never saw, as after a skipped one.
+	// began evaluating more than an interval after it (a rule manager
+	// started after the servers were open), the windows reaching back
+	// before its first evaluation lack the intervals it never saw, as
+	// after a skipped one.
 	first := until.UnixMilli()
 	for _, ss := range scrapes {
 		if len(ss) > 0 {

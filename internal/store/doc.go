@@ -11,14 +11,19 @@
 // warm-up-free increase, and the ledger's record of the requests that met
 // every objective. The judgement goes into the ledger and the totals and
 // comes back to the caller with the interval (Closed), so nobody judges the
-// interval again or reads back what was just written. The store passes the
-// ledger what the history knows (the scrapes it holds, for thinning)
-// instead of the ledger asking for it.
+// interval again or reads back what was just written. An interval at
+// either end of which the e2e family is missing (a family that appears or
+// vanishes, as on llm-d-inference-sim) has no finish count: its finishers
+// are left unjudged rather than counted from zero (markFinishCounts). The
+// store passes the ledger what the history knows (the scrapes it holds,
+// for thinning) instead of the ledger asking for it.
 //
 // A window is read with the same edges by every part of it: WindowEdges
-// decides which scrapes a window runs between, and both the history's
-// increases (Counts) and the ledger's joints (Joints) are read between
-// those scrapes.
+// alone decides which two scrapes a window runs between (never before the
+// ledger's first checkpoint), and the history's increases, counts and
+// gauges (Counts), the ledger's joints, with the abandoned and rejected
+// requests they bound (Joints), and the spans' coverage (SpansCoverage)
+// are all read between those scrapes.
 //
 // What it must never do: read a clock (time comes with the snapshots and
 // the queries), do I/O (package daemon reads and writes the state file),

@@ -26,7 +26,9 @@ import (
 // counted), with no tolerance, under abandoned bad and excluded (and
 // rejected bad and excluded where the server turns requests away): "all",
 // the burn rate, the good and the abandoned requests, and, where the spans
-// covered the window, the finished requests. The spans of a window number
+// covered the window, the finished requests; a covered window must also
+// hold the same finished and good requests between its stamps (where its
+// spans are placed) as between its renderings. The spans of a window number
 // its counters' finished requests also when as many requests ended in the
 // sliver after one edge's stamp as after the other's, different requests:
 // such a window must not be taken as exact unless they are alike. The run
@@ -169,8 +171,16 @@ func checkRenderedWindows(t *testing.T, mr ModelReport, truth sim.Truth, slos []
 		} else {
 			c.hist++
 		}
-		if truthOver(truth, wr.Window.Start, wr.Window.End) != tw {
+		stamped := truthOver(truth, wr.Window.Start, wr.Window.End)
+		if stamped != tw {
 			c.slivered++
+		}
+		if covered && (stamped.finished != tw.finished || stamped.good != tw.good) {
+			// The spans are placed between the stamps, the histograms
+			// between the renderings: a window is exact only where both
+			// hold the same finished and good requests.
+			t.Errorf("%s: covered, but %d finished, %d good between the stamps and %d, %d between the renderings",
+				where, stamped.finished, stamped.good, tw.finished, tw.good)
 		}
 		// Spans that number the counters' finished requests only because
 		// as many requests ended in the sliver after one edge's stamp as

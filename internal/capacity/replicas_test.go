@@ -177,8 +177,9 @@ func TestReplicasSpread(t *testing.T) {
 	}
 }
 
-// TestModelNeedsGroupsByModelAndSLO: one need per model and SLO with a
-// capacity, in the order each pair first appears, pooling its targets.
+// TestModelNeedsGroupsByModelAndSLO: one need per model and SLO, in the
+// order each pair first appears, pooling its targets; NaN replicas for a
+// pair none of whose targets has a capacity.
 func TestModelNeedsGroupsByModelAndSLO(t *testing.T) {
 	reps := []Report{
 		{Target: "a", Model: "m2", SLO: "s", Estimate: answer(LowerOnly, 2, 1, 0)},
@@ -188,8 +189,11 @@ func TestModelNeedsGroupsByModelAndSLO(t *testing.T) {
 		{Target: "b", Model: "m1", SLO: "s", Estimate: answer(LowerOnly, 5, 6, 0)},
 	}
 	ns := ModelNeeds(reps, nil, DefaultReplicaPolicy())
-	if len(ns) != 2 || ns[0].Model != "m2" || ns[1].Model != "m1" || ns[0].Of != 2 || ns[1].Of != 2 {
-		t.Fatalf("needs %+v, want m2 then m1, two targets each", ns)
+	if len(ns) != 3 || ns[0].Model != "m2" || ns[1].Model != "m1" || ns[2].Model != "m3" || ns[0].Of != 2 || ns[1].Of != 2 {
+		t.Fatalf("needs %+v, want m2 then m1, two targets each, then m3", ns)
+	}
+	if !math.IsNaN(ns[2].Replicas) || ns[2].Answered != 0 {
+		t.Errorf("m3 needs %v replicas on %d answers, want NaN on none", ns[2].Replicas, ns[2].Answered)
 	}
 	if ns[0].Replicas != 3.0/2 || ns[1].Replicas != 9.0/5 || ns[1].Policy != DefaultReplicaPolicy() {
 		t.Errorf("replicas %v and %v, want 1.5 and 1.8 under the default policy", ns[0].Replicas, ns[1].Replicas)

@@ -27,7 +27,8 @@ type ModelNeed struct {
 // targets' loads (SumLoad, with the faults its comment names around a
 // scale event) over the span config(goal) averages them over
 // (DefaultConfig when config is nil, as the learners do). A pair none of
-// whose targets has a capacity is left out.
+// whose targets has a capacity is kept, with Replicas NaN: what renders it
+// can say that the signal waits for one.
 func ModelNeeds(reps []Report, config func(goal float64) Config, p ReplicaPolicy) []ModelNeed {
 	if config == nil {
 		config = DefaultConfig
@@ -46,12 +47,9 @@ func ModelNeeds(reps []Report, config func(goal float64) Config, p ReplicaPolicy
 		}
 		groups[g] = append(groups[g], r.Estimate)
 	}
-	var out []ModelNeed
+	out := make([]ModelNeed, 0, len(groups))
 	for g, es := range groups {
 		n := Replicas(es, SumLoad(es, config(es[0].Goal).LoadSpan), p)
-		if !finite(n.Replicas) {
-			continue
-		}
 		out = append(out, ModelNeed{Model: keys[g].model, SLO: keys[g].slo, Policy: p, Need: n})
 	}
 	return out

@@ -289,8 +289,14 @@ func replicaNumbers(n capacity.ModelNeed) []capacityNumber {
 			margin = formatPercent0(n.Margin) + " (no capacity: the SLO was missed at every load; half the lowest counted)"
 		}
 	}
+	serving := capacityNumber{Name: "replicas serving now", Value: now + " (" + strconv.Itoa(n.Answered) + " of " + strconv.Itoa(n.Of) + " estimates with a capacity)"}
+	if math.IsNaN(n.Replicas) || math.IsInf(n.Replicas, 0) {
+		// vllm_slo_capacity_replicas is absent, as on /metrics.
+		return []capacityNumber{serving, {Name: "recommended replicas", Value: "none yet: no estimate has a capacity (each estimate below says why)"},
+			{Name: "load now", Value: formatNumber(n.Load) + " req/s"}}
+	}
 	return []capacityNumber{
-		{Name: "replicas serving now", Value: now + " (" + strconv.Itoa(n.Answered) + " of " + strconv.Itoa(n.Of) + " estimates with a capacity)"},
+		serving,
 		{Name: "recommended replicas", Series: "vllm_slo_capacity_replicas", Value: formatNumber(n.Replicas)},
 		{Name: "recommended, rounded up", Value: formatNumber(math.Ceil(n.Replicas))},
 		{Name: "interval (the capacity's 90% prediction interval, without the margin)", Value: "[" + formatNumber(n.Spread.Lower) + ", " + formatNumber(n.Spread.Upper) + "], at the estimate " + formatNumber(n.Spread.Estimate)},

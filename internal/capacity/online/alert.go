@@ -48,9 +48,6 @@ func (s Stage) Amend(rep *pipeline.Report) []alerting.Condition {
 // rep's targets serving it whose last scrape succeeded.
 func ReplicaNeeds(rep *pipeline.Report, config func(goal float64) capacity.Config) []capacity.ModelNeed {
 	needs := capacity.ModelNeeds(rep.Capacity, config, capacity.DefaultReplicaPolicy())
-	if len(needs) == 0 {
-		return nil
-	}
 	serving := map[string]int{}
 	for _, t := range rep.Targets {
 		if !t.Up {

@@ -282,12 +282,13 @@ func replicaNumbers(n capacity.ModelNeed) []capacityNumber {
 	if n.Serving > 0 {
 		now = strconv.Itoa(n.Serving)
 	}
-	margin := formatPercent0(n.Margin)
-	if n.Kind != capacity.Bounded {
+	margin, counted := formatPercent0(n.Margin), string(n.Kind)
+	switch {
+	case n.Missed:
+		margin += " (no capacity: the SLO was missed at every load served)"
+		counted = "half the lowest load the SLO was missed at"
+	case n.Kind != capacity.Bounded:
 		margin += " (a " + string(n.Kind) + " capacity is planned at without it)"
-		if n.Missed {
-			margin = formatPercent0(n.Margin) + " (no capacity: the SLO was missed at every load; half the lowest counted)"
-		}
 	}
 	serving := capacityNumber{Name: "replicas serving now", Value: now + " (" + strconv.Itoa(n.Answered) + " of " + strconv.Itoa(n.Of) + " estimates with a capacity)"}
 	if math.IsNaN(n.Replicas) || math.IsInf(n.Replicas, 0) {
@@ -301,7 +302,7 @@ func replicaNumbers(n capacity.ModelNeed) []capacityNumber {
 		{Name: "recommended, rounded up", Value: formatNumber(math.Ceil(n.Replicas))},
 		{Name: "interval (the capacity's 90% prediction interval, without the margin)", Value: "[" + formatNumber(n.Spread.Lower) + ", " + formatNumber(n.Spread.Upper) + "], at the estimate " + formatNumber(n.Spread.Estimate)},
 		{Name: "margin", Value: margin},
-		{Name: "capacity counted per replica", Value: formatNumber(n.PerReplica) + " req/s (" + string(n.Kind) + ")"},
+		{Name: "capacity counted per replica", Value: formatNumber(n.PerReplica) + " req/s (" + counted + ")"},
 		{Name: "load planned per replica", Value: formatNumber(n.Planned) + " req/s"},
 		{Name: "load now", Value: formatNumber(n.Load) + " req/s"},
 		{Name: "load projected " + formatDuration(n.Policy.Lead) + " ahead", Value: formatNumber(n.Projected) + " req/s"},

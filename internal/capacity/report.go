@@ -1,5 +1,9 @@
 package capacity
 
+import (
+	"slices"
+)
+
 // Report is the estimate of one target's, model's and SLO's capacity, as
 // the exporter renders it.
 type Report struct {
@@ -34,23 +38,38 @@ func ModelNeeds(reps []Report, config func(goal float64) Config, p ReplicaPolicy
 		config = DefaultConfig
 	}
 	type key struct{ model, slo string }
-	first := map[key]int{}
-	var groups [][]Estimate
+	// The estimates are copied once, into one slice whose runs are the
+	// groups, in the order each pair first appears.
+	index := map[key]int{}
 	var keys []key
-	for _, r := range reps {
+	var counts []int
+	group := make([]int, len(reps))
+	for i, r := range reps {
 		k := key{r.Model, r.SLO}
-		g, ok := first[k]
+		g, ok := index[k]
 		if !ok {
-			g = len(groups)
-			first[k] = g
-			groups, keys = append(groups, nil), append(keys, k)
+			g = len(keys)
+			index[k] = g
+			keys, counts = append(keys, k), append(counts, 0)
 		}
-		groups[g] = append(groups[g], r.Estimate)
+		group[i] = g
+		counts[g]++
 	}
-	out := make([]ModelNeed, 0, len(groups))
-	for g, es := range groups {
-		n := Replicas(es, SumLoad(es, config(es[0].Goal).LoadSpan), p)
-		out = append(out, ModelNeed{Model: keys[g].model, SLO: keys[g].slo, Policy: p, Need: n})
+	starts := make([]int, len(keys)+1)
+	for g, c := range counts {
+		starts[g+1] = starts[g] + c
+	}
+	es := make([]Estimate, len(reps))
+	next := slices.Clone(starts[:len(keys)])
+	for i, r := range reps {
+		es[next[group[i]]] = r.Estimate
+		next[group[i]]++
+	}
+	out := make([]ModelNeed, 0, len(keys))
+	for g, k := range keys {
+		run := es[starts[g]:starts[g+1]]
+		n := Replicas(run, SumLoad(run, config(run[0].Goal).LoadSpan), p)
+		out = append(out, ModelNeed{Model: k.model, SLO: k.slo, Policy: p, Need: n})
 	}
 	return out
 }

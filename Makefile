@@ -66,6 +66,7 @@ PLAIN = \
 	internal/pipeline:TestTruncatedWindowJointAgainstTruth \
 	internal/pipeline:TestWindowsMatchTruth \
 	internal/pipeline:TestWindowPartsShareEdges \
+	internal/pipeline:TestWindowsOfRenderedExpositions \
 	test/reliability:TestPipelineHeapBounded \
 	test/reliability:TestSoak \
 	test/reliability:TestSoakHostileFleet \

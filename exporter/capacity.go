@@ -1,7 +1,6 @@
 package exporter
 
 import (
-	"cmp"
 	"fmt"
 	"math"
 	"slices"
@@ -15,8 +14,9 @@ import (
 // CapacitySource returns capacity estimates.
 type CapacitySource func() []capacity.Report
 
-// replicasDesc describes the replica signal (capacity.Replicas under its
-// default policy), per model and SLO over every target serving the model.
+// replicasDesc describes the replica signal (Report.Replicas: capacity.Replicas
+// under its default policy), per model and SLO over every target serving
+// the model.
 func replicasDesc() *prometheus.Desc {
 	p := capacity.DefaultReplicaPolicy()
 	return prometheus.NewDesc(Namespace+"_capacity_replicas",
@@ -101,46 +101,16 @@ func (c *Collector) capacity(ch chan<- prometheus.Metric, reps []capacity.Report
 		values := append(append([]string{r.Target}, extraValues(extra, r.Labels)...), r.Model, r.SLO, string(r.Estimate.Kind))
 		renderCapacity(ch, d, r.Estimate, values)
 	}
-	renderReplicas(ch, c.replicas, reps)
 }
 
-// renderReplicas emits the replica signal of each model and SLO of reps,
-// in the order each pair first appears, on the sum of the targets' loads
-// (capacity.SumLoad, with the faults its comment names around a scale
-// event). The estimates are copied once, grouped, into one slice whose
-// runs are the groups.
-func renderReplicas(ch chan<- prometheus.Metric, desc *prometheus.Desc, reps []capacity.Report) {
-	type key struct{ model, slo string }
-	first := map[key]int{}
-	group := make([]int, len(reps)) // the index of the pair's first report
-	order := make([]int, len(reps))
-	for i, r := range reps {
-		g, ok := first[key{r.Model, r.SLO}]
-		if !ok {
-			g = i
-			first[key{r.Model, r.SLO}] = i
-		}
-		group[i], order[i] = g, i
-	}
-	slices.SortStableFunc(order, func(a, b int) int { return cmp.Compare(group[a], group[b]) })
-	// The span the daemon's learners average each target's load over.
-	span := capacity.DefaultConfig(0.99).LoadSpan
-	es := make([]capacity.Estimate, len(reps))
-	for j, i := range order {
-		es[j] = reps[i].Estimate
-	}
-	for lo := 0; lo < len(order); {
-		hi := lo + 1
-		for hi < len(order) && group[order[hi]] == group[order[lo]] {
-			hi++
-		}
-		r := reps[order[lo]]
-		n := capacity.Replicas(es[lo:hi], capacity.SumLoad(es[lo:hi], span), capacity.DefaultReplicaPolicy())
-		lo = hi
+// renderReplicas emits the replica signal of each model and SLO, as the
+// report holds it (Report.Replicas, computed where the capacity is).
+func renderReplicas(ch chan<- prometheus.Metric, desc *prometheus.Desc, needs []capacity.ModelNeed) {
+	for _, n := range needs {
 		if math.IsNaN(n.Replicas) || math.IsInf(n.Replicas, 0) {
 			continue
 		}
-		if m, err := prometheus.NewConstMetric(desc, prometheus.GaugeValue, n.Replicas, r.Model, r.SLO); err == nil {
+		if m, err := prometheus.NewConstMetric(desc, prometheus.GaugeValue, n.Replicas, n.Model, n.SLO); err == nil {
 			ch <- m
 		}
 	}

@@ -9,17 +9,19 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/vllm-slo-exporter/vllm-slo-exporter/internal/capacity"
+	"github.com/vllm-slo-exporter/vllm-slo-exporter/internal/pipeline"
 )
 
 // BenchmarkCapacityCollect renders the capacity series of a fleet of
-// targets (one model, two SLOs, bounded answers): the collector's cost per
+// targets (one model, two SLOs, bounded answers) and their replica signal,
+// both computed once, as the evaluation does: the collector's cost per
 // GET /metrics.
 func BenchmarkCapacityCollect(b *testing.B) {
 	for _, n := range []int{1, 100} {
 		b.Run(fmt.Sprintf("targets=%d", n), func(b *testing.B) {
-			reps := capacityFleet(n)
+			rep := capacityReport(capacityFleet(n))
 			reg := prometheus.NewRegistry()
-			reg.MustRegister(newCapacityCollector(func() []capacity.Report { return reps }))
+			reg.MustRegister(NewCollector(func() *pipeline.Report { return rep }))
 			b.ReportAllocs()
 			cpu := cpuTime()
 			for b.Loop() {
@@ -31,7 +33,7 @@ func BenchmarkCapacityCollect(b *testing.B) {
 		})
 		// The replica signal's share of the collector: its series alone.
 		b.Run(fmt.Sprintf("targets=%d/replicas-only", n), func(b *testing.B) {
-			reps := capacityFleet(n)
+			needs := capacityReport(capacityFleet(n)).Replicas
 			desc := replicasDesc()
 			ch := make(chan prometheus.Metric, 16)
 			go func() {
@@ -42,7 +44,7 @@ func BenchmarkCapacityCollect(b *testing.B) {
 			b.ReportAllocs()
 			cpu := cpuTime()
 			for b.Loop() {
-				renderReplicas(ch, desc, reps)
+				renderReplicas(ch, desc, needs)
 			}
 			b.ReportMetric(float64((cpuTime()-cpu).Microseconds())/1e3/float64(b.N), "cpu-ms/op")
 		})

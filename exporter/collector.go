@@ -39,8 +39,8 @@ type ReportSource func() *pipeline.Report
 // Collector renders the latest Report as const metrics on every scrape: a
 // series that stops existing in the report disappears from /metrics. It is
 // the exporter's one collector of SLO results: the targets' series, their
-// alerts and the capacity estimates (Report.Capacity) all come from the
-// one report.
+// alerts, the capacity estimates (Report.Capacity) and the replica signal
+// (Report.Replicas) all come from the one report.
 type Collector struct {
 	source ReportSource
 
@@ -77,6 +77,7 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 		r.alerts(rep.Alerts, t.Name)
 	}
 	c.capacity(ch, rep.Capacity)
+	renderReplicas(ch, c.replicas, rep.Replicas)
 }
 
 func (c *Collector) descSet(extra []string) *descSet {

@@ -1,11 +1,11 @@
 package fleetday
 
 import (
-	"math"
 	"math/rand/v2"
 	"time"
 
 	"github.com/vllm-slo-exporter/vllm-slo-exporter/internal/sim"
+	"github.com/vllm-slo-exporter/vllm-slo-exporter/test/simtruth"
 )
 
 // Sweep is the constant-rate measurement of one replica: the true
@@ -38,7 +38,7 @@ func TrueKnee(p sim.EngineParams, m Mix, rates []float64, seeds []uint64) Sweep 
 		sw.Rates = append(sw.Rates, r)
 		sw.Attainment = append(sw.Attainment, good/n)
 	}
-	sw.Knee = crossing(sw.Rates, nonIncreasing(sw.Attainment), SLO.Goal)
+	sw.Knee = simtruth.Knee(sw.Rates, sw.Attainment, SLO.Goal)
 	return sw
 }
 
@@ -78,7 +78,7 @@ func FleetKnee(cfg Config, m Mix, n int, rates []float64, seeds []uint64) Sweep 
 		sw.Rates = append(sw.Rates, r)
 		sw.Attainment = append(sw.Attainment, good/all)
 	}
-	sw.Knee = crossing(sw.Rates, nonIncreasing(sw.Attainment), SLO.Goal)
+	sw.Knee = simtruth.Knee(sw.Rates, sw.Attainment, SLO.Goal)
 	return sw
 }
 
@@ -114,39 +114,4 @@ func constantRate(p sim.EngineParams, m Mix, rate float64, seed uint64) (good, n
 		e.advance(t)
 	}
 	return j.good, j.n
-}
-
-// nonIncreasing is the equal-weight non-increasing least-squares fit of y
-// (pool adjacent violators).
-func nonIncreasing(y []float64) []float64 {
-	type block struct{ sum, n float64 }
-	var bs []block
-	for _, v := range y {
-		bs = append(bs, block{v, 1})
-		for len(bs) > 1 && bs[len(bs)-2].sum/bs[len(bs)-2].n < bs[len(bs)-1].sum/bs[len(bs)-1].n {
-			a, b := bs[len(bs)-2], bs[len(bs)-1]
-			bs = append(bs[:len(bs)-2], block{a.sum + b.sum, a.n + b.n})
-		}
-	}
-	out := make([]float64, 0, len(y))
-	for _, b := range bs {
-		for range int(b.n) {
-			out = append(out, b.sum/b.n)
-		}
-	}
-	return out
-}
-
-// crossing is the highest x at which the non-increasing f, linear between
-// points, is at least goal: NaN when f[0] is below it, +Inf when f never is.
-func crossing(x, f []float64, goal float64) float64 {
-	if len(f) == 0 || f[0] < goal {
-		return math.NaN()
-	}
-	for i := 1; i < len(f); i++ {
-		if f[i] < goal {
-			return x[i-1] + (f[i-1]-goal)/(f[i-1]-f[i])*(x[i]-x[i-1])
-		}
-	}
-	return math.Inf(1)
 }

@@ -44,3 +44,23 @@ func cpuTime() time.Duration {
 	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
+
+// BenchmarkModelNeeds is the replica signal of a fleet of 100 targets
+// serving one model under two SLOs, bounded answers: what the capacity
+// stage adds to each evaluation (ModelNeeds, once per evaluation).
+func BenchmarkModelNeeds(b *testing.B) {
+	r := Range{Estimate: 6, Lower: 5.5, Upper: 6.5}
+	e := Estimate{Kind: Bounded, Goal: 0.99, Load: 3, Trend: 1e-4, Requests: r}
+	var reps []Report
+	for i := range 100 {
+		for _, s := range []string{"interactive", "batch"} {
+			reps = append(reps, Report{Target: fmt.Sprintf("gpu%04d", i), Model: "m", SLO: s, Estimate: e})
+		}
+	}
+	b.ReportAllocs()
+	cpu := cpuTime()
+	for b.Loop() {
+		ModelNeeds(reps, nil, DefaultReplicaPolicy())
+	}
+	b.ReportMetric(float64((cpuTime()-cpu).Microseconds())/1e3/float64(b.N), "cpu-ms/op")
+}

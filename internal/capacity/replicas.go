@@ -75,6 +75,18 @@ type Need struct {
 	// Missed is true when no replica had a capacity and one saw the SLO
 	// missed at every load: PerReplica is then half the lowest of them.
 	Missed bool
+	// Margin is the margin the plan left free: the policy's for a bounded
+	// capacity, 0 for a lower_only one or a missed SLO.
+	Margin float64
+	// Spread is the replicas the capacity's prediction interval allows,
+	// without the margin: Projected over the median of the bounded
+	// answers' upper ends (Lower, the fewest), of their estimates
+	// (Estimate) and of their lower ends (Upper, the most). A lower_only
+	// capacity has no upper end: Lower is 0 and Estimate = Upper =
+	// Replicas. A missed SLO says only that the capacity lies below the
+	// lowest load it missed at: Lower is Projected over that load, Upper
+	// +Inf and Estimate = Replicas. All NaN while Replicas is.
+	Spread Range
 	// Load is the model's load now and Projected the load Lead from now
 	// (req/s).
 	Load, Projected float64
@@ -125,7 +137,8 @@ type Need struct {
 // capacity's prediction, measured against the simulator's truth in
 // bench/fleetday (docs/autoscaling.md).
 func Replicas(es []Estimate, load Load, p ReplicaPolicy) Need {
-	n := Need{Replicas: math.NaN(), PerReplica: math.NaN(), Planned: math.NaN(), Kind: Unknown, Of: len(es)}
+	n := Need{Replicas: math.NaN(), PerReplica: math.NaN(), Planned: math.NaN(), Kind: Unknown, Of: len(es),
+		Spread: Range{Estimate: math.NaN(), Lower: math.NaN(), Upper: math.NaN()}}
 	n.Load = load.Now()
 	n.Projected = n.Load + math.Max(0, load.Trend)*p.Lead.Seconds()
 	n.PerReplica, n.Kind, n.Answered = perReplica(es)
@@ -136,14 +149,33 @@ func Replicas(es []Estimate, load Load, p ReplicaPolicy) Need {
 	}
 	switch {
 	case n.Kind == Bounded && p.Margin < 1:
-		n.Planned = (1 - math.Max(0, p.Margin)) * n.PerReplica
+		n.Margin = math.Max(0, p.Margin)
+		n.Planned = (1 - n.Margin) * n.PerReplica
 	case n.Kind == LowerOnly || n.Missed:
 		n.Planned = n.PerReplica
 	default:
 		return n
 	}
 	n.Replicas = n.Projected / n.Planned
+	n.Spread = spread(es, n)
 	return n
+}
+
+// spread is Need.Spread of n, the need Replicas computed from es.
+func spread(es []Estimate, n Need) Range {
+	switch {
+	case n.Missed:
+		return Range{Estimate: n.Replicas, Lower: n.Projected / (2 * n.PerReplica), Upper: math.Inf(1)}
+	case n.Kind == LowerOnly:
+		return Range{Estimate: n.Replicas, Lower: 0, Upper: n.Replicas}
+	}
+	var est, upper []float64
+	for _, e := range es {
+		if e.Kind == Bounded && e.Requests.Lower > 0 && !math.IsInf(e.Requests.Lower, 1) {
+			est, upper = append(est, e.Requests.Estimate), append(upper, e.Requests.Upper)
+		}
+	}
+	return Range{Estimate: n.Projected / median(est), Lower: n.Projected / median(upper), Upper: n.Projected / n.PerReplica}
 }
 
 // perReplica is the capacity counted for each replica (see Replicas), the
@@ -171,16 +203,24 @@ func perReplica(es []Estimate) (float64, Kind, int) {
 		}
 		return math.NaN(), Unknown, 0
 	}
-	slices.Sort(bounded)
-	m := len(bounded) / 2
-	med := bounded[m]
-	if len(bounded)%2 == 0 {
-		med = (bounded[m-1] + bounded[m]) / 2
-	}
+	med := median(bounded)
 	if lowerOnly > med {
 		return lowerOnly, LowerOnly, answered
 	}
 	return med, Bounded, answered
+}
+
+// median is the median of xs, which it sorts (NaN when empty).
+func median(xs []float64) float64 {
+	if len(xs) == 0 {
+		return math.NaN()
+	}
+	slices.Sort(xs)
+	m := len(xs) / 2
+	if len(xs)%2 == 0 {
+		return (xs[m-1] + xs[m]) / 2
+	}
+	return xs[m]
 }
 
 // lowestMissed is the lowest load of the answers whose curve misses the

@@ -156,3 +156,46 @@ func TestReplicasOverloadedFleetScalesUp(t *testing.T) {
 		t.Fatalf("with a lower_only answer beside: %+v, want it counted", n)
 	}
 }
+
+// TestReplicasSpread: the interval of a bounded need is the projected load
+// over the medians of the upper ends, estimates and lower ends, without the
+// margin; a lower_only need has no fewest (0) and its most is Replicas.
+func TestReplicasSpread(t *testing.T) {
+	es := []Estimate{answer(Bounded, 5, 4, 0), answer(Bounded, 6, 4, 0), answer(Bounded, 4, 4, 0)}
+	n := Replicas(es, sum(es), ReplicaPolicy{Margin: 0.2})
+	want := Range{Estimate: 12 / 5.5, Lower: 12.0 / 6, Upper: 12.0 / 5}
+	if math.Abs(n.Spread.Estimate-want.Estimate) > 1e-12 || math.Abs(n.Spread.Lower-want.Lower) > 1e-12 || n.Spread.Upper != want.Upper || n.Margin != 0.2 {
+		t.Fatalf("spread %+v margin %v, want %+v and 0.2", n.Spread, n.Margin, want)
+	}
+	if !(n.Spread.Upper < n.Replicas) {
+		t.Errorf("the interval's most %v is not below the recommendation %v, which keeps the margin", n.Spread.Upper, n.Replicas)
+	}
+	lo := []Estimate{answer(LowerOnly, 4, 6, 0)}
+	n = Replicas(lo, sum(lo), ReplicaPolicy{Margin: 0.2})
+	if n.Spread != (Range{Estimate: 1.5, Lower: 0, Upper: 1.5}) || n.Margin != 0 {
+		t.Errorf("lower_only spread %+v margin %v, want [0, 1.5] at 1.5 and no margin", n.Spread, n.Margin)
+	}
+}
+
+// TestModelNeedsGroupsByModelAndSLO: one need per model and SLO, in the
+// order each pair first appears, pooling its targets; NaN replicas for a
+// pair none of whose targets has a capacity.
+func TestModelNeedsGroupsByModelAndSLO(t *testing.T) {
+	reps := []Report{
+		{Target: "a", Model: "m2", SLO: "s", Estimate: answer(LowerOnly, 2, 1, 0)},
+		{Target: "a", Model: "m1", SLO: "s", Estimate: answer(LowerOnly, 4, 3, 0)},
+		{Target: "a", Model: "m3", SLO: "s", Estimate: answer(Unknown, 0, 1, 0)},
+		{Target: "b", Model: "m2", SLO: "s", Estimate: answer(Unknown, 0, 2, 0)},
+		{Target: "b", Model: "m1", SLO: "s", Estimate: answer(LowerOnly, 5, 6, 0)},
+	}
+	ns := ModelNeeds(reps, nil, DefaultReplicaPolicy())
+	if len(ns) != 3 || ns[0].Model != "m2" || ns[1].Model != "m1" || ns[2].Model != "m3" || ns[0].Of != 2 || ns[1].Of != 2 {
+		t.Fatalf("needs %+v, want m2 then m1, two targets each, then m3", ns)
+	}
+	if !math.IsNaN(ns[2].Replicas) || ns[2].Answered != 0 {
+		t.Errorf("m3 needs %v replicas on %d answers, want NaN on none", ns[2].Replicas, ns[2].Answered)
+	}
+	if ns[0].Replicas != 3.0/2 || ns[1].Replicas != 9.0/5 || ns[1].Policy != DefaultReplicaPolicy() {
+		t.Errorf("replicas %v and %v, want 1.5 and 1.8 under the default policy", ns[0].Replicas, ns[1].Replicas)
+	}
+}

@@ -15,8 +15,9 @@ import (
 // attainment against load (each window's estimate with the ledger's band,
 // the monotone fit with the fits of the bounds, the goal, the knee with its
 // prediction interval and the current operating point) drawn as inline
-// SVG, and the numbers /metrics exports beside it. Every number comes from
-// the capacity.Report; the page only maps them to pixels.
+// SVG, and the numbers /metrics exports beside it; above them, for every
+// model and SLO, the replica signal (Report.Replicas). Every number comes
+// from the report; the page only maps them to pixels.
 
 // Chart geometry, in SVG user units.
 const (
@@ -31,8 +32,16 @@ const (
 
 // capacityPage is the data of the capacity template.
 type capacityPage struct {
-	Refresh int
-	Charts  []capacityChart
+	Refresh  int
+	Replicas []replicaTable
+	Charts   []capacityChart
+}
+
+// replicaTable is the replica signal of one model and SLO: its rows, as
+// the capacity table's are.
+type replicaTable struct {
+	Model, SLO string
+	Numbers    []capacityNumber
 }
 
 // capacityChart is one estimate, its numbers and its chart in pixels.
@@ -104,8 +113,15 @@ svg.capacity .opband { stroke: #009E73; stroke-width: 3; }
 </head>
 <body>
 <header><h1><a href="/">SLO console</a> › capacity</h1></header>
+<p class="note">The replica signal is the replicas a model needs to keep the SLO: the model's load, projected ahead along a rising trend, over the load planned per replica, which is the capacity's lower end less the margin (docs/autoscaling.md). A prediction, not a bound: its interval is the replicas the capacity's prediction interval allows, without the margin.</p>
 <p class="note">The capacity is a prediction, not a bound: the load at which the SLO's attainment falls below its goal, learned from this server's windows (docs/capacity.md). Blue: each two-minute window's attainment, between the ledger's bounds; orange: the monotone fit, shaded between the fits of the bounds; red: the knee and its 90% prediction interval; green: the load now and the attainment of the last ten minutes.</p>
-{{range $c := .Charts}}<section class="capacity" id="{{.Target}}/{{.Model}}/{{.SLO}}">
+{{range .Replicas}}<section class="replicas" id="replicas/{{.Model}}/{{.SLO}}">
+<h2>replicas · <span class="model">{{.Model}}</span> · {{.SLO}}</h2>
+<table class="replica-numbers"><tbody>
+{{range .Numbers}}<tr><td>{{.Name}}</td><td>{{if .Series}}<span class="num" title="{{.Series}}" data-series="{{.Series}}">{{.Value}}</span>{{else}}{{.Value}}{{end}}</td></tr>
+{{end}}</tbody></table>
+</section>
+{{end}}{{range $c := .Charts}}<section class="capacity" id="{{.Target}}/{{.Model}}/{{.SLO}}">
 <h2>{{.SLO}} · {{.Target}} · <span class="model">{{.Model}}</span> · {{.Estimate.Kind}}{{if .Labels}} <small>{{.Labels}}</small>{{end}}</h2>
 {{if .Estimate.Reason}}<p class="note">{{.Estimate.Reason}}</p>{{end}}
 <div class="capacity-row">
@@ -132,11 +148,15 @@ svg.capacity .opband { stroke: #009E73; stroke-width: 3; }
 </html>
 `))
 
-// serveCapacity draws every capacity estimate of the latest report
-// (Report.Capacity), the estimates /metrics renders from the same report.
+// serveCapacity shows the replica signal (Report.Replicas) and draws every
+// capacity estimate (Report.Capacity) of the latest report, what /metrics
+// renders from the same report.
 func (c *Console) serveCapacity(w http.ResponseWriter, _ *http.Request) {
 	page := capacityPage{Refresh: c.opts.RefreshSeconds}
 	if rep := c.report(); rep != nil {
+		for _, n := range rep.Replicas {
+			page.Replicas = append(page.Replicas, replicaTable{Model: n.Model, SLO: n.SLO, Numbers: replicaNumbers(n)})
+		}
 		for _, r := range rep.Capacity {
 			page.Charts = append(page.Charts, buildCapacityChart(r))
 		}
@@ -251,6 +271,42 @@ func capacityNumbers(e capacity.Estimate) []capacityNumber {
 	}
 	out = append(out, capacityNumber{Name: "windows fitted", Value: strconv.Itoa(e.Windows)})
 	return out
+}
+
+// replicaNumbers is the table of one model's replica signal: the replicas
+// serving it now, the recommendation (the vllm_slo_capacity_replicas
+// series) and the whole number an autoscaler rounds it up to, the
+// interval, the margin and what the recommendation rests on.
+func replicaNumbers(n capacity.ModelNeed) []capacityNumber {
+	now := "unknown"
+	if n.Serving > 0 {
+		now = strconv.Itoa(n.Serving)
+	}
+	margin, counted := formatPercent0(n.Margin), string(n.Kind)
+	switch {
+	case n.Missed:
+		margin += " (no capacity: the SLO was missed at every load served)"
+		counted = "half the lowest load the SLO was missed at"
+	case n.Kind != capacity.Bounded:
+		margin += " (a " + string(n.Kind) + " capacity is planned at without it)"
+	}
+	serving := capacityNumber{Name: "replicas serving now", Value: now + " (" + strconv.Itoa(n.Answered) + " of " + strconv.Itoa(n.Of) + " estimates with a capacity)"}
+	if math.IsNaN(n.Replicas) || math.IsInf(n.Replicas, 0) {
+		// vllm_slo_capacity_replicas is absent, as on /metrics.
+		return []capacityNumber{serving, {Name: "recommended replicas", Value: "none yet: no estimate has a capacity (each estimate below says why)"},
+			{Name: "load now", Value: formatNumber(n.Load) + " req/s"}}
+	}
+	return []capacityNumber{
+		serving,
+		{Name: "recommended replicas", Series: "vllm_slo_capacity_replicas", Value: formatNumber(n.Replicas)},
+		{Name: "recommended, rounded up", Value: formatNumber(math.Ceil(n.Replicas))},
+		{Name: "interval (the capacity's 90% prediction interval, without the margin)", Value: "[" + formatNumber(n.Spread.Lower) + ", " + formatNumber(n.Spread.Upper) + "], at the estimate " + formatNumber(n.Spread.Estimate)},
+		{Name: "margin", Value: margin},
+		{Name: "capacity counted per replica", Value: formatNumber(n.PerReplica) + " req/s (" + counted + ")"},
+		{Name: "load planned per replica", Value: formatNumber(n.Planned) + " req/s"},
+		{Name: "load now", Value: formatNumber(n.Load) + " req/s"},
+		{Name: "load projected " + formatDuration(n.Policy.Lead) + " ahead", Value: formatNumber(n.Projected) + " req/s"},
+	}
 }
 
 // methodNote names the fit that placed a bounded knee, for its tooltip.

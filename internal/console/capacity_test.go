@@ -210,3 +210,61 @@ func TestCapacityPageWithoutEstimates(t *testing.T) {
 		}
 	}
 }
+
+// TestCapacityPageShowsTheReplicaSignal: the capacity page shows each
+// model's replica signal as the report holds it (Report.Replicas, not
+// recomputed from the estimates): the replicas serving the model, the
+// recommendation, which reads what /metrics exports as
+// vllm_slo_capacity_replicas, its interval and its margin.
+func TestCapacityPageShowsTheReplicaSignal(t *testing.T) {
+	ws := capacityDay(1)
+	bounded := capacity.Fit(ws, capacity.DefaultConfig(0.95), ws[len(ws)/2].End, "")
+	need := capacity.ModelNeed{Model: "m", SLO: "interactive", Serving: 3, Policy: capacity.DefaultReplicaPolicy(),
+		Need: capacity.Need{Replicas: 3.75, PerReplica: 5, Planned: 4.5, Kind: capacity.Bounded, Margin: 0.1,
+			Spread: capacity.Range{Estimate: 3.1, Lower: 2.9, Upper: 3.4}, Load: 15, Projected: 16.875, Answered: 3, Of: 3}}
+	src := func() *pipeline.Report {
+		return &pipeline.Report{Capacity: []capacity.Report{{Target: "a", Model: "m", SLO: "interactive", Estimate: bounded}},
+			Replicas: []capacity.ModelNeed{need}}
+	}
+	rec := httptest.NewRecorder()
+	console.New(console.Options{Report: src}).ServeHTTP(rec, httptest.NewRequest("GET", "/capacity", nil))
+	if rec.Code != 200 {
+		t.Fatalf("GET /capacity: %d %s", rec.Code, rec.Body)
+	}
+	page := html.UnescapeString(rec.Body.String())
+	start := strings.Index(page, `<section class="replicas" id="replicas/m/interactive">`)
+	if start < 0 {
+		t.Fatalf("no replica section for m/interactive:\n%s", page)
+	}
+	section := page[start : start+strings.Index(page[start:], "</section>")]
+	for _, want := range []string{
+		"<td>replicas serving now</td><td>3 (3 of 3 estimates with a capacity)</td>",
+		`<td>recommended replicas</td><td><span class="num" title="vllm_slo_capacity_replicas" data-series="vllm_slo_capacity_replicas">3.75</span>`,
+		"<td>recommended, rounded up</td><td>4</td>",
+		"[2.9, 3.4], at the estimate 3.1",
+		"<td>margin</td><td>10%</td>",
+		"<td>load projected 5m ahead</td><td>16.88 req/s</td>",
+	} {
+		if !strings.Contains(section, want) {
+			t.Errorf("the replica section lacks %q:\n%s", want, section)
+		}
+	}
+	reg := prometheus.NewPedanticRegistry()
+	reg.MustRegister(exporter.NewCollector(src))
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	exported := false
+	for _, mf := range mfs {
+		if mf.GetName() == "vllm_slo_capacity_replicas" {
+			if ms := mf.GetMetric(); len(ms) != 1 || ms[0].GetGauge().GetValue() != need.Replicas {
+				t.Errorf("/metrics exports %v, the report holds %v", ms, need.Replicas)
+			}
+			exported = true
+		}
+	}
+	if !exported {
+		t.Error("/metrics exports no vllm_slo_capacity_replicas")
+	}
+}

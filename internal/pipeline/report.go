@@ -29,6 +29,10 @@ type Report struct {
 	// ordered as they return them; nil without one. The exporter renders
 	// them with the rest of the report.
 	Capacity []capacity.Report
+	// Replicas holds the replica signal of each model and SLO, computed by
+	// the same amender from Capacity (capacity.ModelNeeds); nil without
+	// one. The exporter and the console render it.
+	Replicas []capacity.ModelNeed
 }
 
 // Firing returns the alerts that are firing.

@@ -23,6 +23,7 @@ import (
 	"github.com/vllm-slo-exporter/vllm-slo-exporter/internal/sim"
 	"github.com/vllm-slo-exporter/vllm-slo-exporter/scrape"
 	"github.com/vllm-slo-exporter/vllm-slo-exporter/slo"
+	"github.com/vllm-slo-exporter/vllm-slo-exporter/test/simtruth"
 )
 
 // Start is the virtual time every simulated run starts at.
@@ -118,7 +119,7 @@ func TrueKnee(s Server, lo, hi, step float64, seeds []uint64) (Sweep, error) {
 		sw.Rates = append(sw.Rates, r)
 		sw.Attainment = append(sw.Attainment, good/n)
 	}
-	sw.Knee = crossing(sw.Rates, isotonicDown(sw.Attainment), SLO.Goal)
+	sw.Knee = simtruth.Knee(sw.Rates, sw.Attainment, SLO.Goal)
 	return sw, nil
 }
 
@@ -143,42 +144,6 @@ func constantRate(s Server, rate float64, seed uint64) (good, n float64, err err
 		}
 	}
 	return good, n, nil
-}
-
-// isotonicDown is the weighted-equal non-increasing least-squares fit of y
-// (pool adjacent violators).
-func isotonicDown(y []float64) []float64 {
-	type block struct{ sum, n float64 }
-	var bs []block
-	for _, v := range y {
-		bs = append(bs, block{v, 1})
-		for len(bs) > 1 && bs[len(bs)-2].sum/bs[len(bs)-2].n < bs[len(bs)-1].sum/bs[len(bs)-1].n {
-			a, b := bs[len(bs)-2], bs[len(bs)-1]
-			bs = append(bs[:len(bs)-2], block{a.sum + b.sum, a.n + b.n})
-		}
-	}
-	out := make([]float64, 0, len(y))
-	for _, b := range bs {
-		for range int(b.n) {
-			out = append(out, b.sum/b.n)
-		}
-	}
-	return out
-}
-
-// crossing is the highest x at which the non-increasing f, linear between
-// points, is at least goal; NaN when f is below goal at the first point,
-// +Inf when it never falls below.
-func crossing(x, f []float64, goal float64) float64 {
-	if len(f) == 0 || f[0] < goal {
-		return math.NaN()
-	}
-	for i := 1; i < len(f); i++ {
-		if f[i] < goal {
-			return x[i-1] + (f[i-1]-goal)/(f[i-1]-f[i])*(x[i]-x[i-1])
-		}
-	}
-	return math.Inf(1)
 }
 
 // Day is a simulated production day: a server under a rate profile, with

@@ -1,8 +1,8 @@
 // Package simtruth reads the simulator's ground truth (sim.Truth) as the
 // tests of many packages need it: the populations each vLLM histogram
 // observes in a window, the requests that ended otherwise, the in-flight
-// counts the gauges show. It is test harness: no product package imports
-// it.
+// counts the gauges show, the knee of a constant-rate sweep (Knee). It is
+// test harness: no product package imports it.
 package simtruth
 
 import (

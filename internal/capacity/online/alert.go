@@ -19,8 +19,10 @@ type HeadroomPolicy struct {
 
 // Stage is the capacity learners' part of every evaluation of a pipeline
 // (a pipeline.Amender): it refits the learners on the report, puts their
-// estimates in the report (Report.Capacity), whatever renders the report
-// then shows them with the rest, and returns the headroom tickets whose
+// estimates in the report (Report.Capacity) and the replica signal of each
+// model and SLO computed from them (Report.Replicas, under
+// capacity.DefaultReplicaPolicy), whatever renders the report then shows
+// them with the rest, and returns the headroom tickets whose
 // condition holds, which the pipeline's alert state machine carries with
 // its own alerts (package alerting). The daemon and replay add it alike.
 type Stage struct {
@@ -31,11 +33,34 @@ type Stage struct {
 }
 
 // Amend refits the learners on rep, sets rep.Capacity to their estimates
-// and returns the headroom tickets' conditions.
+// and rep.Replicas to the replica signal, and returns the headroom
+// tickets' conditions.
 func (s Stage) Amend(rep *pipeline.Report) []alerting.Condition {
 	s.Learners.Refit(rep)
 	rep.Capacity = s.Learners.Reports()
+	rep.Replicas = ReplicaNeeds(rep, s.Learners.config)
 	return HeadroomConditions(rep.Capacity, s.Policy())
+}
+
+// ReplicaNeeds is the replica signal of every model and SLO of
+// rep.Capacity (capacity.ModelNeeds under the default policy, the loads
+// averaged over config's span), each with the replicas serving its model:
+// rep's targets serving it whose last scrape succeeded.
+func ReplicaNeeds(rep *pipeline.Report, config func(goal float64) capacity.Config) []capacity.ModelNeed {
+	needs := capacity.ModelNeeds(rep.Capacity, config, capacity.DefaultReplicaPolicy())
+	serving := map[string]int{}
+	for _, t := range rep.Targets {
+		if !t.Up {
+			continue
+		}
+		for _, m := range t.Models {
+			serving[m.Name]++
+		}
+	}
+	for i := range needs {
+		needs[i].Serving = serving[needs[i].Model]
+	}
+	return needs
 }
 
 // HeadroomConditions are the VLLMSLOCapacityHeadroomLow tickets whose

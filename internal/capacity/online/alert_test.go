@@ -97,3 +97,24 @@ func TestHeadroomMarginOff(t *testing.T) {
 		t.Fatalf("margin 0: %+v, want no ticket", got)
 	}
 }
+
+// TestReplicaNeedsCountsTheServingTargets: the replica signal pools the
+// model's estimates and counts as serving the targets whose last scrape
+// succeeded with the model in it, an estimate or not.
+func TestReplicaNeedsCountsTheServingTargets(t *testing.T) {
+	lower := func(lo, load float64) capacity.Estimate {
+		return capacity.Estimate{Kind: capacity.LowerOnly, Load: load, Requests: capacity.Range{Estimate: lo, Lower: lo, Upper: math.Inf(1)}}
+	}
+	m := []pipeline.ModelReport{{Name: "m"}}
+	rep := &pipeline.Report{
+		Targets: []pipeline.TargetReport{{Name: "a", Up: true, Models: m}, {Name: "b", Models: m}, {Name: "c", Up: true, Models: m}},
+		Capacity: []capacity.Report{
+			{Target: "a", Model: "m", SLO: "s", Estimate: lower(4, 3)},
+			{Target: "b", Model: "m", SLO: "s", Estimate: lower(5, 3)},
+		},
+	}
+	ns := ReplicaNeeds(rep, nil)
+	if len(ns) != 1 || ns[0].Serving != 2 || ns[0].Of != 2 || ns[0].Replicas != 6.0/5 {
+		t.Fatalf("needs %+v, want one for m: 2 serving, 2 estimates, 6/5 replicas", ns)
+	}
+}

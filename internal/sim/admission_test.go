@@ -1,8 +1,11 @@
-package sim
+package sim_test
 
 import (
 	"testing"
 	"time"
+
+	"github.com/vllm-slo-exporter/vllm-slo-exporter/internal/sim"
+	"github.com/vllm-slo-exporter/vllm-slo-exporter/test/simtruth"
 )
 
 // TestAdmissionLimit overloads a two-engine model capped at 40 unfinished
@@ -13,7 +16,7 @@ import (
 // absent, as on servers without admission control.
 func TestAdmissionLimit(t *testing.T) {
 	cfg := cancelConfig(6)
-	cfg.Models[0].Workload.Cancel = Cancellation{}
+	cfg.Models[0].Workload.Cancel = sim.Cancellation{}
 	cfg.Models[0].Workload.Phases[0].Rate *= 4
 	cfg.Models[0].MaxNumQueuedReqs = 40
 	s := mustNew(t, cfg)
@@ -30,7 +33,7 @@ func TestAdmissionLimit(t *testing.T) {
 			t.Errorf("at %v: %v unfinished, cap 40", s.Now().Sub(t0), unfinished)
 		}
 		truth := s.Truth()
-		rejected := len(truth.RejectedIn(t0, s.Now()))
+		rejected := len(simtruth.RejectedIn(truth, t0, s.Now()))
 		if got := p.must(t, "vllm:admission_rejections_total", "model_name", "m", "reason", "max_num_queued_reqs"); got != float64(rejected) {
 			t.Errorf("at %v: rejections counter %v, truth %d", s.Now().Sub(t0), got, rejected)
 		}
@@ -39,7 +42,7 @@ func TestAdmissionLimit(t *testing.T) {
 			if r.Finished() {
 				finished++
 			}
-			if r.Rejected && (r.Finished() || !r.FirstToken.IsZero() || r.Outcome() != OutcomeRejected) {
+			if r.Rejected && (r.Finished() || !r.FirstToken.IsZero() || r.Outcome() != sim.OutcomeRejected) {
 				t.Fatalf("rejected request %d: finished %v, first token %v, outcome %s", r.ID, r.Finished(), r.FirstToken, r.Outcome())
 			}
 		}
@@ -51,7 +54,7 @@ func TestAdmissionLimit(t *testing.T) {
 			t.Errorf("at %v: e2e count %v, finished %d (a rejection reached a histogram?)", s.Now().Sub(t0), e2e, finished)
 		}
 	}
-	if len(s.Truth().RejectedIn(t0, s.Now())) == 0 {
+	if len(simtruth.RejectedIn(s.Truth(), t0, s.Now())) == 0 {
 		t.Fatal("no request rejected: the overload shows nothing")
 	}
 	cfg.Models[0].MaxNumQueuedReqs = 0

@@ -1,4 +1,4 @@
-package sim
+package sim_test
 
 import (
 	"bytes"
@@ -7,15 +7,18 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/vllm-slo-exporter/vllm-slo-exporter/internal/sim"
+	"github.com/vllm-slo-exporter/vllm-slo-exporter/test/simtruth"
 )
 
 // cancelConfig is smallConfig under load, with clients that cancel both
 // after the first token (skewed to slow requests) and before it.
-func cancelConfig(seed uint64) Config {
+func cancelConfig(seed uint64) sim.Config {
 	c := smallConfig(seed)
-	c.Models[0].Workload.Phases = []Phase{{Kind: Bursty, Rate: 40, RateOff: 2, On: 20 * time.Second, Off: 20 * time.Second}}
+	c.Models[0].Workload.Phases = []sim.Phase{{Kind: sim.Bursty, Rate: 40, RateOff: 2, On: 20 * time.Second, Off: 20 * time.Second}}
 	c.Models[0].Engine.MaxNumSeqs = 24
-	c.Models[0].Workload.Cancel = Cancellation{
+	c.Models[0].Workload.Cancel = sim.Cancellation{
 		Share: 0.2, TTFTRef: 200 * time.Millisecond, Skew: 1,
 		AtFirstToken: 0.4, Reaction: 30 * time.Millisecond,
 		BeforeFirstToken: 0.5, Patience: 2 * time.Second,
@@ -39,11 +42,11 @@ func TestCancellationExposition(t *testing.T) {
 			checkTruth(t, s)
 		}
 		tr := s.Truth()
-		byOutcome := map[Outcome]int{}
+		byOutcome := map[sim.Outcome]int{}
 		for _, r := range tr {
 			byOutcome[r.Outcome()]++
 		}
-		for _, o := range []Outcome{OutcomeFinished, OutcomeAbandoned, OutcomeCancelled, OutcomeInFlight} {
+		for _, o := range []sim.Outcome{sim.OutcomeFinished, sim.OutcomeAbandoned, sim.OutcomeCancelled, sim.OutcomeInFlight} {
 			if byOutcome[o] < 5 {
 				t.Fatalf("only %d %s requests in %v; the test is vacuous", byOutcome[o], o, byOutcome)
 			}
@@ -55,33 +58,26 @@ func TestCancellationExposition(t *testing.T) {
 // counted since the (re)start are exactly the finishes, plus the streams
 // abandoned after their first token, plus the requests in flight past their
 // first token; and that the latter fit in the running gauge.
-func ttftIdentity(t *testing.T, s *Sim) {
+func ttftIdentity(t *testing.T, s *sim.Sim) {
 	t.Helper()
-	body, ct := s.ExpositionStyle(Style{Format: SingleProcess})
+	body, ct := s.ExpositionStyle(sim.Style{Format: sim.SingleProcess})
 	p := parse(t, body, ct)
 	tr := s.Truth()
 	from, now := s.Created(), s.Now()
-	for _, m := range s.models {
-		for _, e := range m.engines {
-			name, eng := m.cfg.Name, strconv.Itoa(e.idx)
-			var mine Truth
-			for _, r := range tr {
-				if r.Model == name && r.Engine == e.idx {
-					mine = append(mine, r)
-				}
-			}
-			ttft := p.must(t, "vllm:time_to_first_token_seconds_count", "engine", eng, "model_name", name)
-			finished := p.must(t, "vllm:e2e_request_latency_seconds_count", "engine", eng, "model_name", name)
-			running := p.must(t, "vllm:num_requests_running", "engine", eng, "model_name", name)
-			abandoned := len(mine.AbandonedIn(from, now))
-			past := mine.InFlightAt(now).PastFirstToken
-			if ttft != finished+float64(abandoned+past) {
-				t.Errorf("%v %s/%s: %v first tokens != %v finished + %d abandoned + %d in flight",
-					now.Sub(s.cfg.Start), name, eng, ttft, finished, abandoned, past)
-			}
-			if float64(past) > running {
-				t.Errorf("%v %s/%s: %d in flight past the first token, running gauge %v", now.Sub(s.cfg.Start), name, eng, past, running)
-			}
+	start := s.Config().Start
+	for _, e := range engines(s, tr) {
+		name, eng, mine := e.name, e.label, e.truth
+		ttft := p.must(t, "vllm:time_to_first_token_seconds_count", "engine", eng, "model_name", name)
+		finished := p.must(t, "vllm:e2e_request_latency_seconds_count", "engine", eng, "model_name", name)
+		running := p.must(t, "vllm:num_requests_running", "engine", eng, "model_name", name)
+		abandoned := len(simtruth.AbandonedIn(mine, from, now))
+		past := simtruth.InFlightAt(mine, now).PastFirstToken
+		if ttft != finished+float64(abandoned+past) {
+			t.Errorf("%v %s/%s: %v first tokens != %v finished + %d abandoned + %d in flight",
+				now.Sub(start), name, eng, ttft, finished, abandoned, past)
+		}
+		if float64(past) > running {
+			t.Errorf("%v %s/%s: %d in flight past the first token, running gauge %v", now.Sub(start), name, eng, past, running)
 		}
 	}
 }
@@ -91,7 +87,7 @@ func ttftIdentity(t *testing.T, s *Sim) {
 // cancellations, restarts and an outage.
 func TestFirstTokenIdentity(t *testing.T) {
 	for _, name := range []string{"cancel15", "restart", "outage"} {
-		cfg, err := Preset(name, 5, t0)
+		cfg, err := sim.Preset(name, 5, t0)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -102,7 +98,7 @@ func TestFirstTokenIdentity(t *testing.T) {
 			s.AdvanceTo(at)
 			ttftIdentity(t, s)
 		}
-		abandoned = len(s.Truth().AbandonedIn(t0, s.Now()))
+		abandoned = len(simtruth.AbandonedIn(s.Truth(), t0, s.Now()))
 		if name == "cancel15" && abandoned < 100 {
 			t.Errorf("%s: only %d abandoned streams", name, abandoned)
 		}
@@ -120,7 +116,7 @@ func TestFirstTokenIdentity(t *testing.T) {
 // mid-stream, and no abandoned stream produced a token after its abort or
 // ran to its end.
 func TestCancelSkew(t *testing.T) {
-	cfg, err := Preset("cancel15", 11, t0)
+	cfg, err := sim.Preset("cancel15", 11, t0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -129,7 +125,7 @@ func TestCancelSkew(t *testing.T) {
 	var ended, abandoned, atFirst int
 	var ttftAbandoned, ttftOthers float64
 	for _, r := range s.Truth() {
-		if r.FirstToken.IsZero() || r.Outcome() == OutcomeInFlight {
+		if r.FirstToken.IsZero() || r.Outcome() == sim.OutcomeInFlight {
 			continue
 		}
 		ended++
@@ -142,14 +138,14 @@ func TestCancelSkew(t *testing.T) {
 		if r.OutputTokens == 1 {
 			atFirst++
 		}
-		if r.LastToken.After(r.Finish) || r.Finished() || r.Outcome() != OutcomeAbandoned {
+		if r.LastToken.After(r.Finish) || r.Finished() || r.Outcome() != sim.OutcomeAbandoned {
 			t.Fatalf("abandoned request %d: last token %v after abort %v, or counted as finished", r.ID, r.LastToken, r.Finish)
 		}
 		if n := len(r.TokenTimes); n != r.OutputTokens || r.TokenTimes[n-1].After(r.Finish) {
 			t.Fatalf("abandoned request %d: %d token times for %d tokens", r.ID, n, r.OutputTokens)
 		}
-		if r.Finish.Sub(r.LastToken) >= Cancel15.Reaction {
-			t.Fatalf("abandoned request %d: abort %v after its last token, reaction at most %v", r.ID, r.Finish.Sub(r.LastToken), Cancel15.Reaction)
+		if r.Finish.Sub(r.LastToken) >= sim.Cancel15.Reaction {
+			t.Fatalf("abandoned request %d: abort %v after its last token, reaction at most %v", r.ID, r.Finish.Sub(r.LastToken), sim.Cancel15.Reaction)
 		}
 	}
 	share := float64(abandoned) / float64(ended)
@@ -212,7 +208,7 @@ func TestCancellationKeepsArrivals(t *testing.T) {
 // gauge drops at once), appear in no series, and never have a first token.
 func TestPatienceCancellation(t *testing.T) {
 	cfg := cancelConfig(4)
-	cfg.Models[0].Workload.Cancel = Cancellation{BeforeFirstToken: 1, Patience: 500 * time.Millisecond}
+	cfg.Models[0].Workload.Cancel = sim.Cancellation{BeforeFirstToken: 1, Patience: 500 * time.Millisecond}
 	s := mustNew(t, cfg)
 	s.Advance(40 * time.Second)
 	checkTruth(t, s)
@@ -222,7 +218,7 @@ func TestPatienceCancellation(t *testing.T) {
 			continue
 		}
 		n++
-		if r.Abandoned() || !r.FirstToken.IsZero() || r.OutputTokens != 0 || r.Outcome() != OutcomeCancelled {
+		if r.Abandoned() || !r.FirstToken.IsZero() || r.OutputTokens != 0 || r.Outcome() != sim.OutcomeCancelled {
 			t.Fatalf("request %d cancelled before its first token has one: %+v", r.ID, r)
 		}
 		if !r.Finish.After(r.Arrival) {
@@ -250,7 +246,7 @@ func TestCountAborts(t *testing.T) {
 		}
 		want := 0
 		if count {
-			want = len(s.Truth().CancelledIn(t0, s.Now()))
+			want = len(simtruth.CancelledIn(s.Truth(), t0, s.Now()))
 		}
 		if got != float64(want) || (count && want == 0) {
 			t.Errorf("count aborts %v: abort child %v, want %d", count, got, want)
@@ -262,11 +258,11 @@ func TestCountAborts(t *testing.T) {
 // exactly its lines and nothing else, and that the old names drop it too.
 func TestNoRequestTPOT(t *testing.T) {
 	const family = "vllm:request_time_per_output_token_seconds"
-	for _, f := range []Format{SingleProcess, MultiProcess, OpenMetrics} {
+	for _, f := range []sim.Format{sim.SingleProcess, sim.MultiProcess, sim.OpenMetrics} {
 		s := mustNew(t, smallConfig(2))
 		s.Advance(20 * time.Second)
-		full, _ := s.ExpositionStyle(Style{Format: f})
-		dropped, ct := s.ExpositionStyle(Style{Format: f, NoRequestTPOT: true})
+		full, _ := s.ExpositionStyle(sim.Style{Format: f})
+		dropped, ct := s.ExpositionStyle(sim.Style{Format: f, NoRequestTPOT: true})
 		var want bytes.Buffer
 		for _, line := range strings.SplitAfter(string(full), "\n") {
 			if !strings.Contains(line, family) {
@@ -283,12 +279,12 @@ func TestNoRequestTPOT(t *testing.T) {
 		if _, ok := p.types[family]; ok {
 			t.Errorf("%v: %s still declared", f, family)
 		}
-		old, ct := s.ExpositionStyle(Style{Format: f, OldNames: true})
+		old, ct := s.ExpositionStyle(sim.Style{Format: f, OldNames: true})
 		if _, ok := parse(t, old, ct).types[family]; ok {
 			t.Errorf("%v: old names still declare %s", f, family)
 		}
 	}
-	cfg, err := Preset("no-tpot", 1, t0)
+	cfg, err := sim.Preset("no-tpot", 1, t0)
 	if err != nil || !cfg.Style.NoRequestTPOT {
 		t.Errorf("no-tpot preset: %v, style %+v", err, cfg.Style)
 	}
@@ -299,7 +295,7 @@ func TestNoRequestTPOT(t *testing.T) {
 // token per step) holds one observation per token after the first.
 func TestOldNamesITL(t *testing.T) {
 	cfg := cancelConfig(12)
-	cfg.Style = Style{OldNames: true}
+	cfg.Style = sim.Style{OldNames: true}
 	s := mustNew(t, cfg)
 	s.Advance(50 * time.Second)
 	body, ct := s.Exposition()
@@ -325,14 +321,14 @@ func TestOldNamesITL(t *testing.T) {
 // while it is down, and a new process serves from PresetOutageAt +
 // PresetOutageDown with counters from zero.
 func TestOutagePreset(t *testing.T) {
-	cfg, err := Preset("outage", 2, t0)
+	cfg, err := sim.Preset("outage", 2, t0)
 	if err != nil {
 		t.Fatal(err)
 	}
 	s := mustNew(t, cfg)
-	crash, up := t0.Add(PresetOutageAt), t0.Add(PresetOutageAt+PresetOutageDown)
+	crash, up := t0.Add(sim.PresetOutageAt), t0.Add(sim.PresetOutageAt+sim.PresetOutageDown)
 	s.AdvanceTo(crash.Add(-time.Nanosecond))
-	inflight := s.Truth().InFlightAt(s.Now()).Total()
+	inflight := simtruth.InFlightAt(s.Truth(), s.Now()).Total()
 	if !s.Serving() || inflight == 0 {
 		t.Fatalf("before the crash: serving %v, %d in flight", s.Serving(), inflight)
 	}
@@ -351,7 +347,7 @@ func TestOutagePreset(t *testing.T) {
 	body, ct := s.Exposition()
 	p := parse(t, body, ct)
 	for _, eng := range []string{"0", "1"} {
-		if got := p.must(t, "vllm:time_to_first_token_seconds_count", "engine", eng, "model_name", DemoModel); got != 0 {
+		if got := p.must(t, "vllm:time_to_first_token_seconds_count", "engine", eng, "model_name", sim.DemoModel); got != 0 {
 			t.Errorf("engine %s: %v first tokens right after the restart", eng, got)
 		}
 	}
@@ -372,7 +368,7 @@ func TestOutagePreset(t *testing.T) {
 	if lost != inflight {
 		t.Errorf("%d lost, want the %d in flight at the crash", lost, inflight)
 	}
-	if n := len(s.Truth().FinishedIn(up, s.Now())); n < 100 {
+	if n := len(simtruth.FinishedIn(s.Truth(), up, s.Now())); n < 100 {
 		t.Errorf("only %d requests finished in the two minutes after the restart", n)
 	}
 }
@@ -381,16 +377,16 @@ func TestOutagePreset(t *testing.T) {
 // in the config is the same as calling Restart at that instant.
 func TestScheduledRestartMatchesRestart(t *testing.T) {
 	at := 37*time.Second + 123
-	buckets := &Buckets{TTFT: []float64{0.1, 1, 10}}
+	buckets := &sim.Buckets{TTFT: []float64{0.1, 1, 10}}
 	cfg := cancelConfig(13)
-	cfg.Restarts = []ScheduledRestart{{At: at, Buckets: buckets}}
+	cfg.Restarts = []sim.ScheduledRestart{{At: at, Buckets: buckets}}
 	sched := mustNew(t, cfg)
 	manual := mustNew(t, cancelConfig(13))
 	manual.AdvanceTo(t0.Add(at))
-	if err := manual.Restart(RestartOptions{Buckets: buckets}); err != nil {
+	if err := manual.Restart(sim.RestartOptions{Buckets: buckets}); err != nil {
 		t.Fatal(err)
 	}
-	for _, s := range []*Sim{sched, manual} {
+	for _, s := range []*sim.Sim{sched, manual} {
 		s.AdvanceTo(t0.Add(time.Minute))
 	}
 	b1, _ := sched.Exposition()
@@ -413,27 +409,27 @@ func TestScheduledRestartMatchesRestart(t *testing.T) {
 func TestCancellationConfigErrors(t *testing.T) {
 	tests := []struct {
 		name   string
-		mutate func(c *Config)
+		mutate func(c *sim.Config)
 		want   string
 	}{
-		{"share", func(c *Config) { c.Models[0].Workload.Cancel.Share = 1.5 }, "share 1.5"},
-		{"nan", func(c *Config) { c.Models[0].Workload.Cancel.AtFirstToken = math.NaN() }, "at first token NaN"},
-		{"skew", func(c *Config) { c.Models[0].Workload.Cancel.Skew = -1 }, "skew -1"},
-		{"ref", func(c *Config) { c.Models[0].Workload.Cancel.TTFTRef = 0 }, "needs a TTFT reference"},
-		{"patience", func(c *Config) { c.Models[0].Workload.Cancel.Patience = 0 }, "needs a patience"},
-		{"reaction", func(c *Config) { c.Models[0].Workload.Cancel.Reaction = -1 }, "reaction -1ns"},
-		{"restart at", func(c *Config) { c.Restarts = []ScheduledRestart{{At: 0}} }, "restart 0: at 0s"},
-		{"restart order", func(c *Config) {
-			c.Restarts = []ScheduledRestart{{At: time.Minute, Down: time.Minute}, {At: 90 * time.Second}}
+		{"share", func(c *sim.Config) { c.Models[0].Workload.Cancel.Share = 1.5 }, "share 1.5"},
+		{"nan", func(c *sim.Config) { c.Models[0].Workload.Cancel.AtFirstToken = math.NaN() }, "at first token NaN"},
+		{"skew", func(c *sim.Config) { c.Models[0].Workload.Cancel.Skew = -1 }, "skew -1"},
+		{"ref", func(c *sim.Config) { c.Models[0].Workload.Cancel.TTFTRef = 0 }, "needs a TTFT reference"},
+		{"patience", func(c *sim.Config) { c.Models[0].Workload.Cancel.Patience = 0 }, "needs a patience"},
+		{"reaction", func(c *sim.Config) { c.Models[0].Workload.Cancel.Reaction = -1 }, "reaction -1ns"},
+		{"restart at", func(c *sim.Config) { c.Restarts = []sim.ScheduledRestart{{At: 0}} }, "restart 0: at 0s"},
+		{"restart order", func(c *sim.Config) {
+			c.Restarts = []sim.ScheduledRestart{{At: time.Minute, Down: time.Minute}, {At: 90 * time.Second}}
 		}, "restart 1 at 1m30s: not after"},
-		{"restart buckets", func(c *Config) {
-			c.Restarts = []ScheduledRestart{{At: time.Minute, Buckets: &Buckets{ITL: []float64{}}}}
+		{"restart buckets", func(c *sim.Config) {
+			c.Restarts = []sim.ScheduledRestart{{At: time.Minute, Buckets: &sim.Buckets{ITL: []float64{}}}}
 		}, "restart 0: buckets ITL"},
 	}
 	for _, tt := range tests {
 		cfg := cancelConfig(1)
 		tt.mutate(&cfg)
-		_, err := New(cfg)
+		_, err := sim.New(cfg)
 		if err == nil || !strings.Contains(err.Error(), tt.want) {
 			t.Errorf("%s: error %v, want it to contain %q", tt.name, err, tt.want)
 		}
@@ -443,15 +439,15 @@ func TestCancellationConfigErrors(t *testing.T) {
 // TestPresetsRun checks that every preset builds and runs, and that the
 // truth of each agrees with its exposition after a few minutes.
 func TestPresetsRun(t *testing.T) {
-	for _, name := range PresetNames() {
-		cfg, err := Preset(name, 3, t0)
+	for _, name := range sim.PresetNames() {
+		cfg, err := sim.Preset(name, 3, t0)
 		if err != nil {
 			t.Fatal(err)
 		}
 		cfg.DiscardTokenTimes = true
 		s := mustNew(t, cfg)
 		s.AdvanceTo(t0.Add(3 * time.Minute))
-		if n := len(s.Truth().FinishedIn(t0, s.Now())); n < 300 {
+		if n := len(simtruth.FinishedIn(s.Truth(), t0, s.Now())); n < 300 {
 			t.Errorf("%s: only %d requests finished in 3 minutes", name, n)
 		}
 	}
@@ -465,17 +461,17 @@ func TestCancellationDrains(t *testing.T) {
 	cfg.Models[0].Workload.Phases[0].Duration = 45 * time.Second
 	s := mustNew(t, cfg)
 	s.Advance(5 * time.Minute)
-	for _, e := range s.models[0].engines {
-		if e.kvUsed != 0 || len(e.running) != 0 || e.numWaiting() != 0 || e.waitingCancelled != 0 || e.nextCancel() != never {
+	for idx, e := range s.Books(0) {
+		if e.KVUsed != 0 || e.Running != 0 || e.Waiting != 0 || e.WaitingCancelled != 0 || e.NextCancel != sim.Never {
 			t.Errorf("engine %d: kv %d, running %d, waiting %d, cancelled in queue %d, next abort %d",
-				e.idx, e.kvUsed, len(e.running), e.numWaiting(), e.waitingCancelled, e.nextCancel())
+				idx, e.KVUsed, e.Running, e.Waiting, e.WaitingCancelled, e.NextCancel)
 		}
 	}
-	outcomes := map[Outcome]int{}
+	outcomes := map[sim.Outcome]int{}
 	for _, r := range s.Truth() {
 		outcomes[r.Outcome()]++
 	}
-	if outcomes[OutcomeInFlight] != 0 || outcomes[OutcomeAbandoned] < 20 || outcomes[OutcomeCancelled] < 20 {
+	if outcomes[sim.OutcomeInFlight] != 0 || outcomes[sim.OutcomeAbandoned] < 20 || outcomes[sim.OutcomeCancelled] < 20 {
 		t.Errorf("outcomes after the drain %v: want none in flight and both kinds of cancellation", outcomes)
 	}
 }

@@ -1,9 +1,8 @@
-package sim
+package sim_test
 
 import (
 	"bytes"
 	"flag"
-	"math"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -11,53 +10,11 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/vllm-slo-exporter/vllm-slo-exporter/internal/sim"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files under testdata/")
-
-func TestPyGoString(t *testing.T) {
-	tests := []struct {
-		in   float64
-		want string
-	}{
-		{0, "0.0"},
-		{1, "1.0"},
-		{27453, "27453.0"},
-		{2560, "2560.0"},
-		{0.001, "0.001"},
-		{0.0001, "0.0001"},
-		{100000, "100000.0"},
-		{999999.5, "999999.5"},
-		{1e6, "1e+06"},
-		{7557572, "7.557572e+06"},
-		{1.7537953269358883e+09, "1.7537953269358883e+09"},
-		{12345678901.5, "1.23456789015e+010"}, // Python's quirk: "e+0" + str(exp)
-		{9.75010481363281e-06, "9.75010481363281e-06"},
-		{1.5e-5, "1.5e-05"},
-		{1e16, "1e+16"},
-		{0.3, "0.3"},
-		{-2.5, "-2.5"},
-		{math.Inf(1), "+Inf"},
-		{math.Inf(-1), "-Inf"},
-		{math.NaN(), "NaN"},
-	}
-	for _, tt := range tests {
-		if got := pyGoString(tt.in); got != tt.want {
-			t.Errorf("pyGoString(%v) = %q, want %q", tt.in, got, tt.want)
-		}
-	}
-	for _, tt := range []struct {
-		in         float64
-		goS, rustS string
-	}{{1, "1", "1.0"}, {0.025, "0.025", "0.025"}, {2560, "2560", "2560.0"}, {1e6, "1e+06", "1e+06"}} {
-		if got := goShort(tt.in); got != tt.goS {
-			t.Errorf("goShort(%v) = %q, want %q", tt.in, got, tt.goS)
-		}
-		if got := rustFloat(tt.in); got != tt.rustS {
-			t.Errorf("rustFloat(%v) = %q, want %q", tt.in, got, tt.rustS)
-		}
-	}
-}
 
 func TestTokenBuckets(t *testing.T) {
 	tests := []struct {
@@ -66,7 +23,7 @@ func TestTokenBuckets(t *testing.T) {
 		last float64
 	}{{4096, 11, 2000}, {32768, 14, 20000}, {131072, 16, 100000}, {1048576, 19, 1e6}, {1, 1, 1}}
 	for _, tt := range tests {
-		b := TokenBuckets(tt.max)
+		b := sim.TokenBuckets(tt.max)
 		if len(b) != tt.n || b[len(b)-1] != tt.last || b[0] != 1 {
 			t.Errorf("TokenBuckets(%d) = %v, want %d edges ending %v", tt.max, b, tt.n, tt.last)
 		}
@@ -92,7 +49,7 @@ func labelNames(line string) []string {
 // TestStylesParse renders one state in every style, parses each with
 // Prometheus's textparse, and checks the properties of each format.
 func TestStylesParse(t *testing.T) {
-	cfg, err := Preset("multi-model", 5, t0)
+	cfg, err := sim.Preset("multi-model", 5, t0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -101,17 +58,17 @@ func TestStylesParse(t *testing.T) {
 	ttftCount := -1.0
 	styles := []struct {
 		name string
-		st   Style
+		st   sim.Style
 		ct   string
 	}{
-		{"single", Style{}, ContentTypeText004},
-		{"single-v1", Style{TextVersion1: true}, ContentTypeText100},
-		{"single-intle", Style{IntegerLE: true}, ContentTypeText004},
-		{"single-old", Style{OldNames: true}, ContentTypeText004},
-		{"multi", Style{Format: MultiProcess}, ContentTypeText004},
-		{"multi-3-old", Style{Format: MultiProcess, APIServers: 3, OldNames: true}, ContentTypeText004},
-		{"openmetrics", Style{Format: OpenMetrics}, ContentTypeOpenMetrics},
-		{"openmetrics-intle", Style{Format: OpenMetrics, IntegerLE: true}, ContentTypeOpenMetrics},
+		{"single", sim.Style{}, sim.ContentTypeText004},
+		{"single-v1", sim.Style{TextVersion1: true}, sim.ContentTypeText100},
+		{"single-intle", sim.Style{IntegerLE: true}, sim.ContentTypeText004},
+		{"single-old", sim.Style{OldNames: true}, sim.ContentTypeText004},
+		{"multi", sim.Style{Format: sim.MultiProcess}, sim.ContentTypeText004},
+		{"multi-3-old", sim.Style{Format: sim.MultiProcess, APIServers: 3, OldNames: true}, sim.ContentTypeText004},
+		{"openmetrics", sim.Style{Format: sim.OpenMetrics}, sim.ContentTypeOpenMetrics},
+		{"openmetrics-intle", sim.Style{Format: sim.OpenMetrics, IntegerLE: true}, sim.ContentTypeOpenMetrics},
 	}
 	for _, tt := range styles {
 		t.Run(tt.name, func(t *testing.T) {
@@ -122,7 +79,7 @@ func TestStylesParse(t *testing.T) {
 			p := parse(t, body, ct)
 			text := string(body)
 			lines := strings.Split(strings.TrimSuffix(text, "\n"), "\n")
-			om := tt.st.Format == OpenMetrics
+			om := tt.st.Format == sim.OpenMetrics
 
 			// Family types.
 			counter := "vllm:generation_tokens_total"
@@ -161,7 +118,7 @@ func TestStylesParse(t *testing.T) {
 			_, hasCreated := p.types["vllm:generation_tokens_created"]
 			_, hasPython := p.types["python_gc_objects_collected_total"]
 			_, hasHTTP := p.types["http_request_size_bytes"]
-			single := tt.st.Format == SingleProcess
+			single := tt.st.Format == sim.SingleProcess
 			if hasCreated != single || hasPython != single || hasHTTP == om {
 				t.Errorf("_created %v, python %v, http %v for %s", hasCreated, hasPython, hasHTTP, tt.name)
 			}
@@ -209,18 +166,18 @@ func TestStylesParse(t *testing.T) {
 			fam := "vllm:e2e_request_latency_seconds"
 			var seq []string
 			for _, l := range lines {
-				if strings.HasPrefix(l, fam+"_") && strings.Contains(l, `model_name="`+DemoModel+`"`) && strings.Contains(l, `engine="0"`) {
+				if strings.HasPrefix(l, fam+"_") && strings.Contains(l, `model_name="`+sim.DemoModel+`"`) && strings.Contains(l, `engine="0"`) {
 					name, _, _ := strings.Cut(l, "{")
 					seq = append(seq, strings.TrimPrefix(name, fam))
 				}
 			}
 			n := len(seq)
 			switch tt.st.Format {
-			case SingleProcess:
+			case sim.SingleProcess:
 				if seq[n-4] != "_bucket" || seq[n-3] != "_count" || seq[n-2] != "_sum" || seq[n-1] != "_created" {
 					t.Errorf("single-process child order ends %v", seq[n-4:])
 				}
-			case MultiProcess:
+			case sim.MultiProcess:
 				if seq[0] != "_sum" || seq[n-1] != "_count" {
 					t.Errorf("multi-process child order %v ... %v", seq[:2], seq[n-1])
 				}
@@ -229,32 +186,32 @@ func TestStylesParse(t *testing.T) {
 				if lastSum > firstBucket {
 					t.Error("multi-process: a _sum line after the first bucket")
 				}
-			case OpenMetrics:
+			case sim.OpenMetrics:
 				if seq[0] != "_sum" || seq[1] != "_count" || seq[n-1] != "_bucket" {
 					t.Errorf("openmetrics child order %v", seq)
 				}
 			}
-			if tt.st.Format == MultiProcess {
+			if tt.st.Format == sim.MultiProcess {
 				kv := "vllm:kv_cache_usage_perc"
 				if tt.st.OldNames {
 					kv = "vllm:gpu_cache_usage_perc"
 				}
 				pids := 0
 				for _, smp := range p.samples {
-					if smp.name == kv && smp.labels.Get("engine") == "0" && smp.labels.Get("model_name") == DemoModel {
+					if smp.name == kv && smp.labels.Get("engine") == "0" && smp.labels.Get("model_name") == sim.DemoModel {
 						if smp.labels.Get("pid") == "" {
 							t.Errorf("kv gauge without pid: %v", smp.labels)
 						}
 						pids++
 					}
 				}
-				if pids != tt.st.apiServers() {
-					t.Errorf("%d pid series, want %d", pids, tt.st.apiServers())
+				if pids != tt.st.EffectiveAPIServers() {
+					t.Errorf("%d pid series, want %d", pids, tt.st.EffectiveAPIServers())
 				}
 			}
 
 			// The same state gives the same numbers in every style.
-			c := p.must(t, "vllm:time_to_first_token_seconds_count", "engine", "1", "model_name", DemoModel)
+			c := p.must(t, "vllm:time_to_first_token_seconds_count", "engine", "1", "model_name", sim.DemoModel)
 			if ttftCount >= 0 && c != ttftCount {
 				t.Errorf("ttft count %v, other styles %v", c, ttftCount)
 			}
@@ -274,7 +231,7 @@ func TestMillionLE(t *testing.T) {
 		t.Error(`le="1e+06" or "500000.0" missing`)
 	}
 	parse(t, body, ct)
-	body, ct = s.ExpositionStyle(Style{Format: OpenMetrics})
+	body, ct = s.ExpositionStyle(sim.Style{Format: sim.OpenMetrics})
 	parse(t, body, ct)
 }
 
@@ -283,18 +240,18 @@ func TestMillionLE(t *testing.T) {
 func TestGolden(t *testing.T) {
 	cfg := smallConfig(1)
 	cfg.Models[0].Engines = 1
-	cfg.Models[0].Workload.Output = LengthDist{Median: 20, Sigma: 1, Max: 100}
-	cfg.Buckets = Buckets{TTFT: []float64{0.1, 0.5, 1}, ITL: []float64{0.025, 0.05}, RequestLatency: []float64{1, 5},
+	cfg.Models[0].Workload.Output = sim.LengthDist{Median: 20, Sigma: 1, Max: 100}
+	cfg.Buckets = sim.Buckets{TTFT: []float64{0.1, 0.5, 1}, ITL: []float64{0.025, 0.05}, RequestLatency: []float64{1, 5},
 		Tokens: []float64{10, 100, 1000}}
 	s := mustNew(t, cfg)
 	s.Advance(10 * time.Second)
 	for _, tt := range []struct {
 		file string
-		st   Style
+		st   sim.Style
 	}{
-		{"single.golden", Style{}},
-		{"multi.golden", Style{Format: MultiProcess}},
-		{"openmetrics.golden", Style{Format: OpenMetrics}},
+		{"single.golden", sim.Style{}},
+		{"multi.golden", sim.Style{Format: sim.MultiProcess}},
+		{"openmetrics.golden", sim.Style{Format: sim.OpenMetrics}},
 	} {
 		body, _ := s.ExpositionStyle(tt.st)
 		path := filepath.Join("testdata", tt.file)

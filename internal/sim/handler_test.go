@@ -1,4 +1,4 @@
-package sim
+package sim_test
 
 import (
 	"compress/gzip"
@@ -9,6 +9,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/vllm-slo-exporter/vllm-slo-exporter/internal/sim"
 )
 
 // fakeClock is a settable clock for handler tests.
@@ -31,7 +33,7 @@ func (c *fakeClock) set(t time.Time) {
 
 func TestHandler(t *testing.T) {
 	cfg := smallConfig(2)
-	cfg.Style = Style{Format: OpenMetrics}
+	cfg.Style = sim.Style{Format: sim.OpenMetrics}
 	s := mustNew(t, cfg)
 	clock := &fakeClock{t: t0.Add(30 * time.Second)}
 	srv := httptest.NewServer(s.Handler(clock.now))
@@ -69,13 +71,13 @@ func TestHandler(t *testing.T) {
 	}
 
 	resp, body := get("/metrics", false)
-	if resp.StatusCode != 200 || resp.Header.Get("Content-Type") != ContentTypeOpenMetrics {
+	if resp.StatusCode != 200 || resp.Header.Get("Content-Type") != sim.ContentTypeOpenMetrics {
 		t.Fatalf("status %d, content type %q", resp.StatusCode, resp.Header.Get("Content-Type"))
 	}
 	if !s.Now().Equal(clock.now()) {
 		t.Errorf("handler advanced the sim to %v, want %v", s.Now(), clock.now())
 	}
-	p := parse(t, []byte(body), ContentTypeOpenMetrics)
+	p := parse(t, []byte(body), sim.ContentTypeOpenMetrics)
 	n1 := p.must(t, "vllm:e2e_request_latency_seconds_count", "engine", "0", "model_name", "m")
 	if n1 == 0 {
 		t.Fatal("no finished request after 30 s")
@@ -86,7 +88,7 @@ func TestHandler(t *testing.T) {
 	if resp.Header.Get("Content-Encoding") != "gzip" {
 		t.Error("gzip not used although accepted")
 	}
-	p = parse(t, []byte(body), ContentTypeOpenMetrics)
+	p = parse(t, []byte(body), sim.ContentTypeOpenMetrics)
 	if n2 := p.must(t, "vllm:e2e_request_latency_seconds_count", "engine", "0", "model_name", "m"); n2 <= n1 {
 		t.Errorf("count did not grow with the clock: %v then %v", n1, n2)
 	}
@@ -102,21 +104,6 @@ func TestHandler(t *testing.T) {
 	}
 	if resp, _ := get("/other", false); resp.StatusCode != http.StatusNotFound {
 		t.Errorf("/other: status %d", resp.StatusCode)
-	}
-}
-
-func TestAcceptsGzip(t *testing.T) {
-	for h, want := range map[string]bool{
-		"":                         false,
-		"gzip":                     true,
-		"identity":                 false,
-		"deflate, GZIP;q=0.5":      true,
-		"gzip;q=0":                 false,
-		"br, gzip; q=0.0, deflate": false,
-	} {
-		if got := acceptsGzip(h); got != want {
-			t.Errorf("acceptsGzip(%q) = %v, want %v", h, got, want)
-		}
 	}
 }
 
@@ -138,7 +125,7 @@ func TestConcurrentUse(t *testing.T) {
 				case 2:
 					s.Truth()
 				default:
-					s.ExpositionStyle(Style{Format: MultiProcess})
+					s.ExpositionStyle(sim.Style{Format: sim.MultiProcess})
 				}
 			}
 		}()
@@ -151,7 +138,7 @@ func TestConcurrentUse(t *testing.T) {
 // scheduled outage and drops the connection without a response during it.
 func TestHandlerOutage(t *testing.T) {
 	cfg := smallConfig(2)
-	cfg.Restarts = []ScheduledRestart{{At: 20 * time.Second, Down: 30 * time.Second}}
+	cfg.Restarts = []sim.ScheduledRestart{{At: 20 * time.Second, Down: 30 * time.Second}}
 	s := mustNew(t, cfg)
 	clock := &fakeClock{t: t0.Add(10 * time.Second)}
 	srv := httptest.NewServer(s.Handler(clock.now))

@@ -1,11 +1,10 @@
 package sim
 
-// The sim's own tests read the truth with the queries of package
-// test/simtruth, which they cannot import (it imports this package), as
-// methods of Truth; read back what WriteTruth wrote (ReadTruth); and drive
-// the sim with methods the daemon and the commands do not need (a restart
-// at the current instant: the same as a ScheduledRestart then, which
-// TestScheduledRestartMatchesRestart checks).
+// The sim's tests (package sim_test) read and drive the sim with methods the
+// daemon and the commands do not need: its config and clock, a step of
+// virtual time, a restart at the current instant (the same as a
+// ScheduledRestart then, which TestScheduledRestartMatchesRestart checks);
+// and read back what WriteTruth wrote (ReadTruth).
 
 import (
 	"bufio"
@@ -41,152 +40,6 @@ func (s *Sim) Advance(d time.Duration) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.advance(s.cfg.Start.Add(time.Duration(s.now) + d))
-}
-
-// holds reports whether at lies in the span.
-func (s Span) holds(at time.Time) bool {
-	return !at.Before(s.From) && (s.To.IsZero() || at.Before(s.To))
-}
-
-// deferredAt reports whether the request was deferred at at.
-func (r Request) deferredAt(at time.Time) bool {
-	return r.Deferred && (r.DeferredUntil.IsZero() || at.Before(r.DeferredUntil))
-}
-
-// preemptedAt reports whether the request waited after a preemption at at.
-func (r Request) preemptedAt(at time.Time) bool {
-	return slices.ContainsFunc(r.Preemptions, func(s Span) bool { return s.holds(at) })
-}
-
-// ForModel returns the requests of one model.
-func (t Truth) ForModel(name string) Truth {
-	var out Truth
-	for _, r := range t {
-		if r.Model == name {
-			out = append(out, r)
-		}
-	}
-	return out
-}
-
-func in(x, from, to time.Time) bool { return !x.IsZero() && x.After(from) && !x.After(to) }
-
-// FinishedIn returns the requests that finished (neither lost nor cancelled)
-// in (from, to]: the population of the histograms observed at finish.
-func (t Truth) FinishedIn(from, to time.Time) Truth {
-	return t.endedIn(from, to, Request.Finished)
-}
-
-// AbandonedIn returns the requests cancelled by their clients after their
-// first token, with the abort in (from, to]: counted in TTFT, never finished.
-func (t Truth) AbandonedIn(from, to time.Time) Truth {
-	return t.endedIn(from, to, Request.Abandoned)
-}
-
-// CancelledIn returns every request cancelled by its client in (from, to],
-// before or after its first token.
-func (t Truth) CancelledIn(from, to time.Time) Truth {
-	return t.endedIn(from, to, func(r Request) bool { return r.Cancelled })
-}
-
-// RejectedIn returns the requests turned away at admission in (from, to].
-func (t Truth) RejectedIn(from, to time.Time) Truth {
-	return t.endedIn(from, to, func(r Request) bool { return r.Rejected })
-}
-
-// LostIn returns the requests lost in a restart in (from, to].
-func (t Truth) LostIn(from, to time.Time) Truth {
-	return t.endedIn(from, to, func(r Request) bool { return r.Aborted })
-}
-
-func (t Truth) endedIn(from, to time.Time, keep func(Request) bool) Truth {
-	var out Truth
-	for _, r := range t {
-		if keep(r) && in(r.Finish, from, to) {
-			out = append(out, r)
-		}
-	}
-	return out
-}
-
-// FirstTokenIn returns the requests whose first token came in (from, to]: the
-// population of the TTFT histogram.
-func (t Truth) FirstTokenIn(from, to time.Time) Truth {
-	var out Truth
-	for _, r := range t {
-		if in(r.FirstToken, from, to) {
-			out = append(out, r)
-		}
-	}
-	return out
-}
-
-// ITLGaps returns, in seconds, every inter-token gap whose later token was
-// produced in (from, to]: the observations of the ITL histogram.
-func (t Truth) ITLGaps(from, to time.Time) []float64 {
-	var out []float64
-	for _, r := range t {
-		for i := 1; i < len(r.TokenTimes); i++ {
-			if in(r.TokenTimes[i], from, to) {
-				out = append(out, sec(r.TokenTimes[i].Sub(r.TokenTimes[i-1])))
-			}
-		}
-	}
-	return out
-}
-
-// TokensIn counts the output tokens produced in (from, to]: the increase of
-// vllm:generation_tokens_total (when no restart lies in between).
-func (t Truth) TokensIn(from, to time.Time) int {
-	n := 0
-	for _, r := range t {
-		for _, x := range r.TokenTimes {
-			if in(x, from, to) {
-				n++
-			}
-		}
-	}
-	return n
-}
-
-// InFlight is the number of requests inside the server at one instant.
-type InFlight struct {
-	Waiting, Running int
-	// Deferred counts the waiting requests the scheduler skips (a subset of
-	// Waiting): num_requests_waiting_by_reason{reason="deferred"}, the rest
-	// being reason="capacity".
-	Deferred int
-	// PastFirstToken counts the running requests whose first token had come
-	// (a subset of Running): counted in TTFT, not yet finished.
-	PastFirstToken int
-}
-
-// Total is waiting + running.
-func (f InFlight) Total() int { return f.Waiting + f.Running }
-
-// InFlightAt counts the requests that had arrived by at and had not ended
-// (finished, been cancelled or been lost) by then; Running are those already
-// scheduled and not waiting again after a preemption. It equals vLLM's
-// num_requests_waiting and num_requests_running at that instant.
-func (t Truth) InFlightAt(at time.Time) InFlight {
-	var f InFlight
-	for _, r := range t {
-		if r.Arrival.After(at) || (!r.Finish.IsZero() && !r.Finish.After(at)) {
-			continue
-		}
-		if !r.Scheduled.IsZero() && !r.Scheduled.After(at) && !r.preemptedAt(at) {
-			f.Running++
-			if !r.FirstToken.IsZero() && !r.FirstToken.After(at) {
-				f.PastFirstToken++
-			}
-		} else {
-			f.Waiting++
-			if r.deferredAt(at) {
-				f.Deferred++
-			}
-		}
-	}
-	return f
 }
 
 // ReadTruth reads JSON Lines written by WriteTruth.

@@ -1,4 +1,4 @@
-package sim
+package sim_test
 
 import (
 	"errors"
@@ -10,6 +10,9 @@ import (
 
 	"github.com/prometheus/prometheus/model/labels"
 	"github.com/prometheus/prometheus/model/textparse"
+
+	"github.com/vllm-slo-exporter/vllm-slo-exporter/internal/sim"
+	"github.com/vllm-slo-exporter/vllm-slo-exporter/test/simtruth"
 )
 
 var t0 = time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
@@ -104,20 +107,20 @@ func (p parsed) bucket(t *testing.T, name, model, engine string, le float64) flo
 var histMetrics = []struct {
 	name   string
 	metric string
-	edges  func(l layout) []float64
+	edges  func(l sim.Layout) []float64
 }{
-	{"vllm:time_to_first_token_seconds", "ttft", func(l layout) []float64 { return l.ttft }},
-	{"vllm:request_time_per_output_token_seconds", "tpot", func(l layout) []float64 { return l.itl }},
-	{"vllm:e2e_request_latency_seconds", "e2e", func(l layout) []float64 { return l.latency }},
-	{"vllm:request_queue_time_seconds", "queue", func(l layout) []float64 { return l.latency }},
-	{"vllm:request_prefill_time_seconds", "prefill", func(l layout) []float64 { return l.latency }},
-	{"vllm:request_decode_time_seconds", "decode", func(l layout) []float64 { return l.latency }},
-	{"vllm:request_inference_time_seconds", "inference", func(l layout) []float64 { return l.latency }},
-	{"vllm:request_prompt_tokens", "prompt", func(l layout) []float64 { return l.tokens }},
-	{"vllm:request_generation_tokens", "output", func(l layout) []float64 { return l.tokens }},
+	{"vllm:time_to_first_token_seconds", "ttft", func(l sim.Layout) []float64 { return l.TTFT }},
+	{"vllm:request_time_per_output_token_seconds", "tpot", func(l sim.Layout) []float64 { return l.ITL }},
+	{"vllm:e2e_request_latency_seconds", "e2e", func(l sim.Layout) []float64 { return l.Latency }},
+	{"vllm:request_queue_time_seconds", "queue", func(l sim.Layout) []float64 { return l.Latency }},
+	{"vllm:request_prefill_time_seconds", "prefill", func(l sim.Layout) []float64 { return l.Latency }},
+	{"vllm:request_decode_time_seconds", "decode", func(l sim.Layout) []float64 { return l.Latency }},
+	{"vllm:request_inference_time_seconds", "inference", func(l sim.Layout) []float64 { return l.Latency }},
+	{"vllm:request_prompt_tokens", "prompt", func(l sim.Layout) []float64 { return l.Tokens }},
+	{"vllm:request_generation_tokens", "output", func(l sim.Layout) []float64 { return l.Tokens }},
 }
 
-func truthValue(r Request, metric string) float64 {
+func truthValue(r sim.Request, metric string) float64 {
 	switch metric {
 	case "prompt":
 		return float64(r.PromptTokens)
@@ -128,79 +131,98 @@ func truthValue(r Request, metric string) float64 {
 	return v
 }
 
+// engineTruth is one engine of one model with the truth of its requests.
+type engineTruth struct {
+	model int       // index in Config.Models
+	name  string    // the model_name label
+	index int       // the engine's index within its model
+	label string    // the engine label
+	truth sim.Truth // its requests, in truth order
+}
+
+// engines splits the truth by engine, models in config order, engines in
+// index order.
+func engines(s *sim.Sim, tr sim.Truth) []engineTruth {
+	var out []engineTruth
+	for i, mc := range s.Config().Models {
+		for j := range mc.Engines {
+			e := engineTruth{model: i, name: mc.Name, index: j, label: strconv.Itoa(j)}
+			for _, r := range tr {
+				if r.Model == mc.Name && r.Engine == j {
+					e.truth = append(e.truth, r)
+				}
+			}
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
 // checkTruth verifies that the single-process exposition at the sim's current
 // time agrees exactly with the truth since the latest (re)start: every bucket,
 // count and counter, the gauges, and the sums up to float rounding.
-func checkTruth(t *testing.T, s *Sim) {
+func checkTruth(t *testing.T, s *sim.Sim) {
 	t.Helper()
-	body, ct := s.ExpositionStyle(Style{Format: SingleProcess})
+	body, ct := s.ExpositionStyle(sim.Style{Format: sim.SingleProcess})
 	p := parse(t, body, ct)
 	tr := s.Truth()
 	from, now := s.Created(), s.Now()
-	for _, m := range s.models {
-		for _, e := range m.engines {
-			name, eng := m.cfg.Name, strconv.Itoa(e.idx)
-			var mine Truth
-			for _, r := range tr {
-				if r.Model == name && r.Engine == e.idx {
-					mine = append(mine, r)
-				}
+	for _, e := range engines(s, tr) {
+		name, eng, mine, layout := e.name, e.label, e.truth, s.Layout(e.model)
+		finished := simtruth.FinishedIn(mine, from, now)
+		for _, h := range histMetrics {
+			pop := finished
+			if h.metric == "ttft" {
+				pop = simtruth.FirstTokenIn(mine, from, now)
 			}
-			finished := mine.FinishedIn(from, now)
-			for _, h := range histMetrics {
-				pop := finished
-				if h.metric == "ttft" {
-					pop = mine.FirstTokenIn(from, now)
-				}
-				vals := make([]float64, len(pop))
-				sum := 0.0
-				for i, r := range pop {
-					vals[i] = truthValue(r, h.metric)
-					sum += vals[i]
-				}
-				checkHist(t, p, h.name, name, eng, h.edges(m.layout), vals, sum)
+			vals := make([]float64, len(pop))
+			sum := 0.0
+			for i, r := range pop {
+				vals[i] = truthValue(r, h.metric)
+				sum += vals[i]
 			}
-			gaps := mine.ITLGaps(from, now)
-			gsum := 0.0
-			for _, g := range gaps {
-				gsum += g
-			}
-			checkHist(t, p, "vllm:inter_token_latency_seconds", name, eng, m.layout.itl, gaps, gsum)
+			checkHist(t, p, h.name, name, eng, h.edges(layout), vals, sum)
+		}
+		gaps := simtruth.ITLGaps(mine, from, now)
+		gsum := 0.0
+		for _, g := range gaps {
+			gsum += g
+		}
+		checkHist(t, p, "vllm:inter_token_latency_seconds", name, eng, layout.ITL, gaps, gsum)
 
-			if got, want := p.must(t, "vllm:generation_tokens_total", "engine", eng, "model_name", name), mine.TokensIn(from, now); got != float64(want) {
-				t.Errorf("%s/%s generation_tokens_total = %v, truth %d", name, eng, got, want)
+		if got, want := p.must(t, "vllm:generation_tokens_total", "engine", eng, "model_name", name), simtruth.TokensIn(mine, from, now); got != float64(want) {
+			t.Errorf("%s/%s generation_tokens_total = %v, truth %d", name, eng, got, want)
+		}
+		prompt := 0
+		for _, r := range simtruth.FirstTokenIn(mine, from, now) {
+			prompt += r.PromptTokens
+		}
+		if got := p.must(t, "vllm:prompt_tokens_total", "engine", eng, "model_name", name); got != float64(prompt) {
+			t.Errorf("%s/%s prompt_tokens_total = %v, truth %d", name, eng, got, prompt)
+		}
+		byReason := map[string]int{}
+		for _, r := range finished {
+			byReason[r.FinishedReason]++
+		}
+		if s.Config().CountAborts {
+			byReason["abort"] += len(simtruth.CancelledIn(mine, from, now))
+		}
+		for _, reason := range sim.FinishReasons {
+			got := p.must(t, "vllm:request_success_total", "engine", eng, "finished_reason", reason, "model_name", name)
+			if got != float64(byReason[reason]) {
+				t.Errorf("%s/%s request_success_total{%s} = %v, truth %d", name, eng, reason, got, byReason[reason])
 			}
-			prompt := 0
-			for _, r := range mine.FirstTokenIn(from, now) {
-				prompt += r.PromptTokens
-			}
-			if got := p.must(t, "vllm:prompt_tokens_total", "engine", eng, "model_name", name); got != float64(prompt) {
-				t.Errorf("%s/%s prompt_tokens_total = %v, truth %d", name, eng, got, prompt)
-			}
-			byReason := map[string]int{}
-			for _, r := range finished {
-				byReason[r.FinishedReason]++
-			}
-			if s.cfg.CountAborts {
-				byReason["abort"] += len(mine.CancelledIn(from, now))
-			}
-			for _, reason := range finishReasons {
-				got := p.must(t, "vllm:request_success_total", "engine", eng, "finished_reason", reason, "model_name", name)
-				if got != float64(byReason[reason]) {
-					t.Errorf("%s/%s request_success_total{%s} = %v, truth %d", name, eng, reason, got, byReason[reason])
-				}
-			}
-			fl := mine.InFlightAt(now)
-			if got := p.must(t, "vllm:num_requests_running", "engine", eng, "model_name", name); got != float64(fl.Running) {
-				t.Errorf("%s/%s running = %v, truth %d", name, eng, got, fl.Running)
-			}
-			if got := p.must(t, "vllm:num_requests_waiting", "engine", eng, "model_name", name); got != float64(fl.Waiting) {
-				t.Errorf("%s/%s waiting = %v, truth %d", name, eng, got, fl.Waiting)
-			}
-			kv := p.must(t, "vllm:kv_cache_usage_perc", "engine", eng, "model_name", name)
-			if kv < 0 || kv > 1 || (fl.Running > 0) != (kv > 0) {
-				t.Errorf("%s/%s kv_cache_usage_perc = %v with %d running", name, eng, kv, fl.Running)
-			}
+		}
+		fl := simtruth.InFlightAt(mine, now)
+		if got := p.must(t, "vllm:num_requests_running", "engine", eng, "model_name", name); got != float64(fl.Running) {
+			t.Errorf("%s/%s running = %v, truth %d", name, eng, got, fl.Running)
+		}
+		if got := p.must(t, "vllm:num_requests_waiting", "engine", eng, "model_name", name); got != float64(fl.Waiting) {
+			t.Errorf("%s/%s waiting = %v, truth %d", name, eng, got, fl.Waiting)
+		}
+		kv := p.must(t, "vllm:kv_cache_usage_perc", "engine", eng, "model_name", name)
+		if kv < 0 || kv > 1 || (fl.Running > 0) != (kv > 0) {
+			t.Errorf("%s/%s kv_cache_usage_perc = %v with %d running", name, eng, kv, fl.Running)
 		}
 	}
 }
@@ -229,28 +251,28 @@ func checkHist(t *testing.T, p parsed, name, model, engine string, edges, vals [
 }
 
 // smallConfig is a quick single-model workload for focused tests.
-func smallConfig(seed uint64) Config {
-	return Config{
+func smallConfig(seed uint64) sim.Config {
+	return sim.Config{
 		Seed:  seed,
 		Start: t0,
-		Models: []ModelConfig{{
+		Models: []sim.ModelConfig{{
 			Name:    "m",
 			Engines: 2,
-			Workload: Workload{
-				Phases:          []Phase{{Kind: Poisson, Rate: 4}},
-				Prompt:          LengthDist{Median: 300, Sigma: 0.6, Max: 3000},
-				Output:          LengthDist{Median: 40, Sigma: 0.8, Max: 400},
+			Workload: sim.Workload{
+				Phases:          []sim.Phase{{Kind: sim.Poisson, Rate: 4}},
+				Prompt:          sim.LengthDist{Median: 300, Sigma: 0.6, Max: 3000},
+				Output:          sim.LengthDist{Median: 40, Sigma: 0.8, Max: 400},
 				StopProbability: 0.7,
 			},
-			Engine:      DemoEngine,
+			Engine:      sim.DemoEngine,
 			MaxModelLen: 4096,
 		}},
 	}
 }
 
-func mustNew(t testing.TB, cfg Config) *Sim {
+func mustNew(t testing.TB, cfg sim.Config) *sim.Sim {
 	t.Helper()
-	s, err := New(cfg)
+	s, err := sim.New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}

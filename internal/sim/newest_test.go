@@ -1,21 +1,23 @@
-package sim
+package sim_test
 
 import (
-	"strconv"
 	"testing"
 	"time"
+
+	"github.com/vllm-slo-exporter/vllm-slo-exporter/internal/sim"
+	"github.com/vllm-slo-exporter/vllm-slo-exporter/test/simtruth"
 )
 
 // newestConfig is cancelConfig (bursts, clients that cancel streams and
 // leave the queue) on engines that preempt with a KV cache too small for
 // their bursts, with a fifth of the requests deferred for 300 ms, served in
 // the newest style.
-func newestConfig(seed uint64) Config {
+func newestConfig(seed uint64) sim.Config {
 	c := cancelConfig(seed)
 	c.Models[0].Engine.Preempt = true
 	c.Models[0].Engine.KVCapacityTokens = 6000
-	c.Models[0].Workload.Defer = Deferral{Share: 0.2, Delay: 300 * time.Millisecond}
-	c.Style = Style{Newest: true}
+	c.Models[0].Workload.Defer = sim.Deferral{Share: 0.2, Delay: 300 * time.Millisecond}
+	c.Style = sim.Style{Newest: true}
 	return c
 }
 
@@ -36,19 +38,13 @@ func TestNewestFamilies(t *testing.T) {
 	} {
 		s.Advance(d)
 		checkTruth(t, s)
-		body, ct := s.ExpositionStyle(Style{Format: SingleProcess, Newest: true})
+		body, ct := s.ExpositionStyle(sim.Style{Format: sim.SingleProcess, Newest: true})
 		p := parse(t, body, ct)
 		tr := s.Truth()
 		from, now := s.Created(), s.Now()
-		for _, e := range s.models[0].engines {
-			eng := strconv.Itoa(e.idx)
-			var mine Truth
-			for _, r := range tr {
-				if r.Engine == e.idx {
-					mine = append(mine, r)
-				}
-			}
-			fl := mine.InFlightAt(now)
+		for _, e := range engines(s, tr) {
+			eng, mine := e.label, e.truth
+			fl := simtruth.InFlightAt(mine, now)
 			capacity := p.must(t, "vllm:num_requests_waiting_by_reason", "engine", eng, "model_name", "m", "reason", "capacity")
 			deferred := p.must(t, "vllm:num_requests_waiting_by_reason", "engine", eng, "model_name", "m", "reason", "deferred")
 			waiting := p.must(t, "vllm:num_requests_waiting", "engine", eng, "model_name", "m")
@@ -68,7 +64,7 @@ func TestNewestFamilies(t *testing.T) {
 			if got := p.must(t, "vllm:num_preemptions_total", "engine", eng, "model_name", "m"); got != float64(events) {
 				t.Errorf("at %v engine %s: num_preemptions_total %v, truth %d", now.Sub(t0), eng, got, events)
 			}
-			finished := mine.FinishedIn(from, now)
+			finished := simtruth.FinishedIn(mine, from, now)
 			vals := make([]float64, len(finished))
 			sum := 0.0
 			for i, r := range finished {
@@ -100,7 +96,7 @@ func TestNewestFamilies(t *testing.T) {
 // least its delay before it is scheduled.
 func TestNewestFamiliesOnlyInNewestStyle(t *testing.T) {
 	cfg := newestConfig(9)
-	cfg.Style = Style{}
+	cfg.Style = sim.Style{}
 	s := mustNew(t, cfg)
 	s.Advance(time.Minute)
 	body, ct := s.Exposition()

@@ -1,4 +1,4 @@
-package sim
+package sim_test
 
 import (
 	"bytes"
@@ -6,12 +6,15 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/vllm-slo-exporter/vllm-slo-exporter/internal/sim"
+	"github.com/vllm-slo-exporter/vllm-slo-exporter/test/simtruth"
 )
 
 // TestTruthAgreesWithExposition advances a sim in uneven steps and checks at
 // each stop that every exposed count equals the count from the truth.
 func TestTruthAgreesWithExposition(t *testing.T) {
-	cfg, err := Preset("multi-model", 7, t0)
+	cfg, err := sim.Preset("multi-model", 7, t0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -33,10 +36,10 @@ func TestTruthAgreesWithExposition(t *testing.T) {
 // observation per later token.
 func TestObservationTiming(t *testing.T) {
 	cfg := smallConfig(3)
-	cfg.Models[0].Workload.Output = LengthDist{Fixed: 20}
+	cfg.Models[0].Workload.Output = sim.LengthDist{Fixed: 20}
 	ref := mustNew(t, cfg)
 	ref.AdvanceTo(t0.Add(30 * time.Second))
-	var r Request
+	var r sim.Request
 	for _, x := range ref.Truth() {
 		if x.Finished() && x.Arrival.After(t0.Add(10*time.Second)) {
 			r = x
@@ -47,7 +50,7 @@ func TestObservationTiming(t *testing.T) {
 		t.Fatalf("no finished 20-token request found: %+v", r)
 	}
 	eng := []string{"0", "1"}[r.Engine]
-	count := func(s *Sim, name string) float64 {
+	count := func(s *sim.Sim, name string) float64 {
 		body, ct := s.Exposition()
 		return parse(t, body, ct).must(t, name, "engine", eng, "model_name", "m")
 	}
@@ -69,7 +72,7 @@ func TestObservationTiming(t *testing.T) {
 		s.AdvanceTo(st.at)
 		checkTruth(t, s)
 		tr := s.Truth()
-		others := func(pop Truth) int {
+		others := func(pop sim.Truth) int {
 			n := 0
 			for _, x := range pop {
 				if x.Engine == r.Engine && x.ID != r.ID {
@@ -78,8 +81,8 @@ func TestObservationTiming(t *testing.T) {
 			}
 			return n
 		}
-		wantTTFT := others(tr.FirstTokenIn(t0, st.at))
-		wantE2E := others(tr.FinishedIn(t0, st.at))
+		wantTTFT := others(simtruth.FirstTokenIn(tr, t0, st.at))
+		wantE2E := others(simtruth.FinishedIn(tr, t0, st.at))
 		if st.ttft {
 			wantTTFT++
 		}
@@ -92,7 +95,7 @@ func TestObservationTiming(t *testing.T) {
 		if got := count(s, "vllm:e2e_request_latency_seconds_count"); got != float64(wantE2E) {
 			t.Errorf("stage %d: e2e count %v, want %d", i, got, wantE2E)
 		}
-		var mine Request
+		var mine sim.Request
 		for _, x := range tr {
 			if x.ID == r.ID {
 				mine = x
@@ -108,7 +111,7 @@ func TestObservationTiming(t *testing.T) {
 // decode 0, and produces no ITL observation.
 func TestOneTokenRequests(t *testing.T) {
 	cfg := smallConfig(5)
-	cfg.Models[0].Workload.Output = LengthDist{Fixed: 1}
+	cfg.Models[0].Workload.Output = sim.LengthDist{Fixed: 1}
 	s := mustNew(t, cfg)
 	s.Advance(20 * time.Second)
 	checkTruth(t, s)
@@ -134,7 +137,7 @@ func TestRestart(t *testing.T) {
 	s := mustNew(t, smallConfig(11))
 	s.Advance(90 * time.Second)
 	before := s.Truth()
-	inflight := before.InFlightAt(s.Now()).Total()
+	inflight := simtruth.InFlightAt(before, s.Now()).Total()
 	if inflight == 0 {
 		t.Fatal("nothing in flight before the restart; test is vacuous")
 	}
@@ -146,7 +149,7 @@ func TestRestart(t *testing.T) {
 
 	restartAt := s.Now()
 	newTTFT := []float64{0.05, 0.1, 0.2, 0.5, 1, 2, 5}
-	if err := s.Restart(RestartOptions{Buckets: &Buckets{TTFT: newTTFT}}); err != nil {
+	if err := s.Restart(sim.RestartOptions{Buckets: &sim.Buckets{TTFT: newTTFT}}); err != nil {
 		t.Fatal(err)
 	}
 	body, ct = s.Exposition()
@@ -193,7 +196,7 @@ func TestRestart(t *testing.T) {
 // however the clock is advanced, and another seed does not.
 func TestDeterminism(t *testing.T) {
 	run := func(seed uint64, steps []time.Duration) ([]byte, []byte) {
-		cfg, err := Preset("multi-model", seed, t0)
+		cfg, err := sim.Preset("multi-model", seed, t0)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -231,14 +234,14 @@ func TestDeterminism(t *testing.T) {
 func TestTruthRoundTrip(t *testing.T) {
 	s := mustNew(t, cancelConfig(9))
 	s.Advance(20 * time.Second)
-	_ = s.Restart(RestartOptions{})
+	_ = s.Restart(sim.RestartOptions{})
 	s.Advance(5 * time.Second)
 	want := s.Truth()
-	outcomes := map[Outcome]int{}
+	outcomes := map[sim.Outcome]int{}
 	for _, r := range want {
 		outcomes[r.Outcome()]++
 	}
-	if outcomes[OutcomeAbandoned] == 0 || outcomes[OutcomeLost] == 0 || outcomes[OutcomeCancelled] == 0 {
+	if outcomes[sim.OutcomeAbandoned] == 0 || outcomes[sim.OutcomeLost] == 0 || outcomes[sim.OutcomeCancelled] == 0 {
 		t.Fatalf("outcomes %v: the round trip misses some", outcomes)
 	}
 	var buf bytes.Buffer
@@ -251,7 +254,7 @@ func TestTruthRoundTrip(t *testing.T) {
 			t.Errorf("first truth line lacks %s: %s", key, first)
 		}
 	}
-	got, err := ReadTruth(bytes.NewReader(buf.Bytes()))
+	got, err := sim.ReadTruth(bytes.NewReader(buf.Bytes()))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -274,7 +277,7 @@ func TestTruthRoundTrip(t *testing.T) {
 		}
 	}
 	for _, bad := range []string{"{", `{"id":1}`, `{"arrival":"yesterday"}`} {
-		if _, err := ReadTruth(strings.NewReader(bad + "\n")); err == nil {
+		if _, err := sim.ReadTruth(strings.NewReader(bad + "\n")); err == nil {
 			t.Errorf("ReadTruth(%q) accepted", bad)
 		}
 	}
@@ -284,11 +287,11 @@ func TestTruthRoundTrip(t *testing.T) {
 // 500 ms and TPOT ≤ 50 ms for 99% of requests) holds in steady state and
 // breaks during each overload.
 func TestDemoSLO(t *testing.T) {
-	s := mustNew(t, DemoConfig(1, t0))
-	s.AdvanceTo(t0.Add(3 * DemoPeriod))
+	s := mustNew(t, sim.DemoConfig(1, t0))
+	s.AdvanceTo(t0.Add(3 * sim.DemoPeriod))
 	tr := s.Truth()
 	attain := func(from, to time.Time) (float64, int) {
-		f := tr.FinishedIn(from, to)
+		f := simtruth.FinishedIn(tr, from, to)
 		good := 0
 		for _, r := range f {
 			if r.TTFT() <= 0.5 && r.TPOT() <= 0.05 {
@@ -297,15 +300,15 @@ func TestDemoSLO(t *testing.T) {
 		}
 		return float64(good) / float64(len(f)), len(f)
 	}
-	steadyLen := DemoPeriod - DemoOverload
+	steadyLen := sim.DemoPeriod - sim.DemoOverload
 	for p := range 3 {
-		base := t0.Add(time.Duration(p) * DemoPeriod)
+		base := t0.Add(time.Duration(p) * sim.DemoPeriod)
 		// Steady state: from a minute after the previous overload to its start.
 		from := base.Add(time.Minute)
 		if a, n := attain(from, base.Add(steadyLen)); a < 0.99 || n < 1000 {
 			t.Errorf("period %d steady: attainment %.4f over %d requests, want >= 0.99", p, a, n)
 		}
-		if f := tr.InFlightAt(base.Add(steadyLen)); f.Waiting > 5 {
+		if f := simtruth.InFlightAt(tr, base.Add(steadyLen)); f.Waiting > 5 {
 			t.Errorf("period %d: %d waiting at the end of the steady phase", p, f.Waiting)
 		}
 		// The second minute of the overload.
@@ -320,20 +323,20 @@ func TestDemoSLO(t *testing.T) {
 func TestArrivalRates(t *testing.T) {
 	tests := []struct {
 		name   string
-		w      Workload
+		w      sim.Workload
 		span   time.Duration
 		expect float64 // expected arrivals in span
 	}{
-		{"poisson", Workload{Phases: []Phase{{Kind: Poisson, Rate: 20}}}, 100 * time.Second, 2000},
-		{"ramp", Workload{Phases: []Phase{{Duration: 100 * time.Second, Kind: Ramp, Rate: 0, RateEnd: 40}}}, 200 * time.Second, 2000},
-		{"bursty", Workload{Phases: []Phase{{Kind: Bursty, Rate: 30, RateOff: 0, On: 10 * time.Second, Off: 20 * time.Second}}}, 120 * time.Second, 1200},
-		{"phases-end", Workload{Phases: []Phase{{Duration: 50 * time.Second, Rate: 10}, {Duration: 50 * time.Second, Rate: 30}}}, 300 * time.Second, 2000},
-		{"repeat", Workload{Phases: []Phase{{Duration: 10 * time.Second, Rate: 0}, {Duration: 10 * time.Second, Rate: 20}}, Repeat: true}, 200 * time.Second, 2000},
+		{"poisson", sim.Workload{Phases: []sim.Phase{{Kind: sim.Poisson, Rate: 20}}}, 100 * time.Second, 2000},
+		{"ramp", sim.Workload{Phases: []sim.Phase{{Duration: 100 * time.Second, Kind: sim.Ramp, Rate: 0, RateEnd: 40}}}, 200 * time.Second, 2000},
+		{"bursty", sim.Workload{Phases: []sim.Phase{{Kind: sim.Bursty, Rate: 30, RateOff: 0, On: 10 * time.Second, Off: 20 * time.Second}}}, 120 * time.Second, 1200},
+		{"phases-end", sim.Workload{Phases: []sim.Phase{{Duration: 50 * time.Second, Rate: 10}, {Duration: 50 * time.Second, Rate: 30}}}, 300 * time.Second, 2000},
+		{"repeat", sim.Workload{Phases: []sim.Phase{{Duration: 10 * time.Second, Rate: 0}, {Duration: 10 * time.Second, Rate: 20}}, Repeat: true}, 200 * time.Second, 2000},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			cfg := smallConfig(1)
-			tt.w.Prompt, tt.w.Output = LengthDist{Fixed: 10}, LengthDist{Fixed: 2}
+			tt.w.Prompt, tt.w.Output = sim.LengthDist{Fixed: 10}, sim.LengthDist{Fixed: 2}
 			cfg.Models[0].Workload = tt.w
 			s := mustNew(t, cfg)
 			s.Advance(tt.span)
@@ -345,7 +348,7 @@ func TestArrivalRates(t *testing.T) {
 	}
 	// Bursty: no arrival in the off parts.
 	cfg := smallConfig(2)
-	cfg.Models[0].Workload.Phases = []Phase{{Kind: Bursty, Rate: 30, On: 10 * time.Second, Off: 20 * time.Second}}
+	cfg.Models[0].Workload.Phases = []sim.Phase{{Kind: sim.Bursty, Rate: 30, On: 10 * time.Second, Off: 20 * time.Second}}
 	s := mustNew(t, cfg)
 	s.Advance(90 * time.Second)
 	for _, r := range s.Truth() {
@@ -358,20 +361,19 @@ func TestArrivalRates(t *testing.T) {
 // TestLengthDist checks fixed, clamped and mixture distributions.
 func TestLengthDist(t *testing.T) {
 	s := mustNew(t, smallConfig(1))
-	rng := s.models[0].rng
 	tests := []struct {
 		name     string
-		d        LengthDist
+		d        sim.LengthDist
 		min, max int
 	}{
-		{"fixed", LengthDist{Fixed: 7}, 7, 7},
-		{"clamped", LengthDist{Median: 100, Sigma: 3, Min: 50, Max: 60}, 50, 60},
-		{"mixture", LengthDist{Mixture: []Component{{Weight: 1, Dist: LengthDist{Fixed: 3}}, {Weight: 1, Dist: LengthDist{Fixed: 9}}}}, 3, 9},
+		{"fixed", sim.LengthDist{Fixed: 7}, 7, 7},
+		{"clamped", sim.LengthDist{Median: 100, Sigma: 3, Min: 50, Max: 60}, 50, 60},
+		{"mixture", sim.LengthDist{Mixture: []sim.Component{{Weight: 1, Dist: sim.LengthDist{Fixed: 3}}, {Weight: 1, Dist: sim.LengthDist{Fixed: 9}}}}, 3, 9},
 	}
 	for _, tt := range tests {
 		seen := map[int]int{}
 		for range 2000 {
-			n := tt.d.sample(rng)
+			n := s.SampleLength(0, tt.d)
 			if n < tt.min || n > tt.max {
 				t.Fatalf("%s: sample %d outside [%d, %d]", tt.name, n, tt.min, tt.max)
 			}
@@ -390,33 +392,33 @@ func TestLengthDist(t *testing.T) {
 func TestConfigErrors(t *testing.T) {
 	tests := []struct {
 		name   string
-		mutate func(c *Config)
+		mutate func(c *sim.Config)
 		want   string
 	}{
-		{"no models", func(c *Config) { c.Models = nil }, "no models"},
-		{"engines", func(c *Config) { c.Models[0].Engines = 0 }, "engines 0"},
-		{"dup", func(c *Config) { c.Models = append(c.Models, c.Models[0]) }, `duplicate name "m"`},
-		{"buckets", func(c *Config) { c.Buckets.TTFT = []float64{1, 0.5} }, "buckets TTFT: edge 1"},
-		{"phase", func(c *Config) { c.Models[0].Workload.Repeat = true }, "phase 0 duration"},
-		{"rate", func(c *Config) { c.Models[0].Workload.Phases[0].Rate = -1 }, "rate -1"},
-		{"dist", func(c *Config) { c.Models[0].Workload.Output = LengthDist{} }, "output: fixed length 0"},
-		{"kv", func(c *Config) { c.Models[0].Engine.KVCapacityTokens = 10 }, "kv capacity 10"},
-		{"style", func(c *Config) { c.Style.Format = 9 }, "unknown format 9"},
-		{"stop", func(c *Config) { c.Models[0].Workload.StopProbability = 2 }, "stop probability 2"},
+		{"no models", func(c *sim.Config) { c.Models = nil }, "no models"},
+		{"engines", func(c *sim.Config) { c.Models[0].Engines = 0 }, "engines 0"},
+		{"dup", func(c *sim.Config) { c.Models = append(c.Models, c.Models[0]) }, `duplicate name "m"`},
+		{"buckets", func(c *sim.Config) { c.Buckets.TTFT = []float64{1, 0.5} }, "buckets TTFT: edge 1"},
+		{"phase", func(c *sim.Config) { c.Models[0].Workload.Repeat = true }, "phase 0 duration"},
+		{"rate", func(c *sim.Config) { c.Models[0].Workload.Phases[0].Rate = -1 }, "rate -1"},
+		{"dist", func(c *sim.Config) { c.Models[0].Workload.Output = sim.LengthDist{} }, "output: fixed length 0"},
+		{"kv", func(c *sim.Config) { c.Models[0].Engine.KVCapacityTokens = 10 }, "kv capacity 10"},
+		{"style", func(c *sim.Config) { c.Style.Format = 9 }, "unknown format 9"},
+		{"stop", func(c *sim.Config) { c.Models[0].Workload.StopProbability = 2 }, "stop probability 2"},
 	}
 	for _, tt := range tests {
 		cfg := smallConfig(1)
 		tt.mutate(&cfg)
-		_, err := New(cfg)
+		_, err := sim.New(cfg)
 		if err == nil || !strings.Contains(err.Error(), tt.want) {
 			t.Errorf("%s: error %v, want it to contain %q", tt.name, err, tt.want)
 		}
 	}
-	if _, err := Preset("nope", 1, t0); err == nil || !strings.Contains(err.Error(), `"nope"`) {
+	if _, err := sim.Preset("nope", 1, t0); err == nil || !strings.Contains(err.Error(), `"nope"`) {
 		t.Errorf("unknown preset error %v", err)
 	}
 	s := mustNew(t, smallConfig(1))
-	if err := s.Restart(RestartOptions{Buckets: &Buckets{ITL: []float64{}}}); err == nil {
+	if err := s.Restart(sim.RestartOptions{Buckets: &sim.Buckets{ITL: []float64{}}}); err == nil {
 		t.Error("restart accepted an empty bucket list")
 	}
 }
@@ -427,16 +429,16 @@ func TestDiscardTruth(t *testing.T) {
 	full := mustNew(t, smallConfig(4))
 	cfg := smallConfig(4)
 	cfg.DiscardTruth, cfg.DiscardTokenTimes = true, true
-	var streamed Truth
-	cfg.OnDone = func(r Request) { streamed = append(streamed, r) }
+	var streamed sim.Truth
+	cfg.OnDone = func(r sim.Request) { streamed = append(streamed, r) }
 	lean := mustNew(t, cfg)
 	full.Advance(30 * time.Second)
 	lean.Advance(30 * time.Second)
-	_ = full.Restart(RestartOptions{})
-	_ = lean.Restart(RestartOptions{})
+	_ = full.Restart(sim.RestartOptions{})
+	_ = lean.Restart(sim.RestartOptions{})
 	full.Advance(30 * time.Second)
 	lean.Advance(30 * time.Second)
-	var done Truth
+	var done sim.Truth
 	for _, r := range full.Truth() {
 		if !r.Finish.IsZero() {
 			done = append(done, r)
@@ -460,7 +462,7 @@ func TestDiscardTruth(t *testing.T) {
 		t.Error("discarding truth changed the exposition")
 	}
 	tr := lean.Truth()
-	if want := full.Truth().InFlightAt(full.Now()).Total(); len(tr) != want {
+	if want := simtruth.InFlightAt(full.Truth(), full.Now()).Total(); len(tr) != want {
 		t.Errorf("lean truth holds %d requests, want the %d in flight", len(tr), want)
 	}
 	for _, r := range tr {
@@ -472,8 +474,8 @@ func TestDiscardTruth(t *testing.T) {
 
 // BenchmarkHourAt10RPS simulates one hour of a 10 req/s workload.
 func BenchmarkHourAt10RPS(b *testing.B) {
-	cfg := DemoConfig(1, t0)
-	cfg.Models[0].Workload.Phases = []Phase{{Kind: Poisson, Rate: 10}}
+	cfg := sim.DemoConfig(1, t0)
+	cfg.Models[0].Workload.Phases = []sim.Phase{{Kind: sim.Poisson, Rate: 10}}
 	cfg.Models[0].Workload.Repeat = false
 	for b.Loop() {
 		s := mustNew(b, cfg)
@@ -483,7 +485,7 @@ func BenchmarkHourAt10RPS(b *testing.B) {
 
 // BenchmarkExposition renders the demo's single-process exposition.
 func BenchmarkExposition(b *testing.B) {
-	s := mustNew(b, DemoConfig(1, t0))
+	s := mustNew(b, sim.DemoConfig(1, t0))
 	s.AdvanceTo(t0.Add(5 * time.Minute))
 	for b.Loop() {
 		s.Exposition()
@@ -493,14 +495,14 @@ func BenchmarkExposition(b *testing.B) {
 // TestPhasePromptOverridesTheMix checks that a phase's own prompt lengths
 // apply to exactly the requests arriving in it.
 func TestPhasePromptOverridesTheMix(t *testing.T) {
-	cfg := DemoConfig(3, t0)
-	seven := LengthDist{Fixed: 7}
-	cfg.Models[0].Workload.Phases = []Phase{
-		{Duration: time.Minute, Kind: Poisson, Rate: 5},
-		{Duration: time.Minute, Kind: Poisson, Rate: 5, Prompt: &seven},
+	cfg := sim.DemoConfig(3, t0)
+	seven := sim.LengthDist{Fixed: 7}
+	cfg.Models[0].Workload.Phases = []sim.Phase{
+		{Duration: time.Minute, Kind: sim.Poisson, Rate: 5},
+		{Duration: time.Minute, Kind: sim.Poisson, Rate: 5, Prompt: &seven},
 	}
 	cfg.Models[0].Workload.Repeat = false
-	s, err := New(cfg)
+	s, err := sim.New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -523,9 +525,9 @@ func TestPhasePromptOverridesTheMix(t *testing.T) {
 		t.Fatalf("%d requests in the first phase (%d of 7 tokens), %d in the second", first, sevens, second)
 	}
 	bad := cfg
-	bad.Models = append([]ModelConfig(nil), cfg.Models...)
-	bad.Models[0].Workload.Phases = []Phase{{Kind: Poisson, Rate: 1, Prompt: &LengthDist{Min: 5, Max: 2}}}
-	if _, err := New(bad); err == nil || !strings.Contains(err.Error(), "phase 0 prompt") {
+	bad.Models = append([]sim.ModelConfig(nil), cfg.Models...)
+	bad.Models[0].Workload.Phases = []sim.Phase{{Kind: sim.Poisson, Rate: 1, Prompt: &sim.LengthDist{Min: 5, Max: 2}}}
+	if _, err := sim.New(bad); err == nil || !strings.Contains(err.Error(), "phase 0 prompt") {
 		t.Fatalf("a phase with an invalid prompt distribution: err %v", err)
 	}
 }

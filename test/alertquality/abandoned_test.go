@@ -30,7 +30,7 @@ func TestAbandonedEstimateErrsByPrefill(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		first := simEpoch().Add(sc.Lead)
+		evals, taken := run.realTimes()
 		windows, off, worst := 0, 0, 0
 		for _, k := range run.Keys {
 			for j, s := range run.Scrapes {
@@ -38,7 +38,7 @@ func TestAbandonedEstimateErrsByPrefill(t *testing.T) {
 				if !c.Known {
 					continue
 				}
-				end := first.Add(s.Offset)
+				end := scrapeEdge(taken, evals[j])
 				for _, w := range []struct {
 					length   time.Duration
 					coverage float64
@@ -47,7 +47,7 @@ func TestAbandonedEstimateErrsByPrefill(t *testing.T) {
 					if w.coverage < 1 {
 						continue
 					}
-					start := end.Add(-w.length)
+					start := scrapeEdge(taken, evals[j].Add(-w.length))
 					edges := inPrefill(run.Requests, start) - inPrefill(run.Requests, end)
 					truth := abandonedIn(run.Requests, start, end)
 					if want := math.Max(0, float64(truth+edges)); w.estimate != want {

@@ -198,10 +198,16 @@ func (t *target) evaluateModel(spec Spec, model string, now time.Time, sc *passS
 	return mr
 }
 
-// maxGapIntervals is how many scrape intervals apart two scrapes may be for a
-// window's start to be taken across them: one failed scrape is tolerated, a
-// longer outage (or a clock jump) makes the window start after it.
-const maxGapIntervals = 2
+// maxGapHalfIntervals is how many half scrape intervals apart two scrapes
+// may be for a window's start to be taken across them: one failed scrape
+// is tolerated even when the scrapes around it were each taken up to a
+// quarter interval off their nominal time (a scraper's jitter: up to two
+// and a half intervals apart, where two intervals would split such a gap
+// and drop it from the window while the rules, which read the latest
+// sample within lookback, count it), and a longer outage (two failed
+// scrapes: three intervals, no less than two and a half under that
+// jitter) or a clock jump makes the window start after it.
+const maxGapHalfIntervals = 5
 
 // windowOptions are the history options of the model's evaluated windows;
 // with warm set, the warm-up after each restart is left out. (The good-request
@@ -211,7 +217,7 @@ const maxGapIntervals = 2
 // that the history decides edges the ledger holds too (history.Options.NotBefore)
 // and each part of the window is over the same scrapes.
 func (t *target) windowOptions(model string, warm bool) history.Options {
-	o := history.Options{MaxGap: maxGapIntervals * t.spec.Interval}
+	o := history.Options{MaxGap: maxGapHalfIntervals * t.spec.Interval / 2}
 	if warm {
 		o.Warmup = t.spec.Warmup
 	}

@@ -71,7 +71,7 @@ func TestRulesBoundsHoldDaemonAndTruth(t *testing.T) {
 					if !okL || !okH {
 						continue
 					}
-					if truth, ok := trueAttainment(run, sc.At.Add(-w), sc.At); ok {
+					if truth, ok := trueAttainment(run, j, w); ok {
 						checked++
 						if truth < l || truth > h {
 							t.Errorf("%s %s at %v: true attainment %v outside the rules' [%v, %v]", run.Scenario.Name, model.Duration(w), sc.Offset, truth, l, h)
@@ -154,15 +154,18 @@ func streamingHoldsTruth(t *testing.T, prom *Prometheus, rf *rules.RuleFile, run
 	t.Logf("%s: requests past their first token in flight within the bound at %d scrapes (equal at %d)", run.Scenario.Name, checked, exact)
 }
 
-// trueAttainment is the share of the requests that ended in (from, to]
-// (finished, or abandoned after their first token, which count as bad)
-// that finished meeting every objective.
-func trueAttainment(run *Run, from, to time.Time) (float64, bool) {
+// trueAttainment is, for the window of length w read at run's evaluation
+// j, the share of the requests that ended between the scrapes it reads
+// (scrapeEdge; finished, or abandoned after their first token, which count
+// as bad) that finished meeting every objective.
+func trueAttainment(run *Run, j int, w time.Duration) (float64, bool) {
 	s := run.Config.SLOs[0]
 	spec := daemon.PipelineSpec(run.Config).SLOs[0]
-	if from.Before(run.Scrapes[0].At) {
+	evals, taken := run.realTimes()
+	if evals[j].Add(-w).Before(taken[0]) {
 		return 0, false // the window reaches before the first scrape
 	}
+	from, to := scrapeEdge(taken, evals[j].Add(-w)), scrapeEdge(taken, evals[j])
 	finished := simtruth.FinishedIn(run.Requests, from, to)
 	abandoned := len(simtruth.AbandonedIn(run.Requests, from, to))
 	for _, r := range simtruth.LostIn(run.Requests, from, to) {

@@ -14,8 +14,9 @@ import (
 // (first tokens − finished + running at the window's start − running at its
 // end, at least 0) is exactly max(0, A + P_start − P_end), with A the
 // requests the truth has abandoned in the window and P the prompts in
-// prefill at its edges (scheduled, first token not yet produced), which the
-// running gauge counts before their first token. It runs the library's
+// prefill at its edges, the scrapes it reads (scheduled, first token not
+// yet produced), which the running gauge counts before their first token.
+// It runs the library's
 // scenarios where every scrape succeeds, vLLM never restarts (a restart's
 // lost requests and a failed scrape's stale gauge are the ledger's and the
 // window's concern, not this identity's) and the exporter's clock does not

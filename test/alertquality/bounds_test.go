@@ -111,7 +111,8 @@ func TestRulesBoundsHoldDaemonAndTruth(t *testing.T) {
 // streamingHoldsTruth checks, at every scrape of a run, that the rules'
 // bound on the requests past their first token in flight
 // (model_name:vllm_slo_streaming_requests_upper:sum) holds the true number
-// at the latest scrape that succeeded (the samples it reads), and that it
+// at the latest scrape that succeeded by the evaluation (the samples it
+// reads), and that it
 // is there at most scrapes. The windows' abandoned and joint
 // bounds take it at their edges.
 func streamingHoldsTruth(t *testing.T, prom *Prometheus, rf *rules.RuleFile, run *Run, shift time.Duration) {
@@ -125,10 +126,14 @@ func streamingHoldsTruth(t *testing.T, prom *Prometheus, rf *rules.RuleFile, run
 		t.Fatal(err)
 	}
 	checked, exact := 0, 0
-	var seen time.Time // the latest scrape that succeeded, whose samples the rules read
-	for _, sc := range run.Scrapes {
-		if sc.Body != nil {
-			seen = sc.At
+	evals, taken := run.realTimes()
+	var seen time.Time // the latest scrape that succeeded by the evaluation, whose samples the rules read
+	next := 0
+	for j, sc := range run.Scrapes {
+		for ; next < len(taken) && !taken[next].After(evals[j]); next++ {
+			if run.Scrapes[next].Body != nil {
+				seen = taken[next]
+			}
 		}
 		b, ok := bound[sc.At.Add(shift).Unix()]
 		if !ok || seen.IsZero() {

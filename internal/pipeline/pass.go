@@ -165,12 +165,18 @@ func (t *target) evaluateModel(spec Spec, model string, now time.Time, sc *passS
 	return mr
 }
 
-// maxGapIntervals is how many scrape intervals apart two scrapes may be for a
-// window's start to be taken across them: one failed scrape is tolerated, a
-// longer outage (or a clock jump) makes the window start after it (see
+// maxGapHalfIntervals is how many half scrape intervals apart two scrapes
+// may be for a window's start to be taken across them: one failed scrape
+// is tolerated even when the scrapes around it were each taken up to a
+// quarter interval off their nominal time (a scraper's jitter: up to two
+// and a half intervals apart, where two intervals would split such a gap
+// and drop it from the window while the rules, which read the latest
+// sample within lookback, count it), and a longer outage (two failed
+// scrapes: three intervals, no less than two and a half under that
+// jitter) or a clock jump makes the window start after it (see
 // store.Store.WindowEdges; the good-request totals do not care: their
 // increase over a gap is still exact).
-const maxGapIntervals = 2
+const maxGapHalfIntervals = 5
 
 // budget is SLO s's error budget over its period, warm-ups left out.
 func (p *pass) budget(s slo.SLO) Budget {

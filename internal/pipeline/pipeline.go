@@ -145,7 +145,7 @@ func (s Spec) storeConfig(ts TargetSpec) store.Config {
 		SLOs:      s.SLOs,
 		Retention: s.retention(),
 		Warmup:    ts.Warmup,
-		MaxGap:    maxGapIntervals * ts.Interval,
+		MaxGap:    maxGapHalfIntervals * ts.Interval / 2,
 		MaxModels: s.MaxModels,
 		Spans:     s.Traces != nil,
 	}

@@ -2,6 +2,7 @@ package pipeline
 
 import (
 	"math"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -526,5 +527,44 @@ func TestPartialScrapeCountsRejection(t *testing.T) {
 	tr = p.Evaluate(start.Add(45 * time.Second)).Targets[0]
 	if tr.LastError != "" || tr.Rejections[want] != 1 || len(tr.Models) != 2 {
 		t.Errorf("after an intact scrape: LastError %q, rejections %v, %d models", tr.LastError, tr.Rejections, len(tr.Models))
+	}
+}
+
+// TestWindowStartCrossesOneFailedScrapeUnderJitter checks the gap a
+// window's start may be taken across: one failed scrape between two
+// scrapes each taken a fifth of the interval off their nominal time (36 s
+// apart at 15 s) is crossed, so the window starts at the scrape before
+// the gap, as the rules' windows do; two failed scrapes are
+// not (51 s apart here), and the window starts after them.
+func TestWindowStartCrossesOneFailedScrapeUnderJitter(t *testing.T) {
+	step, jitter := 15*time.Second, 3*time.Second
+	for _, tc := range []struct {
+		failed    []int
+		wantStart time.Time
+	}{
+		{[]int{8}, start.Add(7*step - jitter)},
+		{[]int{8, 9}, start.Add(10*step + jitter)},
+	} {
+		s := phased(t, sim.Phase{Duration: 10 * time.Minute, Kind: sim.Poisson, Rate: sim.DemoRate})
+		p := New(testSpec(t))
+		for k := 1; k <= 13; k++ {
+			at := start.Add(time.Duration(k) * step)
+			switch {
+			case slices.Contains(tc.failed, k):
+				continue
+			case slices.Contains(tc.failed, k+1):
+				at = at.Add(-jitter)
+			case slices.Contains(tc.failed, k-1):
+				at = at.Add(jitter)
+			}
+			scrapeInto(t, p, s, at)
+		}
+		// The 1m window read at 13 intervals starts at 9 intervals, inside the gap.
+		rep := p.Evaluate(start.Add(13 * step))
+		for _, w := range rep.Targets[0].Models[0].Windows {
+			if w.Window.Nominal == time.Minute && !w.Window.Start.Equal(tc.wantStart) {
+				t.Errorf("scrapes %v failed: the 1m window starts at %v, want %v", tc.failed, w.Window.Start.Sub(start), tc.wantStart.Sub(start))
+			}
+		}
 	}
 }

@@ -14,8 +14,9 @@ import (
 // (first tokens − finished + running at the window's start − running at its
 // end, at least 0) is exactly max(0, A + P_start − P_end), with A the
 // requests the truth has abandoned in the window and P the prompts in
-// prefill at its edges (scheduled, first token not yet produced), which the
-// running gauge counts before their first token. It runs the library's
+// prefill at its edges, the scrapes it reads (scheduled, first token not
+// yet produced), which the running gauge counts before their first token.
+// It runs the library's
 // scenarios where every scrape succeeds, vLLM never restarts (a restart's
 // lost requests and a failed scrape's stale gauge are the ledger's and the
 // window's concern, not this identity's) and the exporter's clock does not
@@ -30,7 +31,7 @@ func TestAbandonedEstimateErrsByPrefill(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		first := simEpoch().Add(sc.Lead)
+		evals, taken := run.realTimes()
 		windows, off, worst := 0, 0, 0
 		for _, k := range run.Keys {
 			for j, s := range run.Scrapes {
@@ -38,7 +39,7 @@ func TestAbandonedEstimateErrsByPrefill(t *testing.T) {
 				if !c.Known {
 					continue
 				}
-				end := first.Add(s.Offset)
+				end := scrapeEdge(taken, evals[j])
 				for _, w := range []struct {
 					length   time.Duration
 					coverage float64
@@ -47,7 +48,7 @@ func TestAbandonedEstimateErrsByPrefill(t *testing.T) {
 					if w.coverage < 1 {
 						continue
 					}
-					start := end.Add(-w.length)
+					start := scrapeEdge(taken, evals[j].Add(-w.length))
 					edges := inPrefill(run.Requests, start) - inPrefill(run.Requests, end)
 					truth := abandonedIn(run.Requests, start, end)
 					if want := math.Max(0, float64(truth+edges)); w.estimate != want {

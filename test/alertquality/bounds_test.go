@@ -71,7 +71,7 @@ func TestRulesBoundsHoldDaemonAndTruth(t *testing.T) {
 					if !okL || !okH {
 						continue
 					}
-					if truth, ok := trueAttainment(run, sc.At.Add(-w), sc.At); ok {
+					if truth, ok := trueAttainment(run, j, w); ok {
 						checked++
 						if truth < l || truth > h {
 							t.Errorf("%s %s at %v: true attainment %v outside the rules' [%v, %v]", run.Scenario.Name, model.Duration(w), sc.Offset, truth, l, h)
@@ -111,7 +111,8 @@ func TestRulesBoundsHoldDaemonAndTruth(t *testing.T) {
 // streamingHoldsTruth checks, at every scrape of a run, that the rules'
 // bound on the requests past their first token in flight
 // (model_name:vllm_slo_streaming_requests_upper:sum) holds the true number
-// at the latest scrape that succeeded (the samples it reads), and that it
+// at the latest scrape that succeeded by the evaluation (the samples it
+// reads), and that it
 // is there at most scrapes. The windows' abandoned and joint
 // bounds take it at their edges.
 func streamingHoldsTruth(t *testing.T, prom *Prometheus, rf *rules.RuleFile, run *Run, shift time.Duration) {
@@ -125,10 +126,14 @@ func streamingHoldsTruth(t *testing.T, prom *Prometheus, rf *rules.RuleFile, run
 		t.Fatal(err)
 	}
 	checked, exact := 0, 0
-	var seen time.Time // the latest scrape that succeeded, whose samples the rules read
-	for _, sc := range run.Scrapes {
-		if sc.Body != nil {
-			seen = sc.At
+	evals, taken := run.realTimes()
+	var seen time.Time // the latest scrape that succeeded by the evaluation, whose samples the rules read
+	next := 0
+	for j, sc := range run.Scrapes {
+		for ; next < len(taken) && !taken[next].After(evals[j]); next++ {
+			if run.Scrapes[next].Body != nil {
+				seen = taken[next]
+			}
 		}
 		b, ok := bound[sc.At.Add(shift).Unix()]
 		if !ok || seen.IsZero() {
@@ -154,15 +159,18 @@ func streamingHoldsTruth(t *testing.T, prom *Prometheus, rf *rules.RuleFile, run
 	t.Logf("%s: requests past their first token in flight within the bound at %d scrapes (equal at %d)", run.Scenario.Name, checked, exact)
 }
 
-// trueAttainment is the share of the requests that ended in (from, to]
-// (finished, or abandoned after their first token, which count as bad)
-// that finished meeting every objective.
-func trueAttainment(run *Run, from, to time.Time) (float64, bool) {
+// trueAttainment is, for the window of length w read at run's evaluation
+// j, the share of the requests that ended between the scrapes it reads
+// (scrapeEdge; finished, or abandoned after their first token, which count
+// as bad) that finished meeting every objective.
+func trueAttainment(run *Run, j int, w time.Duration) (float64, bool) {
 	s := run.Config.SLOs[0]
 	spec := daemon.PipelineSpec(run.Config).SLOs[0]
-	if from.Before(run.Scrapes[0].At) {
+	evals, taken := run.realTimes()
+	if evals[j].Add(-w).Before(taken[0]) {
 		return 0, false // the window reaches before the first scrape
 	}
+	from, to := scrapeEdge(taken, evals[j].Add(-w)), scrapeEdge(taken, evals[j])
 	finished := simtruth.FinishedIn(run.Requests, from, to)
 	abandoned := len(simtruth.AbandonedIn(run.Requests, from, to))
 	for _, r := range simtruth.LostIn(run.Requests, from, to) {

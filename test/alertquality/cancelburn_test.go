@@ -12,16 +12,17 @@ import (
 
 // TestCancelBurnPagesPromptly plays the cancel-burn scenarios (both
 // `abandoned` policies, 1-day and 30-day periods) through the daemon's
-// pipeline from the histograms alone and in exact mode, and holds every
-// page to: no false page, no missed page, and a first page within
-// CancelBurnMaxDelay of the start of the true page condition it answers
-// (both windows' true burn above the factor, before the alert's hold).
-// With -v it prints, per path and page, when the condition held, when the
-// truth and the daemon paged, and how long after the condition began.
+// pipeline from the histograms alone and in exact mode and, unless -short
+// or without Debian's prometheus and promtool, through the generated rules
+// in Prometheus, and holds every page of every path to: no false page, no
+// missed page, and a first page within CancelBurnMaxDelay of the start of
+// the true page condition it answers (both windows' true burn above the
+// factor, before the alert's hold). With -v it prints, per path and page,
+// when the condition held, when the truth and the path paged, and how long
+// after the condition began.
 func TestCancelBurnPagesPromptly(t *testing.T) {
 	t.Parallel()
-	var table strings.Builder
-	table.WriteString("| scenario | path | alert | true page condition | truth fires | daemon fires | false / missed | first page after the condition began |\n|---|---|---|---|---|---|---|---|\n")
+	var hists, exacts []*Run
 	for _, sc := range Library() {
 		if !strings.HasPrefix(sc.Name, "cancel-burn-") {
 			continue
@@ -34,31 +35,59 @@ func TestCancelBurnPagesPromptly(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		for _, p := range []struct {
-			name string
-			run  *Run
-		}{{"histograms", hist}, {"exact", exact}} {
+		hists, exacts = append(hists, hist), append(exacts, exact)
+	}
+	withRules := !testing.Short() && installed("prometheus", "promtool")
+	if withRules {
+		rulesShared(t, hists)
+	} else {
+		t.Log("generated rules not evaluated: -short, or prometheus/promtool not installed")
+	}
+	var table strings.Builder
+	table.WriteString("| scenario | path | alert | true page condition | truth fires | path fires | false / missed | first page after the condition began |\n|---|---|---|---|---|---|---|---|\n")
+	for i, hist := range hists {
+		paths := []pagePath{{"histograms", hist, hist.Daemon}, {"exact", exacts[i], exacts[i].Daemon}}
+		if withRules {
+			paths = append(paths, pagePath{"rules", hist, hist.Rules})
+		}
+		for _, p := range paths {
 			for _, k := range p.run.Keys {
-				if k.Severity != "page" {
-					continue
+				if k.Severity == "page" {
+					checkPrompt(t, &table, p.run, p.name, k, p.fired[k])
 				}
-				cond, want, got := p.run.Condition[k], p.run.Truth[k], p.run.Daemon[k]
-				s := score(want, got)
-				if s.False > 0 || s.Missed > 0 {
-					t.Errorf("%s %s %s: truth %s, got %s: %d false, %d missed", sc.Name, p.name, k, describe(want), describe(got), s.False, s.Missed)
-				}
-				delays := pageDelays(cond, want, got)
-				for _, d := range delays {
-					if d > CancelBurnMaxDelay {
-						t.Errorf("%s %s %s: paged %v after its true condition began (truth %s, got %s), want at most %v", sc.Name, p.name, k, d, describe(want), describe(got), CancelBurnMaxDelay)
-					}
-				}
-				fmt.Fprintf(&table, "| %s | %s | %s | %s | %s | %s | %d / %d | %s |\n", sc.Name, p.name, k,
-					describe(episodes(cond)), describe(want), describe(got), s.False, s.Missed, delayList(delays))
 			}
 		}
 	}
 	t.Log("\n" + table.String())
+}
+
+// pagePath is one path's pages of a run, by alert.
+type pagePath struct {
+	name  string
+	run   *Run
+	fired map[Key][]Episode
+}
+
+// checkPrompt scores one path's pages of alert k over run against the
+// truth, fails the test on a false or missed page or a page later than
+// CancelBurnMaxDelay after its true condition began, and adds the row of
+// TestCancelBurnPagesPromptly's table.
+func checkPrompt(t *testing.T, table *strings.Builder, run *Run, path string, k Key, got []Episode) {
+	t.Helper()
+	name := run.Scenario.Name
+	cond, want := run.Condition[k], run.Truth[k]
+	s := score(want, got)
+	if s.False > 0 || s.Missed > 0 {
+		t.Errorf("%s %s %s: truth %s, got %s: %d false, %d missed", name, path, k, describe(want), describe(got), s.False, s.Missed)
+	}
+	delays := pageDelays(cond, want, got)
+	for _, d := range delays {
+		if d > CancelBurnMaxDelay {
+			t.Errorf("%s %s %s: paged %v after its true condition began (truth %s, got %s), want at most %v", name, path, k, d, describe(want), describe(got), CancelBurnMaxDelay)
+		}
+	}
+	fmt.Fprintf(table, "| %s | %s | %s | %s | %s | %s | %d / %d | %s |\n", name, path, k,
+		describe(episodes(cond)), describe(want), describe(got), s.False, s.Missed, delayList(delays))
 }
 
 // pageDelays is, for every true page (an episode of want, the held

@@ -60,7 +60,7 @@ func TestAlertQuality(t *testing.T) {
 	}
 	withRules := !testing.Short() && installed("prometheus", "promtool")
 	if withRules {
-		evaluateRules(t, runs)
+		rulesShared(t, runs)
 	} else {
 		t.Log("generated rules not evaluated: -short, or prometheus/promtool not installed")
 	}
@@ -284,7 +284,7 @@ func TestJointOnlyBreach(t *testing.T) {
 			t.Fatal(err)
 		}
 		sp := daemon.PipelineSpec(run.Config)
-		first := run.Scrapes[0].At
+		evals, taken := run.realTimes()
 		for i, a := range sp.Alerts {
 			k := run.Keys[i]
 			if count(run.Condition[k]) == 0 || len(run.Daemon[k]) == 0 {
@@ -293,7 +293,7 @@ func TestJointOnlyBreach(t *testing.T) {
 			for _, o := range sp.SLOs[0].Objectives {
 				alone := sp.SLOs[0]
 				alone.Objectives = []slo.Objective{o}
-				if n := count(trueCondition(newTrueLedger(run.Requests, alone), a, first, sc.Length)); n > 0 {
+				if n := count(trueCondition(newTrueLedger(run.Requests, alone), a, evals, taken)); n > 0 {
 					t.Errorf("%s %s: %s alone meets the page condition at %d evaluations, want none", sc.Name, k, o.Metric, n)
 				}
 			}

@@ -322,7 +322,7 @@ func (f *liveFleet) stampScrapes(base string, until time.Time) (map[string][]Scr
 				return nil, fmt.Errorf("server %s: no exposition served for the scrape at %v", m.target, at)
 			}
 			s := served[j]
-			s.At, s.Offset = at, at.Sub(f.begin)
+			s.At, s.Taken, s.Offset = at, at, at.Sub(f.begin)
 			out[m.target] = append(out[m.target], s)
 		}
 		if failed > 0 {
@@ -347,20 +347,20 @@ func daemonChecks(cfg *config.Config, scrapes map[string][]Scrape, evals []int64
 			all = append(all, stamped{target, s})
 		}
 	}
-	slices.SortFunc(all, func(a, b stamped) int { return a.s.At.Compare(b.s.At) })
+	slices.SortFunc(all, func(a, b stamped) int { return a.s.Taken.Compare(b.s.Taken) })
 	p := pipeline.New(daemon.PipelineSpec(cfg))
 	out := map[int64]map[string]pipeline.BurnCheck{}
 	next := 0
 	for _, ms := range evals {
 		at := time.UnixMilli(ms)
-		for ; next < len(all) && !all[next].s.At.After(at); next++ {
+		for ; next < len(all) && !all[next].s.Taken.After(at); next++ {
 			sc := all[next]
-			snap, err := scrape.Parse(sc.s.Body, sc.s.ContentType, scrape.VLLM, sc.s.At)
+			snap, err := scrape.Parse(sc.s.Body, sc.s.ContentType, scrape.VLLM, sc.s.Taken)
 			if err != nil {
-				return nil, fmt.Errorf("parse %s at %v: %w", sc.target, sc.s.At, err)
+				return nil, fmt.Errorf("parse %s at %v: %w", sc.target, sc.s.Taken, err)
 			}
 			if err := p.Ingest(sc.target, snap, 0); err != nil {
-				return nil, fmt.Errorf("ingest %s at %v: %w", sc.target, sc.s.At, err)
+				return nil, fmt.Errorf("ingest %s at %v: %w", sc.target, sc.s.Taken, err)
 			}
 		}
 		checks := map[string]pipeline.BurnCheck{}

@@ -103,13 +103,14 @@ func backfillOne(om, data string, write func(w io.Writer) error) error {
 }
 
 // runSeries parses a run's scrapes into series, keyed by their OpenMetrics
-// text. A scrape not after the previous one (the clock stepped back) is
-// left out, as Prometheus's storage refuses it.
+// text, each sample at the time its scrape was taken (Scrape.Taken). A
+// scrape not after the previous one (the clock stepped back) is left out,
+// as Prometheus's storage refuses it.
 func runSeries(run *Run, shift time.Duration) (map[string][]sample, error) {
 	out := map[string][]sample{}
 	var last int64
 	for _, sc := range run.Scrapes {
-		ms := sc.At.Add(shift).UnixMilli()
+		ms := sc.Taken.Add(shift).UnixMilli()
 		if sc.Body == nil || ms <= last {
 			continue
 		}

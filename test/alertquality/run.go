@@ -3,6 +3,8 @@ package alertquality
 import (
 	"errors"
 	"fmt"
+	"hash/fnv"
+	"math/rand/v2"
 	"time"
 
 	"github.com/prometheus/common/model"
@@ -59,14 +61,43 @@ const Interval = 15 * time.Second
 // targetName is the name of the one target in ConfigYAML.
 const targetName = "sim"
 
-// Scrape is one scrape of the simulated vLLM as the exporter took it.
+// Scrape is one scrape of the simulated vLLM as the exporter took it, and
+// the evaluation on the regular grid that it belongs to.
 type Scrape struct {
-	// Offset is the real time since the first scrape; At the exporter's clock.
+	// Offset is the evaluation's nominal real time since the first one
+	// (a multiple of Interval); At is that evaluation's time on the
+	// exporter's clock: the daemon and the rules evaluate there.
 	Offset time.Duration
 	At     time.Time
+	// Taken is when the scrape was taken on the exporter's clock: At moved
+	// by the scrape's jitter (see ScrapeJitter), its samples' timestamp.
+	Taken time.Time
 	// Body is the exposition, nil when the scrape failed.
 	Body        []byte
 	ContentType string
+}
+
+// ScrapeJitter is how far from its nominal time every scrape is taken, at
+// most, as a share of Interval: a live scraper's ticks drift with its load
+// and never line up with the evaluations, so each scrape is moved by an
+// amount drawn uniformly within ±ScrapeJitter×Interval (to the
+// millisecond, seeded: runs are reproducible). The evaluations, the
+// daemon's and the rule manager's, stay on the regular grid.
+const ScrapeJitter = 0.2
+
+// jitters is, for n scrapes of the scenario named name, how far from its
+// nominal time each is taken: uniform within ±ScrapeJitter×Interval, to
+// the millisecond, drawn from a generator seeded with seed and the name.
+func jitters(name string, n int) []time.Duration {
+	h := fnv.New64a()
+	h.Write([]byte(name))
+	rng := rand.New(rand.NewPCG(seed, h.Sum64()))
+	most := int64(ScrapeJitter * float64(Interval/time.Millisecond))
+	out := make([]time.Duration, n)
+	for i := range out {
+		out[i] = time.Duration(rng.Int64N(2*most+1)-most) * time.Millisecond
+	}
+	return out
 }
 
 // Run is one scenario played through the daemon's pipeline.
@@ -181,16 +212,29 @@ func play(sc Scenario, exact bool) (*Run, error) {
 	first := simStart.Add(sc.Lead)
 	firing := map[Key][]bool{}
 	var down []bool
-	for off := time.Duration(0); off <= sc.Length; off += Interval {
-		at, err := run.scrapeOnce(p, s, off, first)
-		if err != nil {
-			return nil, err
+	jit := jitters(sc.Name, int(sc.Length/Interval)+1)
+	var evals, taken []time.Time
+	for i, j := range jit {
+		off := time.Duration(i) * Interval
+		// The evaluation at off reads the scrapes taken at or before it:
+		// this one when it came early, else up to the one before.
+		if j <= 0 {
+			if err := run.scrapeOnce(p, s, off, j, first); err != nil {
+				return nil, err
+			}
 		}
-		fired, isDown := run.noteEvaluation(p.Evaluate(at))
+		s.AdvanceTo(first.Add(off))
+		fired, isDown := run.noteEvaluation(p.Evaluate(run.exporterClock(first, off)))
 		for _, k := range run.Keys {
 			firing[k] = append(firing[k], fired[k])
 		}
 		down = append(down, isDown)
+		if j > 0 {
+			if err := run.scrapeOnce(p, s, off, j, first); err != nil {
+				return nil, err
+			}
+		}
+		evals, taken = append(evals, first.Add(off)), append(taken, first.Add(off+j))
 	}
 	for _, k := range run.Keys {
 		run.Daemon[k] = episodes(firing[k])
@@ -200,39 +244,59 @@ func play(sc Scenario, exact bool) (*Run, error) {
 	run.Requests = truth
 	for i, a := range sp.Alerts {
 		k := run.Keys[i]
-		run.Condition[k] = trueCondition(newTrueLedger(truth, sp.SLOs[0]), a, first, sc.Length)
+		run.Condition[k] = trueCondition(newTrueLedger(truth, sp.SLOs[0]), a, evals, taken)
 		run.Truth[k] = episodes(hold(run.Condition[k], a.For))
 	}
 	return run, nil
 }
 
-// scrapeOnce advances the simulator to the scrape at offset off from first
-// and feeds the pipeline that scrape (or, while vLLM is down or the
-// scenario fails it, a failure), at the exporter's clock, which a scenario
-// may step; it keeps the scrape in run and returns the exporter's time.
-func (run *Run) scrapeOnce(p *pipeline.Pipeline, s *sim.Sim, off time.Duration, first time.Time) (time.Time, error) {
+// realTimes are the real times of the run's evaluations and of its
+// scrapes, one each per evaluation, in order (the exporter's clock, which
+// a scenario may step, aside).
+func (run *Run) realTimes() (evals, taken []time.Time) {
+	first := simEpoch().Add(run.Scenario.Lead)
+	for _, s := range run.Scrapes {
+		evals = append(evals, first.Add(s.Offset))
+		taken = append(taken, first.Add(s.Offset+s.Taken.Sub(s.At)))
+	}
+	return evals, taken
+}
+
+// exporterClock is the exporter's clock at the real time off after first:
+// moved by the scenario's step from StepAt on.
+func (run *Run) exporterClock(first time.Time, off time.Duration) time.Time {
 	sc := run.Scenario
-	real := first.Add(off)
-	at := real
+	at := first.Add(off)
 	if sc.StepBy != 0 && off >= sc.StepAt {
 		at = at.Add(sc.StepBy)
 	}
-	s.AdvanceTo(real)
-	sample := Scrape{Offset: off, At: at}
+	return at
+}
+
+// scrapeOnce advances the simulator to the scrape due at offset off from
+// first, taken jitter from there, and feeds the pipeline that scrape (or,
+// while vLLM is down or the scenario fails it, a failure), at the
+// exporter's clock, which a scenario may step; it keeps the scrape in run.
+func (run *Run) scrapeOnce(p *pipeline.Pipeline, s *sim.Sim, off, jitter time.Duration, first time.Time) error {
+	sc := run.Scenario
+	at := run.exporterClock(first, off)
+	taken := at.Add(jitter)
+	s.AdvanceTo(first.Add(off + jitter))
+	sample := Scrape{Offset: off, At: at, Taken: taken}
 	if !s.Serving() || (sc.Failed != nil && sc.Failed(off)) {
-		p.RecordFailure(targetName, "timeout", errDown, at, 0)
+		p.RecordFailure(targetName, "timeout", errDown, taken, 0)
 	} else {
 		sample.Body, sample.ContentType = s.Exposition()
-		snap, err := scrape.Parse(sample.Body, sample.ContentType, scrape.VLLM, at)
+		snap, err := scrape.Parse(sample.Body, sample.ContentType, scrape.VLLM, taken)
 		if err != nil {
-			return at, fmt.Errorf("scenario %s: parse at %v: %w", sc.Name, off, err)
+			return fmt.Errorf("scenario %s: parse at %v: %w", sc.Name, off, err)
 		}
 		// A refused snapshot (the clock stepped back) counts as a failure
 		// inside Ingest, as in the daemon.
 		_ = p.Ingest(targetName, snap, 0)
 	}
 	run.Scrapes = append(run.Scrapes, sample)
-	return at, nil
+	return nil
 }
 
 // noteEvaluation reads one evaluation: which burn-rate alerts fire (their
@@ -274,18 +338,32 @@ func keyOf(labels map[string]string) Key {
 	return Key{labels["severity"], time.Duration(long), time.Duration(short)}
 }
 
-// trueCondition is, at each evaluation, whether the true burn rate over
-// both of an alert's windows exceeds its factor; held for the alert's For
-// (hold) it is when the alert should have fired.
-func trueCondition(l *trueLedger, a pipeline.BurnAlert, first time.Time, length time.Duration) []bool {
+// trueCondition is, at each evaluation (real times), whether the true burn
+// rate over both of an alert's windows exceeds its factor; held for the
+// alert's For (hold) it is when the alert should have fired. Each window
+// is judged between the actual scrapes the evaluation reads (taken, the
+// real time of every scrape, in order; scrapeEdge): the requests the
+// window's two scrapes can tell apart, whatever the scrapes' jitter.
+func trueCondition(l *trueLedger, a pipeline.BurnAlert, evals, taken []time.Time) []bool {
 	var cond []bool
-	for off := time.Duration(0); off <= length; off += Interval {
-		now := first.Add(off)
-		long, _, okL := l.burn(now.Add(-a.Long), now)
-		short, _, okS := l.burn(now.Add(-a.Short), now)
+	for _, now := range evals {
+		end := scrapeEdge(taken, now)
+		long, _, okL := l.burn(scrapeEdge(taken, now.Add(-a.Long)), end)
+		short, _, okS := l.burn(scrapeEdge(taken, now.Add(-a.Short)), end)
 		cond = append(cond, okL && okS && long > a.Factor && short > a.Factor)
 	}
 	return cond
+}
+
+// scrapeEdge is the last of the scrape times taken (in order) at or before
+// t, where a window read at t has its edge; t itself before the first
+// scrape, where no scrape bounds the window.
+func scrapeEdge(taken []time.Time, t time.Time) time.Time {
+	i := upperIndex(taken, t)
+	if i == 0 {
+		return t
+	}
+	return taken[i-1]
 }
 
 // hold turns a condition per evaluation into firing per evaluation: firing

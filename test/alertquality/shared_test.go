@@ -4,6 +4,7 @@ import (
 	"regexp"
 	"runtime"
 	"sync"
+	"testing"
 )
 
 // Every test of the package runs in parallel (t.Parallel, as many at once
@@ -113,4 +114,42 @@ func playExactShared(sc Scenario) (*Run, error) {
 	}
 	sharedExact.runs[sc.Name] = run
 	return run, nil
+}
+
+// sharedRules holds, by scenario name, the generated rules' burn-rate
+// alerts (Run.Rules, Run.RuleLabels) as evaluateRules replayed them in
+// Prometheus, for the tests that score the rules' pages
+// (TestAlertQuality, TestCancelBurnPagesPromptly): each run is replayed
+// once per test binary. The mutex is held while a replay runs, so a test
+// asking for runs another is replaying waits for them.
+var sharedRules struct {
+	sync.Mutex
+	rules  map[string]map[Key][]Episode
+	labels map[string]map[Key]map[string]bool
+}
+
+// rulesShared fills Rules and RuleLabels of every run from sharedRules,
+// replaying in one Prometheus those runs no test has replayed yet.
+func rulesShared(t *testing.T, runs []*Run) {
+	t.Helper()
+	sharedRules.Lock()
+	defer sharedRules.Unlock()
+	var todo []*Run
+	for _, run := range runs {
+		if _, ok := sharedRules.rules[run.Scenario.Name]; !ok {
+			todo = append(todo, run)
+		}
+	}
+	if len(todo) > 0 {
+		evaluateRules(t, todo)
+		if sharedRules.rules == nil {
+			sharedRules.rules, sharedRules.labels = map[string]map[Key][]Episode{}, map[string]map[Key]map[string]bool{}
+		}
+		for _, run := range todo {
+			sharedRules.rules[run.Scenario.Name], sharedRules.labels[run.Scenario.Name] = run.Rules, run.RuleLabels
+		}
+	}
+	for _, run := range runs {
+		run.Rules, run.RuleLabels = sharedRules.rules[run.Scenario.Name], sharedRules.labels[run.Scenario.Name]
+	}
 }

@@ -260,7 +260,7 @@ func compareEngines(t *testing.T, prom *Prometheus, vm *Victoria, rf *rules.Rule
 			a.daemonN++
 			a.daemonWidth += (1 - b.Lower*(1-goal)) - (1 - b.Upper*(1-goal))
 		}
-		truth, ok := trueAttainment(run, sc.At.Add(-w), sc.At)
+		truth, ok := trueAttainment(run, j, w)
 		if !ok {
 			continue
 		}

@@ -2,12 +2,10 @@ package pipeline
 
 import (
 	"fmt"
-	"math/rand/v2"
 	"testing"
 	"time"
 
 	"github.com/vllm-slo-exporter/vllm-slo-exporter/internal/sim"
-	"github.com/vllm-slo-exporter/vllm-slo-exporter/internal/traces"
 	"github.com/vllm-slo-exporter/vllm-slo-exporter/scrape"
 	"github.com/vllm-slo-exporter/vllm-slo-exporter/slo"
 	"github.com/vllm-slo-exporter/vllm-slo-exporter/test/simtruth"
@@ -33,89 +31,42 @@ import (
 // abandoned ones of fewer scrapes beside the window's finished requests.
 func TestWindowPartsShareEdges(t *testing.T) {
 	const (
-		interval  = time.Second
-		spanDelay = 3 * time.Second
-		reloadAt  = 4 * time.Minute
-		runFor    = 8 * time.Minute
+		reloadAt = 4 * time.Minute
+		runFor   = 8 * time.Minute
 	)
-	cfg, err := sim.Preset("admission", 11, start)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg.Models[0].Workload.Phases[0].Duration = 3 * time.Minute // the overload sooner
-	cfg.DiscardTokenTimes = true
-	clock := start
-	store := traces.NewStore(traces.Limits{Retain: time.Hour, MaxRecords: 1 << 20, MaxModels: 10, MaxAdapters: 10,
-		Now: func() time.Time { return clock }})
-	rng := rand.New(rand.NewPCG(5, 7))
-	type late struct {
-		span traces.Span
-		at   time.Time // when it arrives
-	}
-	var inFlight []late
-	cfg.OnDone = func(r sim.Request) {
-		if r.Finished() {
-			inFlight = append(inFlight, late{spanOf(r), r.Finish.Add(time.Duration(rng.Float64() * float64(spanDelay)))})
-		}
-	}
-	s, err := sim.New(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	slos := populations()
-	spec := testSpec(t)
-	spec.Targets[0].Interval = interval
-	spec.SLOs, spec.Windows, spec.Traces = slos, []time.Duration{time.Minute, 2 * time.Minute}, store
-	spec.TraceDelay, spec.TraceLateness = spanDelay, 2*time.Second
-	p := New(spec)
-	// deliver hands the store, at time at, the spans that arrived by then.
-	deliver := func(at time.Time) {
-		clock = at
-		var kept []late
-		for _, l := range inFlight {
-			if l.at.After(at) {
-				kept = append(kept, l)
-				continue
-			}
-			store.Add([]traces.Span{l.span})
-		}
-		inFlight = kept
-	}
+	l := newLiveServe(t, "admission", 3*time.Minute, 5, 7)
 	var c edgeCounts
 	reloaded := false
 	at := start
 	for k := 0; at.Before(start.Add(runFor)); k++ {
-		next := at.Add(time.Duration(float64(interval) * (0.8 + 0.4*rng.Float64())))
-		deliver(at.Add(time.Duration(rng.Float64() * float64(next.Sub(at)))))
-		at = next
-		clock = at
-		s.AdvanceTo(at)
-		body, ct := s.Exposition()
+		at = l.nextScrape(at)
+		l.sim.AdvanceTo(at)
+		body, ct := l.sim.Exposition()
 		snap, err := scrape.Parse(body, ct, scrape.VLLM, at)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := p.Ingest("gpu0", snap, 0); err != nil {
+		if err := l.p.Ingest("gpu0", snap, 0); err != nil {
 			t.Fatal(err)
 		}
 		if !reloaded && at.Sub(start) >= reloadAt {
 			reloaded = true
-			more := spec
-			more.SLOs = append(append([]slo.SLO{}, slos...), slo.SLO{Name: "e2e", Goal: 0.9, Period: 24 * time.Hour,
+			more := l.spec
+			more.SLOs = append(append([]slo.SLO{}, l.slos...), slo.SLO{Name: "e2e", Goal: 0.9, Period: 24 * time.Hour,
 				Objectives: []slo.Objective{{Metric: slo.E2E, Threshold: 20}}})
-			if err := p.Reconfigure(more); err != nil {
+			if err := l.p.Reconfigure(more); err != nil {
 				t.Fatal(err)
 			}
 		}
 		if at.Sub(start) < 2*time.Minute || k%3 != 0 {
 			continue
 		}
-		ev := at.Add(time.Duration(rng.Float64() * float64(interval) / 2))
-		deliver(ev)
+		ev := at.Add(time.Duration(l.rng.Float64() * float64(liveInterval) / 2))
+		l.deliver(ev)
 		// Windows evaluated within their length of the reload reach before
 		// the restarted ledgers' first checkpoint.
-		reaches := reloaded && ev.Sub(start) < reloadAt+2*time.Minute+spanDelay
-		checkEdgeWindows(t, p.Evaluate(ev).Targets[0].Models[0], s.Truth(), slos, reaches, &c)
+		reaches := reloaded && ev.Sub(start) < reloadAt+2*time.Minute+liveSpanDelay
+		checkEdgeWindows(t, l.p.Evaluate(ev).Targets[0].Models[0], l.sim.Truth(), l.slos, reaches, &c)
 	}
 	t.Logf("%d windows from the spans and %d from the histograms checked (%d after the reload); rejected %v, abandoned %v summed over them",
 		c.exact, c.hist, c.afterReload, c.rejected, c.abandoned)

@@ -2,12 +2,10 @@ package pipeline
 
 import (
 	"fmt"
-	"math/rand/v2"
 	"testing"
 	"time"
 
 	"github.com/vllm-slo-exporter/vllm-slo-exporter/internal/sim"
-	"github.com/vllm-slo-exporter/vllm-slo-exporter/internal/traces"
 	"github.com/vllm-slo-exporter/vllm-slo-exporter/scrape"
 	"github.com/vllm-slo-exporter/vllm-slo-exporter/slo"
 )
@@ -65,78 +63,30 @@ type renderedCounts struct {
 // its edges.
 func serveRendered(t *testing.T, preset string, sliver time.Duration) renderedCounts {
 	t.Helper()
-	const (
-		interval  = time.Second
-		spanDelay = 3 * time.Second
-		runFor    = 6 * time.Minute
-	)
-	cfg, err := sim.Preset(preset, 11, start)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg.Models[0].Workload.Phases[0].Duration = 2 * time.Minute // the overload sooner
-	cfg.DiscardTokenTimes = true
-	clock := start
-	store := traces.NewStore(traces.Limits{Retain: time.Hour, MaxRecords: 1 << 20, MaxModels: 10, MaxAdapters: 10,
-		Now: func() time.Time { return clock }})
-	rng := rand.New(rand.NewPCG(3, 9))
-	type late struct {
-		span traces.Span
-		at   time.Time // when it arrives
-	}
-	var inFlight []late
-	cfg.OnDone = func(r sim.Request) {
-		if r.Finished() {
-			inFlight = append(inFlight, late{spanOf(r), r.Finish.Add(time.Duration(rng.Float64() * float64(spanDelay)))})
-		}
-	}
-	s, err := sim.New(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	slos := populations()
-	spec := testSpec(t)
-	spec.Targets[0].Interval = interval
-	spec.SLOs, spec.Windows, spec.Traces = slos, []time.Duration{time.Minute, 2 * time.Minute}, store
-	spec.TraceDelay, spec.TraceLateness = spanDelay, 2*time.Second
-	p := New(spec)
-	deliver := func(at time.Time) {
-		clock = at
-		var kept []late
-		for _, l := range inFlight {
-			if l.at.After(at) {
-				kept = append(kept, l)
-				continue
-			}
-			store.Add([]traces.Span{l.span})
-		}
-		inFlight = kept
-	}
+	const runFor = 6 * time.Minute
+	l := newLiveServe(t, preset, 2*time.Minute, 3, 9)
 	rendered := map[int64]time.Time{} // by a scrape's stamp (Unix ns): when its exposition was rendered
 	var c renderedCounts
 	at := start
 	for k := 0; at.Before(start.Add(runFor)); k++ {
-		next := at.Add(time.Duration(float64(interval) * (0.8 + 0.4*rng.Float64())))
-		deliver(at.Add(time.Duration(rng.Float64() * float64(next.Sub(at)))))
-		at = next
-		clock = at
-		took := time.Duration(rng.Float64() * float64(sliver))
-		s.AdvanceTo(at.Add(took))
+		at = l.nextScrape(at)
+		took := time.Duration(l.rng.Float64() * float64(sliver))
+		l.sim.AdvanceTo(at.Add(took))
 		rendered[at.UnixNano()] = at.Add(took)
-		body, ct := s.Exposition()
+		body, ct := l.sim.Exposition()
 		snap, err := scrape.Parse(body, ct, scrape.VLLM, at)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := p.Ingest("gpu0", snap, took); err != nil {
+		if err := l.p.Ingest("gpu0", snap, took); err != nil {
 			t.Fatal(err)
 		}
 		if at.Sub(start) < time.Minute || k%3 != 0 {
 			continue
 		}
-		ev := at.Add(sliver + time.Duration(rng.Float64()*float64(interval)/2))
-		deliver(ev)
-		checkRenderedWindows(t, p.Evaluate(ev).Targets[0].Models[0], s.Truth(), slos, rendered, &c)
+		ev := at.Add(sliver + time.Duration(l.rng.Float64()*float64(liveInterval)/2))
+		l.deliver(ev)
+		checkRenderedWindows(t, l.p.Evaluate(ev).Targets[0].Models[0], l.sim.Truth(), l.slos, rendered, &c)
 	}
 	return c
 }

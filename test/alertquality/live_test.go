@@ -584,14 +584,56 @@ func needEngine(t *testing.T, name string) string {
 
 // waitRun waits, while the process lives, until the servers have been
 // scraped for liveFor, and returns the time up to which the comparison
-// reads: two seconds back, so that every scrape and evaluation stamped
-// before it is stored.
-func (f *liveFleet) waitRun(t *testing.T, p *Process) time.Time {
+// reads: two seconds back, so that every scrape stamped before it is
+// stored. It then waits until every rule group of the engine serving
+// engineURL (Prometheus, or Thanos's ruler) has finished an evaluation
+// begun after that moment: a group's results are stored when its
+// evaluation ends, which on a loaded machine is more than the two seconds
+// after its stamp, and the groups evaluate in order, so every evaluation
+// stamped before the returned time is then stored.
+func (f *liveFleet) waitRun(t *testing.T, p *Process, engineURL string) time.Time {
 	t.Helper()
 	if err := p.WaitFor(liveFor+time.Minute, "the live run", func() (bool, error) { return time.Since(f.begin) >= liveFor, nil }); err != nil {
 		t.Fatal(err)
 	}
-	return time.UnixMilli(time.Now().Add(-2 * time.Second).UnixMilli())
+	now := time.Now()
+	if err := p.WaitFor(time.Minute, "the rule groups' evaluations past the run", func() (bool, error) {
+		return groupsEvaluatedAfter(engineURL, now)
+	}); err != nil {
+		t.Fatal(err)
+	}
+	return time.UnixMilli(now.Add(-2 * time.Second).UnixMilli())
+}
+
+// groupsEvaluatedAfter reports whether the engine at base lists rule
+// groups and each one's last evaluation
+// (prometheus_rule_group_last_evaluation_timestamp_seconds, set once the
+// evaluation has ended) is at or after the instant after.
+func groupsEvaluatedAfter(base string, after time.Time) (bool, error) {
+	resp, err := http.Get(base + "/metrics")
+	if err != nil {
+		return false, fmt.Errorf("engine metrics: %w", err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(io.LimitReader(resp.Body, maxResponse))
+	if err != nil {
+		return false, fmt.Errorf("engine metrics: %w", err)
+	}
+	groups := 0
+	for _, line := range strings.Split(string(body), "\n") {
+		if !strings.HasPrefix(line, "prometheus_rule_group_last_evaluation_timestamp_seconds{") {
+			continue
+		}
+		groups++
+		v, err := strconv.ParseFloat(line[strings.LastIndexByte(line, ' ')+1:], 64)
+		if err != nil {
+			return false, fmt.Errorf("engine metrics: %q: %w", line, err)
+		}
+		if v < float64(after.UnixMilli())/1e3 {
+			return false, nil
+		}
+	}
+	return groups > 0, nil
 }
 
 // TestRulesLiveOnPrometheus3 runs the generated rules (with query_offset)
@@ -617,7 +659,7 @@ func TestRulesLiveOnPrometheus3(t *testing.T) {
 		}
 		defer prom.Stop()
 		f.open(t)
-		until := f.waitRun(t, prom.Process)
+		until := f.waitRun(t, prom.Process, prom.URL)
 		compareLive(t, f, prom.URL, prom.URL, until)
 		// Prometheus 3 stores server b's le="1" as le="1.0".
 		for expr, want := range map[string]int{
@@ -802,7 +844,7 @@ func TestRulesLiveOnThanosRuler(t *testing.T) {
 	f := startLiveFleet(t, dir, thanosInterval)
 	s := startThanos(t, thanos, prom3, dir, f)
 	defer s.stop()
-	until := f.waitRun(t, s.processes[2])
+	until := f.waitRun(t, s.processes[2], s.ruleURL)
 	compareLive(t, f, s.queryURL, s.prom.URL, until)
 	logRuleGroups(t, s.ruleURL)
 }

@@ -83,7 +83,14 @@ space := $(empty) $(empty)
 PLAIN_PKGS = $(sort $(foreach p,$(PLAIN),./$(firstword $(subst :, ,$(p)))))
 PLAIN_TESTS = ^($(subst $(space),|,$(strip $(foreach p,$(PLAIN),$(lastword $(subst :, ,$(p)))))))$$
 
-# The three jobs run side by side; each one's output is printed whole when
+# LIVE_ENGINE_TESTS run the generated rules live in Prometheus 3 and in
+# Thanos's ruler, in wall-clock time: about a minute each of mostly waiting
+# on the engines, so they run in a fourth job beside the rest of
+# test/alertquality rather than after it, and not niced (a starved engine
+# would miss its evaluations).
+LIVE_ENGINE_TESTS = ^(TestRulesLiveOnPrometheus3|TestRulesLiveOnThanosRuler)$$
+
+# The jobs run side by side; each one's output is printed whole when
 # all are done, the race run's as it goes. alertquality and the plain tests
 # run niced: they only compute and replay, while the race run holds the live
 # tests (a simulated vLLM serving the daemon, Prometheus and Alertmanager in
@@ -94,15 +101,16 @@ NICE ?= nice -n 10
 # -vet=off: the vet target has already run every analyzer on every
 # package; go test would run its subset again in each of the three jobs.
 test: deps fmt-check vet lint cyclo plain-check
-	@aqlog="$$(mktemp)"; plainlog="$$(mktemp)"; \
-	( $(NICE) $(GO) test -vet=off -count=1 -timeout 20m ./test/alertquality && \
+	@aqlog="$$(mktemp)"; plainlog="$$(mktemp)"; livelog="$$(mktemp)"; \
+	$(GO) test -vet=off -count=1 -timeout 10m -run '$(LIVE_ENGINE_TESTS)' ./test/alertquality >"$$livelog" 2>&1 & live=$$!; \
+	( $(NICE) $(GO) test -vet=off -count=1 -timeout 20m -skip '$(LIVE_ENGINE_TESTS)' ./test/alertquality && \
 	  $(NICE) $(GO) test -vet=off -race -count=1 -timeout 10m -run 'TestAlertQuality$$' ./test/alertquality \
 	    -args -scenario '^(restart|clock-step)$$' ) >"$$aqlog" 2>&1 & aq=$$!; \
 	$(NICE) $(GO) test -vet=off -count=1 -p 2 -timeout 10m -run '$(PLAIN_TESTS)' $(PLAIN_PKGS) >"$$plainlog" 2>&1 & plain=$$!; \
 	$(GO) test -vet=off -race -count=1 -p 4 -timeout 20m -skip '$(PLAIN_TESTS)' $(RACE_PKGS); rest=$$?; \
-	wait $$aq; aqrc=$$?; wait $$plain; plainrc=$$?; \
-	cat "$$plainlog" "$$aqlog"; rm -f "$$plainlog" "$$aqlog"; \
-	[ $$rest -eq 0 ] && [ $$aqrc -eq 0 ] && [ $$plainrc -eq 0 ]
+	wait $$aq; aqrc=$$?; wait $$plain; plainrc=$$?; wait $$live; liverc=$$?; \
+	cat "$$plainlog" "$$aqlog" "$$livelog"; rm -f "$$plainlog" "$$aqlog" "$$livelog"; \
+	[ $$rest -eq 0 ] && [ $$aqrc -eq 0 ] && [ $$plainrc -eq 0 ] && [ $$liverc -eq 0 ]
 
 # plain-check: every PLAIN entry names a test function of its package and of
 # no other package (test names are matched across packages by -run and -skip).

@@ -37,6 +37,11 @@ const maxInlineDepth = 16
 // rule reads the samples its group recorded at the same t), which lets a
 // range query over backfilled scrapes replay the rules at every step.
 func Inline(rf *rules.RuleFile, expr string) (string, error) {
+	return inline(newRecorded(rf), expr, 0)
+}
+
+// newRecorded indexes a rule file's recording rules for inline.
+func newRecorded(rf *rules.RuleFile) recorded {
 	byRecord := map[string][]rules.Rule{}
 	steps := map[string]time.Duration{}
 	for _, g := range rf.Groups {
@@ -54,14 +59,25 @@ func Inline(rf *rules.RuleFile, expr string) (string, error) {
 			}
 		}
 	}
-	return inline(recorded{byRecord, steps}, expr, 0)
+	return recorded{byRecord, steps, map[inlineKey]string{}}
 }
 
 // recorded is what Inline knows of the rule file: the rules recording each
 // series and the evaluation interval of their group (0: the global one).
+// done holds the expressions already inlined, by expression and depth: the
+// rules of a file read the same recorded series many times over, and
+// inlining is a pure function of the two (the depth only decides whether
+// the nesting is too deep), so each is parsed and rewritten once.
 type recorded struct {
 	byRecord map[string][]rules.Rule
 	steps    map[string]time.Duration
+	done     map[inlineKey]string
+}
+
+// inlineKey is one call of inline: an expression at a depth.
+type inlineKey struct {
+	expr  string
+	depth int
 }
 
 // splice is one piece of an expression to replace.
@@ -73,6 +89,9 @@ type splice struct {
 func inline(rec recorded, expr string, depth int) (string, error) {
 	if depth > maxInlineDepth {
 		return "", fmt.Errorf("inline %q: recording rules nest deeper than %d", expr, maxInlineDepth)
+	}
+	if out, ok := rec.done[inlineKey{expr, depth}]; ok {
+		return out, nil
 	}
 	e, err := parser.NewParser(parser.Options{}).ParseExpr(expr)
 	if err != nil {
@@ -143,6 +162,7 @@ func inline(rec recorded, expr string, depth int) (string, error) {
 	for _, c := range cuts {
 		out = out[:c.start] + c.text + out[c.end:]
 	}
+	rec.done[inlineKey{expr, depth}] = out
 	return out, nil
 }
 

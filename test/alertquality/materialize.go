@@ -184,13 +184,14 @@ func (p *Prometheus) materialize(runs []*Run, rfs []*rules.RuleFile, stored map[
 func storedRecords(rf *rules.RuleFile, stored map[string]bool) (map[string][]string, map[string]bool, error) {
 	inlined := map[string][]string{}
 	ok := map[string]bool{}
+	rec := newRecorded(rf)
 	for _, g := range rf.Groups {
 		exprs := make([]string, len(g.Rules))
 		for j, r := range g.Rules {
 			if r.Record == "" {
 				continue
 			}
-			expr, err := Inline(rf, r.Expr)
+			expr, err := inline(rec, r.Expr, 0)
 			if err != nil {
 				return nil, nil, fmt.Errorf("materialize %s: %w", r.Record, err)
 			}

@@ -249,12 +249,13 @@ func (p *Prometheus) EvaluateRules(rf *rules.RuleFile, run *Run, i int) error {
 	end := run.Scrapes[len(run.Scrapes)-1].At.Add(shift)
 	run.Rules = map[Key][]Episode{}
 	run.RuleLabels = map[Key]map[string]bool{}
+	rec := newRecorded(rf)
 	for _, g := range rf.Groups {
 		for _, r := range g.Rules {
 			if r.Alert != pipeline.AlertBurnRate {
 				continue
 			}
-			expr, err := Inline(rf, r.Expr)
+			expr, err := inline(rec, r.Expr, 0)
 			if err != nil {
 				return err
 			}

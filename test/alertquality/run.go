@@ -242,9 +242,10 @@ func play(sc Scenario, exact bool) (*Run, error) {
 	run.TargetDown = episodes(down)
 	truth := simtruth.ForModel(s.Truth(), sim.DemoModel)
 	run.Requests = truth
+	ledger := newTrueLedger(truth, sp.SLOs[0])
 	for i, a := range sp.Alerts {
 		k := run.Keys[i]
-		run.Condition[k] = trueCondition(newTrueLedger(truth, sp.SLOs[0]), a, evals, taken)
+		run.Condition[k] = trueCondition(ledger, a, evals, taken)
 		run.Truth[k] = episodes(hold(run.Condition[k], a.For))
 	}
 	return run, nil

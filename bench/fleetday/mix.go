@@ -1,7 +1,6 @@
 package fleetday
 
 import (
-	"math"
 	"math/rand/v2"
 	"time"
 
@@ -35,39 +34,9 @@ func LongMix() Mix {
 	return m
 }
 
-// draw samples a token count as internal/sim does: a mixture picks a
-// component by weight; otherwise a lognormal exp(ln Median + Sigma·N(0,1))
-// rounded, or Fixed; clamped to [Min, Max] when set, at least 1. Outputs
-// are further clamped below the engine's calendar (ring).
-func draw(d sim.LengthDist, rng *rand.Rand) int {
-	if len(d.Mixture) > 0 {
-		total := 0.0
-		for _, c := range d.Mixture {
-			total += c.Weight
-		}
-		x := rng.Float64() * total
-		for _, c := range d.Mixture {
-			if x < c.Weight {
-				return draw(c.Dist, rng)
-			}
-			x -= c.Weight
-		}
-		return draw(d.Mixture[len(d.Mixture)-1].Dist, rng)
-	}
-	n := d.Fixed
-	if d.Median > 0 {
-		n = int(math.Round(math.Min(1e9, math.Exp(math.Log(d.Median)+d.Sigma*rng.NormFloat64()))))
-	}
-	if d.Min > 0 && n < d.Min {
-		n = d.Min
-	}
-	if d.Max > 0 && n > d.Max {
-		n = d.Max
-	}
-	return max(n, 1)
-}
-
-// newRequest draws a request of mix m arriving at t.
+// newRequest draws a request of mix m arriving at t, its lengths as the
+// simulator draws them; outputs are clamped below the engine's calendar
+// (ring).
 func newRequest(m Mix, t float64, rng *rand.Rand) *request {
-	return &request{arrival: t, prompt: draw(m.Prompt, rng), output: min(draw(m.Output, rng), ring-1)}
+	return &request{arrival: t, prompt: m.Prompt.Sample(rng), output: min(m.Output.Sample(rng), ring-1)}
 }

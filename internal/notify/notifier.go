@@ -30,6 +30,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/vllm-slo-exporter/vllm-slo-exporter/internal/alerting"
 	"github.com/vllm-slo-exporter/vllm-slo-exporter/internal/pipeline"
 	"github.com/vllm-slo-exporter/vllm-slo-exporter/scrape"
 )
@@ -356,7 +357,7 @@ func gather(alerts []pipeline.Alert, cfg Config) map[string]*breach {
 			continue
 		}
 		own := ownLabels(a, cfg)
-		key := labelKey(own)
+		key := alerting.LabelsKey(own)
 		labels := withExternal(own, cfg)
 		b, ok := out[key]
 		if !ok {
@@ -413,18 +414,6 @@ func withExternal(own map[string]string, cfg Config) map[string]string {
 		}
 	}
 	return labels
-}
-
-// labelKey is a label set as one string, in sorted order.
-func labelKey(labels map[string]string) string {
-	var b strings.Builder
-	for _, k := range slices.Sorted(maps.Keys(labels)) {
-		b.WriteString(k)
-		b.WriteByte(0)
-		b.WriteString(labels[k])
-		b.WriteByte(0)
-	}
-	return b.String()
 }
 
 // generatorURL is an alert's link back to the console at base: the page of

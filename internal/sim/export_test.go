@@ -55,7 +55,7 @@ func (s *Sim) Books(i int) []EngineBooks {
 func (s *Sim) SampleLength(i int, d LengthDist) int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return d.sample(s.models[i].rng)
+	return d.Sample(s.models[i].rng)
 }
 
 // EffectiveAPIServers is the number of API server processes the style

@@ -120,8 +120,8 @@ func (s *Sim) runTo(tn int64) {
 // arrive creates a request arriving at t and queues it at an engine.
 func (s *Sim) arrive(m *model, t int64) {
 	w := m.cfg.Workload
-	prompt := min(m.arr.prompt(t).sample(m.rng), m.cfg.MaxModelLen-1)
-	output := min(w.Output.sample(m.rng), m.cfg.MaxModelLen-prompt)
+	prompt := min(m.arr.prompt(t).Sample(m.rng), m.cfg.MaxModelLen-1)
+	output := min(w.Output.Sample(m.rng), m.cfg.MaxModelLen-prompt)
 	reason := "length"
 	if m.rng.Float64() < w.StopProbability {
 		reason = "stop"

@@ -112,8 +112,10 @@ func (a *arrivals) next(rng *rand.Rand) int64 {
 	}
 }
 
-// sample draws a token count from the distribution.
-func (d LengthDist) sample(rng *rand.Rand) int {
+// Sample draws a token count from the distribution: a mixture picks a
+// component by weight; otherwise a lognormal exp(ln Median + Sigma·N(0,1))
+// (at most 1e9) rounded, or Fixed; clamped to [Min, Max] when set, at least 1.
+func (d LengthDist) Sample(rng *rand.Rand) int {
 	if len(d.Mixture) > 0 {
 		total := 0.0
 		for _, c := range d.Mixture {
@@ -122,11 +124,11 @@ func (d LengthDist) sample(rng *rand.Rand) int {
 		x := rng.Float64() * total
 		for _, c := range d.Mixture {
 			if x < c.Weight {
-				return c.Dist.sample(rng)
+				return c.Dist.Sample(rng)
 			}
 			x -= c.Weight
 		}
-		return d.Mixture[len(d.Mixture)-1].Dist.sample(rng)
+		return d.Mixture[len(d.Mixture)-1].Dist.Sample(rng)
 	}
 	n := d.Fixed
 	if d.Median > 0 {

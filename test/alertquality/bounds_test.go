@@ -3,6 +3,7 @@ package alertquality
 import (
 	"encoding/json"
 	"fmt"
+	"io"
 	"math"
 	"net/http"
 	"net/url"
@@ -212,6 +213,22 @@ func rulesAttainment(t *testing.T, prom *Prometheus, rf *rules.RuleFile, run *Ru
 // values runs a range query that returns at most one series and gives its
 // values by Unix second.
 func (p *Prometheus) values(expr string, start, end time.Time) (map[int64]float64, error) {
+	series, err := p.seriesValues(expr, start, end)
+	if err != nil {
+		return nil, err
+	}
+	if len(series) > 1 {
+		return nil, fmt.Errorf("query_range: %d series, want at most 1", len(series))
+	}
+	for _, vals := range series {
+		return vals, nil
+	}
+	return map[int64]float64{}, nil
+}
+
+// seriesValues runs a range query and gives each series' values by Unix
+// second, keyed by the series' labels (labelText).
+func (p *Prometheus) seriesValues(expr string, start, end time.Time) (map[string]map[int64]float64, error) {
 	form := url.Values{
 		"query": {expr},
 		"start": {strconv.FormatInt(start.Unix(), 10)},
@@ -224,17 +241,15 @@ func (p *Prometheus) values(expr string, start, end time.Time) (map[int64]float6
 	}
 	defer resp.Body.Close()
 	var qr queryResponse
-	if err := json.NewDecoder(resp.Body).Decode(&qr); err != nil {
+	if err := json.NewDecoder(io.LimitReader(resp.Body, maxResponse)).Decode(&qr); err != nil {
 		return nil, fmt.Errorf("query_range: decode: %w", err)
 	}
 	if qr.Status != "success" {
 		return nil, fmt.Errorf("query_range: %s", qr.Error)
 	}
-	if len(qr.Data.Result) > 1 {
-		return nil, fmt.Errorf("query_range: %d series, want at most 1", len(qr.Data.Result))
-	}
-	out := map[int64]float64{}
+	out := map[string]map[int64]float64{}
 	for _, r := range qr.Data.Result {
+		vals := map[int64]float64{}
 		for _, v := range r.Values {
 			ts, ok := v[0].(float64)
 			s, ok2 := v[1].(string)
@@ -245,8 +260,9 @@ func (p *Prometheus) values(expr string, start, end time.Time) (map[int64]float6
 			if err != nil {
 				return nil, fmt.Errorf("query_range: value %q: %w", s, err)
 			}
-			out[int64(math.Round(ts))] = f
+			vals[int64(math.Round(ts))] = f
 		}
+		out[labelText(r.Metric)] = vals
 	}
 	return out, nil
 }

@@ -20,7 +20,8 @@ GOCYCLO ?= $(GO) run github.com/fzipp/gocyclo/cmd/gocyclo@v0.6.0
 # own packages) and the engines it starts, and under -race it took twice the
 # CPU (433 s against 204 s) and three times the memory (3.4 GB) on the
 # suite's longest path. Its own concurrent code, the pool that plays the
-# scenarios side by side, is still run under -race on two scenarios.
+# scenarios side by side, is still run under -race on two scenarios, with
+# -short: the engines they would start are the plain run's to test.
 #
 # PLAIN lists, as package:Test, the tests that run without -race, in a
 # third job: long walks of simulated time or data in one goroutine (no go
@@ -104,7 +105,7 @@ test: deps fmt-check vet lint cyclo plain-check
 	@aqlog="$$(mktemp)"; plainlog="$$(mktemp)"; livelog="$$(mktemp)"; \
 	$(GO) test -vet=off -count=1 -timeout 10m -run '$(LIVE_ENGINE_TESTS)' ./test/alertquality >"$$livelog" 2>&1 & live=$$!; \
 	( $(NICE) $(GO) test -vet=off -count=1 -timeout 20m -skip '$(LIVE_ENGINE_TESTS)' ./test/alertquality && \
-	  $(NICE) $(GO) test -vet=off -race -count=1 -timeout 10m -run 'TestAlertQuality$$' ./test/alertquality \
+	  $(NICE) $(GO) test -vet=off -race -count=1 -timeout 10m -short -run 'TestAlertQuality$$' ./test/alertquality \
 	    -args -scenario '^(restart|clock-step)$$' ) >"$$aqlog" 2>&1 & aq=$$!; \
 	$(NICE) $(GO) test -vet=off -count=1 -p 2 -timeout 10m -run '$(PLAIN_TESTS)' $(PLAIN_PKGS) >"$$plainlog" 2>&1 & plain=$$!; \
 	$(GO) test -vet=off -race -count=1 -p 4 -timeout 20m -skip '$(PLAIN_TESTS)' $(RACE_PKGS); rest=$$?; \

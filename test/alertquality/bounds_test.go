@@ -7,6 +7,8 @@ import (
 	"math"
 	"net/http"
 	"net/url"
+	"slices"
+	"sort"
 	"strconv"
 	"testing"
 	"time"
@@ -15,6 +17,7 @@ import (
 
 	"github.com/vllm-slo-exporter/vllm-slo-exporter/internal/daemon"
 	"github.com/vllm-slo-exporter/vllm-slo-exporter/internal/rules"
+	"github.com/vllm-slo-exporter/vllm-slo-exporter/internal/sim"
 	"github.com/vllm-slo-exporter/vllm-slo-exporter/slo"
 	"github.com/vllm-slo-exporter/vllm-slo-exporter/test/simtruth"
 )
@@ -61,6 +64,7 @@ func TestRulesBoundsHoldDaemonAndTruth(t *testing.T) {
 	goal := runs[0].Config.SLOs[0].Goal
 	for i, run := range runs {
 		shift := time.Duration(i) * runSpacing
+		truth := newTruthIndex(run)
 		for _, k := range run.Keys {
 			for wi, w := range []time.Duration{k.Long, k.Short} {
 				lo, hi := rulesAttainment(t, prom, rf, run, shift, w)
@@ -72,7 +76,7 @@ func TestRulesBoundsHoldDaemonAndTruth(t *testing.T) {
 					if !okL || !okH {
 						continue
 					}
-					if truth, ok := trueAttainment(run, j, w); ok {
+					if truth, ok := truth.attainment(j, w); ok {
 						checked++
 						if truth < l || truth > h {
 							t.Errorf("%s %s at %v: true attainment %v outside the rules' [%v, %v]", run.Scenario.Name, model.Duration(w), sc.Offset, truth, l, h)
@@ -160,32 +164,58 @@ func streamingHoldsTruth(t *testing.T, prom *Prometheus, rf *rules.RuleFile, run
 	t.Logf("%s: requests past their first token in flight within the bound at %d scrapes (equal at %d)", run.Scenario.Name, checked, exact)
 }
 
-// trueAttainment is, for the window of length w read at run's evaluation
+// truthIndex is what the true attainment of a window reads of a run, computed once per run:
+// its SLO, the evaluation and scrape times, and its requests sorted by the
+// time they ended, so that each window's requests are a slice of them
+// rather than a scan of all (the scans were most of the harness's own CPU).
+type truthIndex struct {
+	run         *Run
+	spec        slo.SLO
+	evals       []time.Time
+	taken       []time.Time
+	byEnd       sim.Truth
+	abandonedOK bool
+}
+
+func newTruthIndex(run *Run) *truthIndex {
+	evals, taken := run.realTimes()
+	byEnd := slices.SortedStableFunc(slices.Values(run.Requests), func(a, b sim.Request) int { return a.Finish.Compare(b.Finish) })
+	return &truthIndex{run: run, spec: daemon.PipelineSpec(run.Config).SLOs[0], evals: evals, taken: taken, byEnd: byEnd,
+		abandonedOK: run.Config.SLOs[0].AbandonedPopulation() == slo.AbandonedBad}
+}
+
+// endedIn is the requests that ended in (from, to] (a request that has not
+// ended has a zero Finish, before every from), for simtruth's filters.
+func (x *truthIndex) endedIn(from, to time.Time) sim.Truth {
+	lo := sort.Search(len(x.byEnd), func(i int) bool { return x.byEnd[i].Finish.After(from) })
+	hi := sort.Search(len(x.byEnd), func(i int) bool { return x.byEnd[i].Finish.After(to) })
+	return x.byEnd[lo:hi]
+}
+
+// attainment is, for the window of length w read at the run's evaluation
 // j, the share of the requests that ended between the scrapes it reads
 // (scrapeEdge; finished, or abandoned after their first token, which count
 // as bad) that finished meeting every objective.
-func trueAttainment(run *Run, j int, w time.Duration) (float64, bool) {
-	s := run.Config.SLOs[0]
-	spec := daemon.PipelineSpec(run.Config).SLOs[0]
-	evals, taken := run.realTimes()
-	if evals[j].Add(-w).Before(taken[0]) {
+func (x *truthIndex) attainment(j int, w time.Duration) (float64, bool) {
+	if x.evals[j].Add(-w).Before(x.taken[0]) {
 		return 0, false // the window reaches before the first scrape
 	}
-	from, to := scrapeEdge(taken, evals[j].Add(-w)), scrapeEdge(taken, evals[j])
-	finished := simtruth.FinishedIn(run.Requests, from, to)
-	abandoned := len(simtruth.AbandonedIn(run.Requests, from, to))
-	for _, r := range simtruth.LostIn(run.Requests, from, to) {
+	from, to := scrapeEdge(x.taken, x.evals[j].Add(-w)), scrapeEdge(x.taken, x.evals[j])
+	ended := x.endedIn(from, to)
+	finished := simtruth.FinishedIn(ended, from, to)
+	abandoned := len(simtruth.AbandonedIn(ended, from, to))
+	for _, r := range simtruth.LostIn(ended, from, to) {
 		if !r.FirstToken.IsZero() {
 			abandoned++ // lost in a restart after its first token: left unfinished
 		}
 	}
 	n := len(finished) + abandoned
-	if n == 0 || s.AbandonedPopulation() != slo.AbandonedBad {
+	if n == 0 || !x.abandonedOK {
 		return 0, false
 	}
 	good := 0
 	for _, r := range finished {
-		if meetsAll(r, spec) {
+		if meetsAll(r, x.spec) {
 			good++
 		}
 	}

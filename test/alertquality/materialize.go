@@ -133,12 +133,13 @@ func StartPrometheusWith(dir string, runs []*Run, rfs []*rules.RuleFile) (*Prome
 func (p *Prometheus) materialize(runs []*Run, rfs []*rules.RuleFile, stored map[string]bool) ([]*rules.RuleFile, []*bytes.Buffer, int, error) {
 	n := 0
 	var stores []map[string]bool
+	decided := map[decisionKey]bool{}
 	recorded := make([]*bytes.Buffer, len(rfs))
 	rest := make([]*rules.RuleFile, len(rfs))
 	for i, rf := range rfs {
 		shift := time.Duration(i) * runSpacing
 		start, end := runs[i].Scrapes[0].At.Add(shift), runs[i].Scrapes[len(runs[i].Scrapes)-1].At.Add(shift)
-		inlined, store, err := storedRecords(rf, stored)
+		inlined, store, err := storedRecords(rf, stored, decided)
 		if err != nil {
 			return nil, nil, 0, err
 		}
@@ -178,10 +179,16 @@ func (p *Prometheus) materialize(runs []*Run, rfs []*rules.RuleFile, stored map[
 	return rest, recorded, n, nil
 }
 
+// decisionKey is what materializable decides on within one stage: a
+// rule's record and window and its inlined expression.
+type decisionKey struct{ record, window, inlined string }
+
 // storedRecords decides which records of rf this stage stores: those all
 // of whose rules are materializable. It returns every recording rule's
-// expression inlined over rf, by group name and position.
-func storedRecords(rf *rules.RuleFile, stored map[string]bool) (map[string][]string, map[string]bool, error) {
+// expression inlined over rf, by group name and position. decided holds
+// the stage's decisions so far, for the runs that share a rule file: the
+// parse of each inlined expression was most of the harness's CPU in a stage.
+func storedRecords(rf *rules.RuleFile, stored map[string]bool, decided map[decisionKey]bool) (map[string][]string, map[string]bool, error) {
 	inlined := map[string][]string{}
 	ok := map[string]bool{}
 	rec := newRecorded(rf)
@@ -196,9 +203,13 @@ func storedRecords(rf *rules.RuleFile, stored map[string]bool) (map[string][]str
 				return nil, nil, fmt.Errorf("materialize %s: %w", r.Record, err)
 			}
 			exprs[j] = expr
-			m, err := materializable(r, expr, stored)
-			if err != nil {
-				return nil, nil, err
+			key := decisionKey{r.Record, r.Labels["window"], expr}
+			m, seen := decided[key]
+			if !seen {
+				if m, err = materializable(r, expr, stored); err != nil {
+					return nil, nil, err
+				}
+				decided[key] = m
 			}
 			if prev, seen := ok[r.Record]; !seen || prev {
 				ok[r.Record] = m

@@ -1,0 +1,137 @@
+package alertquality
+
+import (
+	"maps"
+	"slices"
+	"testing"
+
+	"github.com/vllm-slo-exporter/vllm-slo-exporter/internal/pipeline"
+)
+
+// TestAndOperands: the operands of an `and` chain, as written, from the
+// right; an expression that is not an `and` has none.
+func TestAndOperands(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		in   string
+		want []string
+	}{
+		{`a > 1 and on (m) b and c`, []string{`c`, `b`, `a > 1`}},
+		{`max without (w) (a) > 2 and on (m, s) (b or c) and d > 2`, []string{`d > 2`, `(b or c)`, `max without (w) (a) > 2`}},
+		{`(a and b) or c`, nil},
+		{`a or b and c`, nil},
+		{`a`, nil},
+	} {
+		got, err := andOperands(c.in)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !slices.Equal(got, c.want) {
+			t.Errorf("andOperands(%s) = %q, want %q", c.in, got, c.want)
+		}
+	}
+}
+
+// TestGatedEqualsWhole is the differential test of presentGated: over a
+// burn, every burn-rate alert of the generated rules fires at the same
+// steps with the same label sets whether the whole alert is queried over
+// the run or only over the spans where its gates hold; and the first gate
+// holds at some steps and not at others, so the spans are exercised.
+func TestGatedEqualsWhole(t *testing.T) {
+	t.Parallel()
+	if testing.Short() || !installed("prometheus", "promtool") {
+		t.Skip("needs Debian's prometheus and promtool, and not -short")
+	}
+	sc, ok := libraryScenario("fast-burn")
+	if !ok {
+		t.Fatal("no scenario fast-burn")
+	}
+	run, err := playShared(sc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	runs := []*Run{run}
+	prom, rfs, err := StartPrometheusWith(t.TempDir(), runs, inlinedRulesOf(t, runs))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer prom.Stop()
+	start, end := run.Scrapes[0].At, run.Scrapes[len(run.Scrapes)-1].At
+	rec := newRecorded(rfs[0])
+	var gated, fired bool
+	for _, g := range rfs[0].Groups {
+		for _, r := range g.Rules {
+			if r.Alert != pipeline.AlertBurnRate {
+				continue
+			}
+			whole, err := inline(rec, r.Expr, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want, wantSets, err := prom.present(whole, start, end)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, gotSets, err := prom.presentGated(rec, r.Expr, start, end)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !slices.Equal(got, want) {
+				i := firstDiff(got, want)
+				t.Errorf("%s %s: from step %d the gated query fires %v, the whole one %v", r.Labels["severity"], r.Labels["long_window"], i, got[i], want[i])
+			}
+			if w, g := labelSets(wantSets), labelSets(gotSets); !maps.Equal(w, g) {
+				t.Errorf("%s %s: gated label sets %v, whole %v", r.Labels["severity"], r.Labels["long_window"], g, w)
+			}
+			open, _, err := prom.present(shortestOperand(t, rec, r.Expr), start, end)
+			if err != nil {
+				t.Fatal(err)
+			}
+			gated = gated || count(open) > 0 && count(open) < len(open)
+			fired = fired || count(want) > 0
+		}
+	}
+	if !gated || !fired {
+		t.Errorf("the gate held at some steps only: %v; some alert fired: %v; the test compared too little", gated, fired)
+	}
+}
+
+// labelSets is a set of label sets, as their text.
+func labelSets(sets []map[string]string) map[string]bool {
+	out := map[string]bool{}
+	for _, ls := range sets {
+		out[labelText(ls)] = true
+	}
+	return out
+}
+
+// firstDiff is the first step at which a and b (of one length) differ.
+func firstDiff(a, b []bool) int {
+	for i := range a {
+		if a[i] != b[i] {
+			return i
+		}
+	}
+	return len(a)
+}
+
+// shortestOperand is the shortest inlined operand of expr's `and` chain,
+// the first gate presentGated tries.
+func shortestOperand(t *testing.T, rec recorded, expr string) string {
+	t.Helper()
+	operands, err := andOperands(expr)
+	if err != nil || len(operands) == 0 {
+		t.Fatalf("%s: no operands (%v)", expr, err)
+	}
+	var shortest string
+	for _, o := range operands {
+		g, err := inline(rec, o, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if shortest == "" || len(g) < len(shortest) {
+			shortest = g
+		}
+	}
+	return shortest
+}

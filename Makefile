@@ -35,7 +35,14 @@ GOCYCLO ?= $(GO) run github.com/fzipp/gocyclo/cmd/gocyclo@v0.6.0
 # minutes of CPU, which on 2 cores is its time. plain-check fails when a name is not
 # a test of its package or is one of another package too, where -skip would
 # drop it from every run.
-RACE_PKGS = $(shell $(GO) list ./... | grep -v '/test/alertquality$$')
+# SLOW_FIRST are the race run's packages that take longest in wall-clock
+# time (waiting on Prometheus, Alertmanager, Chromium and wall-clock
+# workloads, 100-250 s each), listed first so that go test starts them
+# first: listed in import-path order they started last and one of them
+# ran alone at the end while the other jobs were done.
+MODULE := $(shell $(GO) list -m)
+SLOW_FIRST = $(addprefix $(MODULE)/,test/e2e/alerts bench internal/rules test/e2e test/reliability)
+RACE_PKGS = $(SLOW_FIRST) $(filter-out $(SLOW_FIRST),$(shell $(GO) list ./... | grep -v '/test/alertquality$$'))
 PLAIN = \
 	bench:TestFleetSparseHistory \
 	internal/buckets:TestAdvisedEdgesMakeObjectivesExact \

@@ -127,8 +127,18 @@ func TestConsoleStatusChromium(t *testing.T) {
 		}
 	}
 
-	detail := runChromium(t, chromium, d.base+"/slo?target=overloaded&model="+strings.ReplaceAll(sim.DemoModel, "/", "%2F")+"&slo=interactive&range=all",
-		"--dump-dom", "--virtual-time-budget=20000") // past one redraw, every 15 s with sub-second scrapes
+	// Past one redraw (every 15 s with sub-second scrapes) in Chromium's
+	// virtual time; on a starved runner the redraw's fetch can outlast the
+	// budget, so the page is loaded up to three times until it has redrawn.
+	redrawn := regexp.MustCompile(`data-refreshes="[1-9]`)
+	var detail string
+	for range 3 {
+		detail = runChromium(t, chromium, d.base+"/slo?target=overloaded&model="+strings.ReplaceAll(sim.DemoModel, "/", "%2F")+"&slo=interactive&range=all",
+			"--dump-dom", "--virtual-time-budget=20000")
+		if redrawn.MatchString(detail) {
+			break
+		}
+	}
 	for _, want := range []string{`class="tiles"`, "attainment now", "error budget left", "time to exhaustion", `<h3>alert</h3>`} {
 		if !strings.Contains(detail, want) {
 			t.Errorf("the detail page lacks %q:\n%s", want, tail(detail, 2000))
@@ -137,7 +147,7 @@ func TestConsoleStatusChromium(t *testing.T) {
 	if !regexp.MustCompile(`<p class="big" data-state="(firing|pending|ok)">`).MatchString(detail) {
 		t.Error("the detail page's alert tile shows no state")
 	}
-	if !regexp.MustCompile(`data-refreshes="[1-9]`).MatchString(detail) {
-		t.Errorf("the detail page did not redraw itself within Chromium's virtual time:\n%s", tail(detail, 1500))
+	if !redrawn.MatchString(detail) {
+		t.Errorf("the detail page did not redraw itself within Chromium's virtual time, in three loads:\n%s", tail(detail, 1500))
 	}
 }

@@ -1,12 +1,8 @@
 package alertquality
 
 import (
-	"encoding/json"
 	"fmt"
-	"io"
 	"math"
-	"net/http"
-	"net/url"
 	"slices"
 	"sort"
 	"strconv"
@@ -259,23 +255,9 @@ func (p *Prometheus) values(expr string, start, end time.Time) (map[int64]float6
 // seriesValues runs a range query and gives each series' values by Unix
 // second, keyed by the series' labels (labelText).
 func (p *Prometheus) seriesValues(expr string, start, end time.Time) (map[string]map[int64]float64, error) {
-	form := url.Values{
-		"query": {expr},
-		"start": {strconv.FormatInt(start.Unix(), 10)},
-		"end":   {strconv.FormatInt(end.Unix(), 10)},
-		"step":  {strconv.Itoa(int(Interval.Seconds()))},
-	}
-	resp, err := http.PostForm(p.URL+"/api/v1/query_range", form)
+	qr, err := p.queryRange(expr, start, end)
 	if err != nil {
-		return nil, fmt.Errorf("query_range: %w", err)
-	}
-	defer resp.Body.Close()
-	var qr queryResponse
-	if err := json.NewDecoder(io.LimitReader(resp.Body, maxResponse)).Decode(&qr); err != nil {
-		return nil, fmt.Errorf("query_range: decode: %w", err)
-	}
-	if qr.Status != "success" {
-		return nil, fmt.Errorf("query_range: %s", qr.Error)
+		return nil, err
 	}
 	out := map[string]map[int64]float64{}
 	for _, r := range qr.Data.Result {

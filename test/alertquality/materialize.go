@@ -2,12 +2,9 @@ package alertquality
 
 import (
 	"bytes"
-	"encoding/json"
 	"fmt"
 	"io"
 	"maps"
-	"net/http"
-	"net/url"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -269,23 +266,9 @@ func readAtEvaluation(expr string, stored map[string]bool) (string, error) {
 // (its record name, the result's labels, r's static labels over them),
 // each series in time order; it returns how many it wrote.
 func (p *Prometheus) writeRange(w io.Writer, r rules.Rule, start, end time.Time) (int, error) {
-	form := url.Values{
-		"query": {r.Expr},
-		"start": {strconv.FormatInt(start.Unix(), 10)},
-		"end":   {strconv.FormatInt(end.Unix(), 10)},
-		"step":  {strconv.Itoa(int(Interval.Seconds()))},
-	}
-	resp, err := http.PostForm(p.URL+"/api/v1/query_range", form)
+	qr, err := p.queryRange(r.Expr, start, end)
 	if err != nil {
-		return 0, fmt.Errorf("query_range: %w", err)
-	}
-	defer resp.Body.Close()
-	var qr queryResponse
-	if err := json.NewDecoder(io.LimitReader(resp.Body, maxResponse)).Decode(&qr); err != nil {
-		return 0, fmt.Errorf("query_range: decode: %w", err)
-	}
-	if qr.Status != "success" {
-		return 0, fmt.Errorf("query_range: %s", qr.Error)
+		return 0, err
 	}
 	n := 0
 	for _, res := range qr.Data.Result {

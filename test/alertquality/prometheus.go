@@ -201,9 +201,8 @@ type queryResponse struct {
 // maxResponse bounds the body of a query answer.
 const maxResponse = 64 << 20
 
-// present runs a range query and reports, per step from start, whether the
-// expression returned any series, and the label sets it returned.
-func (p *Prometheus) present(expr string, start, end time.Time) ([]bool, []map[string]string, error) {
+// queryRange runs a range query from start to end at the scrape interval.
+func (p *Prometheus) queryRange(expr string, start, end time.Time) (*queryResponse, error) {
 	form := url.Values{
 		"query": {expr},
 		"start": {strconv.FormatInt(start.Unix(), 10)},
@@ -212,15 +211,25 @@ func (p *Prometheus) present(expr string, start, end time.Time) ([]bool, []map[s
 	}
 	resp, err := http.PostForm(p.URL+"/api/v1/query_range", form)
 	if err != nil {
-		return nil, nil, fmt.Errorf("query_range: %w", err)
+		return nil, fmt.Errorf("query_range: %w", err)
 	}
 	defer resp.Body.Close()
 	var qr queryResponse
 	if err := json.NewDecoder(io.LimitReader(resp.Body, maxResponse)).Decode(&qr); err != nil {
-		return nil, nil, fmt.Errorf("query_range: decode: %w", err)
+		return nil, fmt.Errorf("query_range: decode: %w", err)
 	}
 	if qr.Status != "success" {
-		return nil, nil, fmt.Errorf("query_range: %s", qr.Error)
+		return nil, fmt.Errorf("query_range: %s", qr.Error)
+	}
+	return &qr, nil
+}
+
+// present runs a range query and reports, per step from start, whether the
+// expression returned any series, and the label sets it returned.
+func (p *Prometheus) present(expr string, start, end time.Time) ([]bool, []map[string]string, error) {
+	qr, err := p.queryRange(expr, start, end)
+	if err != nil {
+		return nil, nil, err
 	}
 	steps := int(end.Sub(start)/Interval) + 1
 	out := make([]bool, steps)

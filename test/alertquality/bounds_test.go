@@ -60,7 +60,7 @@ func TestRulesBoundsHoldDaemonAndTruth(t *testing.T) {
 	goal := runs[0].Config.SLOs[0].Goal
 	for i, run := range runs {
 		shift := time.Duration(i) * runSpacing
-		truth := newTruthIndex(run)
+		index := newTruthIndex(run)
 		for _, k := range run.Keys {
 			for wi, w := range []time.Duration{k.Long, k.Short} {
 				lo, hi := rulesAttainment(t, prom, rf, run, shift, w)
@@ -72,7 +72,7 @@ func TestRulesBoundsHoldDaemonAndTruth(t *testing.T) {
 					if !okL || !okH {
 						continue
 					}
-					if truth, ok := truth.attainment(j, w); ok {
+					if truth, ok := index.attainment(j, w); ok {
 						checked++
 						if truth < l || truth > h {
 							t.Errorf("%s %s at %v: true attainment %v outside the rules' [%v, %v]", run.Scenario.Name, model.Duration(w), sc.Offset, truth, l, h)
@@ -160,24 +160,24 @@ func streamingHoldsTruth(t *testing.T, prom *Prometheus, rf *rules.RuleFile, run
 	t.Logf("%s: requests past their first token in flight within the bound at %d scrapes (equal at %d)", run.Scenario.Name, checked, exact)
 }
 
-// truthIndex is what the true attainment of a window reads of a run, computed once per run:
-// its SLO, the evaluation and scrape times, and its requests sorted by the
-// time they ended, so that each window's requests are a slice of them
-// rather than a scan of all (the scans were most of the harness's own CPU).
+// truthIndex is what the true attainment of a window reads of a run,
+// computed once per run: its SLO, the evaluation and scrape times, and its
+// requests sorted by the time they ended, so that each window's requests
+// are a slice of them rather than a scan of all (the scans were most of
+// the harness's own CPU).
 type truthIndex struct {
-	run         *Run
-	spec        slo.SLO
-	evals       []time.Time
-	taken       []time.Time
-	byEnd       sim.Truth
-	abandonedOK bool
+	spec         slo.SLO
+	evals, taken []time.Time
+	byEnd        sim.Truth
+	abandonedBad bool // the SLO counts abandoned requests bad
 }
 
+// newTruthIndex indexes run for attainment.
 func newTruthIndex(run *Run) *truthIndex {
 	evals, taken := run.realTimes()
 	byEnd := slices.SortedStableFunc(slices.Values(run.Requests), func(a, b sim.Request) int { return a.Finish.Compare(b.Finish) })
-	return &truthIndex{run: run, spec: daemon.PipelineSpec(run.Config).SLOs[0], evals: evals, taken: taken, byEnd: byEnd,
-		abandonedOK: run.Config.SLOs[0].AbandonedPopulation() == slo.AbandonedBad}
+	return &truthIndex{spec: daemon.PipelineSpec(run.Config).SLOs[0], evals: evals, taken: taken, byEnd: byEnd,
+		abandonedBad: run.Config.SLOs[0].AbandonedPopulation() == slo.AbandonedBad}
 }
 
 // endedIn is the requests that ended in (from, to] (a request that has not
@@ -206,7 +206,7 @@ func (x *truthIndex) attainment(j int, w time.Duration) (float64, bool) {
 		}
 	}
 	n := len(finished) + abandoned
-	if n == 0 || !x.abandonedOK {
+	if n == 0 || !x.abandonedBad {
 		return 0, false
 	}
 	good := 0

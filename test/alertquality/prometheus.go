@@ -304,25 +304,11 @@ func (p *Prometheus) EvaluateRules(rf *rules.RuleFile, run *Run, i int) error {
 // (Narrowing the spans further by the other small operands cut nothing
 // measurable.)
 func (p *Prometheus) presentGated(rec recorded, expr string, start, end time.Time) ([]bool, []map[string]string, error) {
-	whole, err := inline(rec, expr, 0)
+	gate, whole, err := alertGate(rec, expr)
 	if err != nil {
 		return nil, nil, err
 	}
-	operands, err := andOperands(expr)
-	if err != nil {
-		return nil, nil, err
-	}
-	gate := whole
-	for _, o := range operands {
-		g, err := inline(rec, o, 0)
-		if err != nil {
-			return nil, nil, err
-		}
-		if len(g) < len(gate) {
-			gate = g
-		}
-	}
-	if len(gate) >= len(whole)/4 {
+	if gate == "" {
 		return p.present(whole, start, end)
 	}
 	open, _, err := p.present(gate, start, end)
@@ -330,6 +316,29 @@ func (p *Prometheus) presentGated(rec recorded, expr string, start, end time.Tim
 		return nil, nil, err
 	}
 	return p.presentOver(whole, open, start)
+}
+
+// alertGate is expr inlined over rec (whole) and its gate (presentGated):
+// the shortest operand of its top-level `and` chain, inlined, or "" when
+// none is under a quarter of the whole's length.
+func alertGate(rec recorded, expr string) (gate, whole string, err error) {
+	if whole, err = inline(rec, expr, 0); err != nil {
+		return "", "", err
+	}
+	operands, err := andOperands(expr)
+	if err != nil {
+		return "", "", err
+	}
+	for _, o := range operands {
+		g, err := inline(rec, o, 0)
+		if err != nil {
+			return "", "", err
+		}
+		if len(g) < len(whole)/4 && (gate == "" || len(g) < len(gate)) {
+			gate = g
+		}
+	}
+	return gate, whole, nil
 }
 
 // presentOver is present over the spans of consecutive steps from start

@@ -81,10 +81,10 @@ func TestRulesOnVictoriaMetrics(t *testing.T) {
 		if err := vm.VMAlerts(rf, run, i); err != nil {
 			t.Fatal(err)
 		}
-		truth := newTruthIndex(run)
+		index := newTruthIndex(run)
 		for _, w := range policyWindows(run) {
 			lag := windowLag(rf, w)
-			a := compareEngines(t, prom, vm, flat, run, truth, time.Duration(i)*runSpacing, w, lag)
+			a := compareEngines(t, prom, vm, flat, run, index, time.Duration(i)*runSpacing, w, lag)
 			obs := compareSeries(t, prom, vm, flat, run, time.Duration(i)*runSpacing, lag, fmt.Sprintf("model_name:vllm_slo_burn_rate_observed:ratio_rate%s{slo=%q}", model.Duration(w), "interactive"))
 			t.Logf("%s %s: observed burn rate, max abs. difference %.3g over %d scrapes", run.Scenario.Name, model.Duration(w), obs.maxDiff, obs.n)
 			fmt.Fprintf(&table, "| %s | %s | %d | %.2g | %.2g / %.2g | %.4f | %.4f | %.4f | %d / %d, %d |\n",
@@ -202,7 +202,7 @@ func described(run *Run, j int, lag time.Duration) int {
 // the long group records w (lag > 0), VictoriaMetrics has the bounds at
 // the long group's evaluations only, each those of the scrape lag or more
 // before (described), compared with Prometheus's and the truth there.
-func compareEngines(t *testing.T, prom *Prometheus, vm *Victoria, rf *rules.RuleFile, run *Run, truthIdx *truthIndex, shift, w, lag time.Duration) agreement {
+func compareEngines(t *testing.T, prom *Prometheus, vm *Victoria, rf *rules.RuleFile, run *Run, index *truthIndex, shift, w, lag time.Duration) agreement {
 	t.Helper()
 	pLo, pHi := rulesAttainment(t, prom, rf, run, shift, w)
 	start, end := run.Scrapes[0].At.Add(shift), run.Scrapes[len(run.Scrapes)-1].At.Add(shift)
@@ -261,7 +261,7 @@ func compareEngines(t *testing.T, prom *Prometheus, vm *Victoria, rf *rules.Rule
 			a.daemonN++
 			a.daemonWidth += (1 - b.Lower*(1-goal)) - (1 - b.Upper*(1-goal))
 		}
-		truth, ok := truthIdx.attainment(j, w)
+		truth, ok := index.attainment(j, w)
 		if !ok {
 			continue
 		}

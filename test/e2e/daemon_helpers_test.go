@@ -18,6 +18,7 @@ import (
 // within seconds.
 const (
 	liveInterval = 500 * time.Millisecond
+	liveTimeout  = 500 * time.Millisecond // scrape_timeout in liveConfig
 	liveTarget   = "a"
 )
 
@@ -74,14 +75,14 @@ func (ss *simServer) scrapes() []time.Time {
 func liveConfig(goal string, targets [][2]string, extra string) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, `global:
-  scrape_interval: 500ms
-  scrape_timeout: 500ms
+  scrape_interval: %s
+  scrape_timeout: %s
   evaluation_interval: 250ms
   state_save_interval: 1s
   windows: [2s, 5s, 1m]
   quantiles: [0.5, 0.9, 0.99]
 targets:
-`)
+`, liveInterval, liveTimeout)
 	for _, t := range targets {
 		fmt.Fprintf(&b, "  - name: %s\n    url: %s\n", t[0], t[1])
 	}
@@ -134,13 +135,19 @@ func (d *daemon) metrics(t *testing.T) series {
 
 // windowMatchesTruth reports whether the daemon's window (its e2e and TTFT
 // request counts and generation token throughput) equals the truth between
-// two scrape instants a_i < a_j whose distance is the window's length give
-// or take one scrape interval (p0 is the last point at or before
-// end−length, p1 the last at or before end), or between the first instant
-// and a_j when the history is shorter than the window. The daemon evaluates at its own times and
+// two scrape instants a_i < a_j. The daemon evaluates at its own times and
 // timestamps its points itself, so which pair it used is unknown, but it must
 // be one of them: counters are cumulative, so the data of a window (p0, p1]
 // is exactly the truth between the two scrapes that produced p0 and p1.
+//
+// A point is stamped when its scrape starts and the simulator records its
+// instant while serving that scrape, which ends within the scrape timeout or
+// the point is dropped, so a distance between two points differs from the
+// distance between their instants by at most ±timeout. The candidate pairs
+// follow: a window younger than its length (coverage below 1) starts at the
+// daemon's first point, span = coverage × length, so |a_j − a_i − span| ≤
+// timeout; a full window's p0 is the last point at or before end − length,
+// which failed scrapes push back by an interval each (up to three allowed).
 func windowMatchesTruth(ss series, target string, truth sim.Truth, instants []time.Time, model, window string, length, interval time.Duration) (string, bool) {
 	base := map[string]string{"target": target, "model_name": model, "window": window}
 	find := func(name string, kv ...string) (float64, bool) {
@@ -153,17 +160,23 @@ func windowMatchesTruth(ss series, target string, truth sim.Truth, instants []ti
 	e2e, ok1 := find("vllm_slo_window_requests", "metric", "e2e")
 	ttft, ok2 := find("vllm_slo_window_requests", "metric", "ttft")
 	tput, ok3 := find("vllm_slo_throughput_tokens_per_second", "kind", "generation")
-	if !ok1 || !ok2 || !ok3 {
-		return fmt.Sprintf("window %s: series missing (e2e %v, ttft %v, throughput %v)", window, ok1, ok2, ok3), false
+	coverage, ok4 := find("vllm_slo_window_coverage_ratio")
+	if !ok1 || !ok2 || !ok3 || !ok4 {
+		return fmt.Sprintf("window %s: series missing (e2e %v, ttft %v, throughput %v, coverage %v)", window, ok1, ok2, ok3, ok4), false
 	}
-	tried := 0
+	shortest, longest := length-liveTimeout, length+4*interval
+	if coverage < 1 {
+		span := time.Duration(coverage * float64(length))
+		shortest, longest = span-liveTimeout, span+liveTimeout
+	}
+	tried, countsMatched := 0, 0
 	for j := len(instants) - 1; j > 0 && j >= len(instants)-40; j-- {
 		for i := j - 1; i >= 0; i-- {
 			d := instants[j].Sub(instants[i])
-			if d > length+interval {
+			if d > longest {
 				break
 			}
-			if d < length-interval && i != 0 {
+			if d < shortest {
 				continue
 			}
 			tried++
@@ -171,16 +184,15 @@ func windowMatchesTruth(ss series, target string, truth sim.Truth, instants []ti
 			if float64(len(simtruth.FinishedIn(truth, from, to))) != e2e || float64(len(simtruth.FirstTokenIn(truth, from, to))) != ttft {
 				continue
 			}
-			// Throughput is divided by the daemon's own point times, which
-			// differ from the sim's instants by the scrape latency (jitter):
-			// compare token counts over the instants' distance ± jitter.
-			const jitter = 50 * time.Millisecond
+			countsMatched++
+			// Throughput is divided by the daemon's own span, the instants'
+			// distance ± timeout (see above).
 			tokens := float64(simtruth.TokensIn(truth, from, to))
-			lo, hi := tput*(to.Sub(from)-jitter).Seconds(), tput*(to.Sub(from)+jitter).Seconds()
+			lo, hi := tput*(to.Sub(from)-liveTimeout).Seconds(), tput*(to.Sub(from)+liveTimeout).Seconds()
 			if tokens >= lo-0.5 && tokens <= hi+0.5 {
 				return "", true
 			}
 		}
 	}
-	return fmt.Sprintf("window %s: e2e %v, ttft %v, throughput %v match the truth between no pair of %d candidate scrapes", window, e2e, ttft, tput, tried), false
+	return fmt.Sprintf("window %s: e2e %v, ttft %v, throughput %v match the truth between no pair of %d candidate scrapes (counts alone match %d)", window, e2e, ttft, tput, tried, countsMatched), false
 }

@@ -32,11 +32,36 @@ func TestAndOperands(t *testing.T) {
 	}
 }
 
+// TestQuerySpans: runs of open steps become spans, joined where at most
+// gap closed steps lie between them, and no closed step starts or ends one.
+func TestQuerySpans(t *testing.T) {
+	o, c := true, false
+	for _, tc := range []struct {
+		name string
+		open []bool
+		gap  int
+		want [][2]int
+	}{
+		{"none open", []bool{c, c, c}, 2, nil},
+		{"all open", []bool{o, o, o}, 0, [][2]int{{0, 2}}},
+		{"apart", []bool{o, c, c, o}, 1, [][2]int{{0, 0}, {3, 3}}},
+		{"joined at the gap", []bool{o, c, c, o}, 2, [][2]int{{0, 3}}},
+		{"edges closed", []bool{c, o, o, c, o, c}, 1, [][2]int{{1, 4}}},
+		{"three runs, two joined", []bool{o, c, o, c, c, c, o, o}, 1, [][2]int{{0, 2}, {6, 7}}},
+		{"no join", []bool{o, c, o}, 0, [][2]int{{0, 0}, {2, 2}}},
+	} {
+		if got := querySpans(tc.open, tc.gap); !slices.Equal(got, tc.want) {
+			t.Errorf("%s: querySpans(%v, %d) = %v, want %v", tc.name, tc.open, tc.gap, got, tc.want)
+		}
+	}
+}
+
 // TestGatedEqualsWhole is the differential test of presentGated: over a
 // burn, every burn-rate alert of the generated rules fires at the same
 // steps with the same label sets whether the whole alert is queried over
 // the run or only over the spans where its gate holds; and the gate holds
-// at some steps and not at others, so the spans are exercised.
+// at some steps and not at others, with spans close enough to be queried
+// as one, so the spans and their joins are exercised.
 func TestGatedEqualsWhole(t *testing.T) {
 	t.Parallel()
 	if testing.Short() || !installed("prometheus", "promtool") {
@@ -58,7 +83,7 @@ func TestGatedEqualsWhole(t *testing.T) {
 	defer prom.Stop()
 	start, end := run.Scrapes[0].At, run.Scrapes[len(run.Scrapes)-1].At
 	rec := newRecorded(rfs[0])
-	var gated, fired bool
+	var gated, joined, fired bool
 	for _, g := range rfs[0].Groups {
 		for _, r := range g.Rules {
 			if r.Alert != pipeline.AlertBurnRate {
@@ -88,11 +113,12 @@ func TestGatedEqualsWhole(t *testing.T) {
 				t.Fatal(err)
 			}
 			gated = gated || count(open) > 0 && count(open) < len(open)
+			joined = joined || len(querySpans(open, joinGap)) < len(querySpans(open, 0))
 			fired = fired || count(want) > 0
 		}
 	}
-	if !gated || !fired {
-		t.Errorf("the gate held at some steps only: %v; some alert fired: %v; the test compared too little", gated, fired)
+	if !gated || !joined || !fired {
+		t.Errorf("the gate held at some steps only: %v; spans were joined: %v; some alert fired: %v; the test compared too little", gated, joined, fired)
 	}
 }
 

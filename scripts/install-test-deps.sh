@@ -37,7 +37,9 @@ fi
 # its releases (slicelabels: its querier panics decoding label sets
 # without it). Both are for test/alertquality's live runs
 # (TestRulesLiveOnPrometheus3, TestRulesLiveOnThanosRuler). Each is built
-# once; the cold build, Thanos's the longer, has not been timed. Cached,
+# once. Cold (an empty GOPATH, build and module caches, modules from the
+# proxy) on 2 cores, Prometheus took 290 s and Thanos 323 s, and this whole
+# script 15 min (staticcheck and Helm first). Cached,
 # the three checks below took 0.8 s and this whole script 2.9 s on 2 cores
 # under a load of 18 (make test runs it every time).
 prometheus3_version=v0.316.0 # Prometheus 3.16.0

@@ -147,7 +147,8 @@ func (d *daemon) metrics(t *testing.T) series {
 // follow: a window younger than its length (coverage below 1) starts at the
 // daemon's first point, span = coverage × length, so |a_j − a_i − span| ≤
 // timeout; a full window's p0 is the last point at or before end − length,
-// which failed scrapes push back by an interval each (up to three allowed).
+// which failed scrapes push back by an interval each (up to three allowed),
+// so its span is within [length, length + 4 intervals], ± timeout.
 func windowMatchesTruth(ss series, target string, truth sim.Truth, instants []time.Time, model, window string, length, interval time.Duration) (string, bool) {
 	base := map[string]string{"target": target, "model_name": model, "window": window}
 	find := func(name string, kv ...string) (float64, bool) {
@@ -164,7 +165,7 @@ func windowMatchesTruth(ss series, target string, truth sim.Truth, instants []ti
 	if !ok1 || !ok2 || !ok3 || !ok4 {
 		return fmt.Sprintf("window %s: series missing (e2e %v, ttft %v, throughput %v, coverage %v)", window, ok1, ok2, ok3, ok4), false
 	}
-	shortest, longest := length-liveTimeout, length+4*interval
+	shortest, longest := length-liveTimeout, length+4*interval+liveTimeout
 	if coverage < 1 {
 		span := time.Duration(coverage * float64(length))
 		shortest, longest = span-liveTimeout, span+liveTimeout
